@@ -1,0 +1,510 @@
+//! Input formats: reads a commit-phase-1 (C1) file and says which sector it belongs to.
+//!
+//! Two forms are accepted: the lotus-bench / Curio `Commit2In` wrapper
+//! (`{"SectorNum", "Phase1Out": base64 JSON, "SectorSize"}`) and the bare
+//! `SealCommitPhase1Output` JSON of filecoin-proofs-api. The file carries no miner id, so
+//! [`SectorIdentity`] is resolved from the lotus file name `s-t0<miner>-<sector>`, the
+//! wrapper's `SectorNum` and the `--miner-id` flag. This module only parses and checks shapes;
+//! binding the data to the PoRep circuit is `porep`'s job.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
+use filecoin_proofs_api::RegisteredSealProof;
+use serde::Deserialize;
+
+/// Files larger than this are refused unread: a 64GiB sector's C1 is well under it.
+pub const DEFAULT_MAX_C1_BYTES: u64 = 1 << 30;
+
+/// Which of the two forms a C1 file was written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum C1Form {
+    /// lotus-bench / Curio `Commit2In` JSON with a base64 `Phase1Out`.
+    Wrapper,
+    /// filecoin-proofs-api `SealCommitPhase1Output` JSON.
+    Bare,
+}
+
+/// A parsed C1 file.
+#[derive(Debug)]
+pub struct C1File {
+    /// The form the file was written in.
+    pub form: C1Form,
+    /// The sector number from the wrapper, if the file had one.
+    pub wrapper_sector_num: Option<u64>,
+    /// The commit-phase-1 output itself.
+    pub output: SealCommitPhase1Output,
+}
+
+impl C1File {
+    /// The registered seal proof named inside the file.
+    pub fn registered_proof(&self) -> RegisteredSealProof {
+        self.output.registered_proof
+    }
+}
+
+/// Why a C1 file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseC1Error {
+    /// The file could not be read.
+    #[error("{path}: cannot read C1 file: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is larger than the cap.
+    #[error("{path}: {bytes} bytes is over the {max_bytes}-byte cap for a C1 file (hint: a C1 file of any sector size is under 1 GiB; is this the right file?)")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+        /// The cap.
+        max_bytes: u64,
+    },
+    /// The JSON ends early: the file is truncated or still being written.
+    #[error("{path}: JSON ends early at line {line} column {column}: the file is truncated or still being written (hint: writers should write to a temporary name and rename it into the inbox)")]
+    Incomplete {
+        /// The file.
+        path: PathBuf,
+        /// Where the input ended.
+        line: usize,
+        /// Where the input ended.
+        column: usize,
+    },
+    /// The file is not JSON at all.
+    #[error("{path}: not a C1 JSON file: {source}")]
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// The parser's complaint.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The wrapper's `Phase1Out` is not valid base64.
+    #[error("{path}: Phase1Out is not base64: {source}")]
+    Base64 {
+        /// The file.
+        path: PathBuf,
+        /// The decoder's complaint.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// The JSON is well formed but is not a commit-phase-1 output.
+    #[error("{path}: {what} is not a SealCommitPhase1Output: {source}")]
+    NotPhase1Output {
+        /// The file.
+        path: PathBuf,
+        /// Which part was being read.
+        what: &'static str,
+        /// The parser's complaint.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The sizes inside the file disagree with each other.
+    #[error("{path}: {message}")]
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// What disagrees.
+        message: String,
+    },
+}
+
+impl ParseC1Error {
+    /// True when the file may simply not be fully written yet.
+    pub fn is_incomplete(&self) -> bool {
+        matches!(self, ParseC1Error::Incomplete { .. })
+    }
+}
+
+/// The lotus-bench wrapper (Go's `Commit2In`); Go encodes `[]byte` as base64.
+#[derive(Deserialize)]
+struct Commit2In {
+    #[serde(rename = "SectorNum")]
+    sector_num: Option<i64>,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: Option<String>,
+    #[serde(rename = "SectorSize")]
+    sector_size: Option<u64>,
+}
+
+/// Reads and checks the C1 file at `path`.
+pub fn read_c1_file(path: &Path, max_bytes: u64) -> Result<C1File, ParseC1Error> {
+    let read_err = |source| ParseC1Error::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let bytes = file.metadata().map_err(read_err)?.len();
+    if bytes > max_bytes {
+        return Err(ParseC1Error::TooLarge {
+            path: path.to_owned(),
+            bytes,
+            max_bytes,
+        });
+    }
+    let mut data = Vec::with_capacity(bytes as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut data)
+        .map_err(read_err)?;
+    parse_c1(path, &data)
+}
+
+/// Parses C1 bytes; `path` only names the file in errors.
+pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
+    let json_err = |source: serde_json::Error| {
+        if source.is_eof() {
+            ParseC1Error::Incomplete {
+                path: path.to_owned(),
+                line: source.line(),
+                column: source.column(),
+            }
+        } else {
+            ParseC1Error::NotJson {
+                path: path.to_owned(),
+                source,
+            }
+        }
+    };
+    // One pass to learn the form; the vanilla proofs are skipped, not built.
+    let probe: serde_json::Map<String, serde_json::Value> = match serde_json::from_slice(data) {
+        Ok(serde_json::Value::Object(map)) => map,
+        Ok(_) => {
+            return Err(ParseC1Error::Inconsistent {
+                path: path.to_owned(),
+                message: "the JSON is not an object; expected a lotus-bench Commit2In wrapper or a SealCommitPhase1Output".into(),
+            })
+        }
+        Err(e) => return Err(json_err(e)),
+    };
+    let c1 = if probe.contains_key("Phase1Out") {
+        let wrapper: Commit2In = serde_json::from_value(serde_json::Value::Object(probe))
+            .map_err(|source| ParseC1Error::NotPhase1Output {
+                path: path.to_owned(),
+                what: "the Commit2In wrapper",
+                source,
+            })?;
+        parse_wrapper(path, wrapper)?
+    } else if probe.contains_key("registered_proof") {
+        let output = serde_json::from_value(serde_json::Value::Object(probe)).map_err(
+            |source| ParseC1Error::NotPhase1Output {
+                path: path.to_owned(),
+                what: "the file",
+                source,
+            },
+        )?;
+        C1File {
+            form: C1Form::Bare,
+            wrapper_sector_num: None,
+            output,
+        }
+    } else {
+        return Err(ParseC1Error::Inconsistent {
+            path: path.to_owned(),
+            message: "neither a lotus-bench Commit2In wrapper (no \"Phase1Out\") nor a SealCommitPhase1Output (no \"registered_proof\")".into(),
+        });
+    };
+    check_shapes(path, &c1)?;
+    Ok(c1)
+}
+
+fn parse_wrapper(path: &Path, wrapper: Commit2In) -> Result<C1File, ParseC1Error> {
+    let inconsistent = |message: String| ParseC1Error::Inconsistent {
+        path: path.to_owned(),
+        message,
+    };
+    let encoded = wrapper
+        .phase1_out
+        .ok_or_else(|| inconsistent("Phase1Out is null".into()))?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|source| ParseC1Error::Base64 {
+            path: path.to_owned(),
+            source,
+        })?;
+    let output: SealCommitPhase1Output =
+        serde_json::from_slice(&decoded).map_err(|source| ParseC1Error::NotPhase1Output {
+            path: path.to_owned(),
+            what: "the decoded Phase1Out",
+            source,
+        })?;
+    let wrapper_sector_num = match wrapper.sector_num {
+        Some(n) if n < 0 => return Err(inconsistent(format!("SectorNum {n} is negative"))),
+        Some(n) => Some(n as u64),
+        None => None,
+    };
+    let size = u64::from(output.registered_proof.sector_size());
+    if let Some(claimed) = wrapper.sector_size.filter(|&s| s != size) {
+        return Err(inconsistent(format!(
+            "SectorSize {} in the wrapper disagrees with {:?} ({}) inside Phase1Out",
+            claimed,
+            output.registered_proof,
+            SectorSizeName(size)
+        )));
+    }
+    Ok(C1File {
+        form: C1Form::Wrapper,
+        wrapper_sector_num,
+        output,
+    })
+}
+
+/// Checks that the vanilla proofs have the shape the registered proof promises.
+fn check_shapes(path: &Path, c1: &C1File) -> Result<(), ParseC1Error> {
+    let proof = c1.registered_proof();
+    let size = u64::from(proof.sector_size());
+    let (vanilla_size, partitions) = match &c1.output.vanilla_proofs {
+        VanillaSealProof::StackedDrg2KiBV1(p) => (2u64 << 10, p.len()),
+        VanillaSealProof::StackedDrg8MiBV1(p) => (8 << 20, p.len()),
+        VanillaSealProof::StackedDrg512MiBV1(p) => (512 << 20, p.len()),
+        VanillaSealProof::StackedDrg32GiBV1(p) => (32 << 30, p.len()),
+        VanillaSealProof::StackedDrg64GiBV1(p) => (64 << 30, p.len()),
+    };
+    let inconsistent = |message| ParseC1Error::Inconsistent {
+        path: path.to_owned(),
+        message,
+    };
+    if vanilla_size != size {
+        return Err(inconsistent(format!(
+            "registered proof {:?} is for {} sectors but the vanilla proofs are for {} sectors",
+            proof,
+            SectorSizeName(size),
+            SectorSizeName(vanilla_size)
+        )));
+    }
+    let expected = usize::from(proof.partitions());
+    if partitions != expected {
+        return Err(inconsistent(format!(
+            "{:?} has {} partitions but the file holds vanilla proofs for {}",
+            proof, expected, partitions
+        )));
+    }
+    Ok(())
+}
+
+/// A sector size printed the way operators say it (`2KiB`, `32GiB`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectorSizeName(pub u64);
+
+impl fmt::Display for SectorSizeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+        for (unit, name) in units {
+            if self.0 >= unit && self.0 % unit == 0 {
+                return write!(f, "{}{}", self.0 / unit, name);
+            }
+        }
+        write!(f, "{}B", self.0)
+    }
+}
+
+/// Parses `2KiB`, `8MiB`, `512MiB`, `32GiB`, `64GiB` (or a byte count).
+pub fn parse_sector_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a sector size like 2KiB, 8MiB, 512MiB, 32GiB"))?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return Err(format!("{text:?}: unknown unit {unit:?}; use KiB, MiB or GiB")),
+    };
+    Ok(n << shift)
+}
+
+/// The miner and sector a C1 file belongs to; with the ticket and porep id they determine
+/// the replica id, so a wrong identity is caught before any proving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectorIdentity {
+    /// The miner actor id (the number in `t01000`).
+    pub miner_id: u64,
+    /// The sector number.
+    pub sector_num: u64,
+}
+
+impl SectorIdentity {
+    /// The prover id: the miner's ID-address payload (unsigned LEB128), left-aligned in 32
+    /// bytes, as lotus passes it to filecoin-ffi.
+    pub fn prover_id(&self) -> [u8; 32] {
+        let mut id = [0u8; 32];
+        let mut v = self.miner_id;
+        let mut i = 0;
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                id[i] = byte;
+                break;
+            }
+            id[i] = byte | 0x80;
+            i += 1;
+        }
+        id
+    }
+}
+
+impl fmt::Display for SectorIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s-t0{}-{}", self.miner_id, self.sector_num)
+    }
+}
+
+/// Miner and sector from a lotus sector name `s-t0<miner>-<sector>` (or `s-f0`), with any
+/// extension, if the file name is one.
+pub fn identity_from_file_name(path: &Path) -> Option<SectorIdentity> {
+    let name = path.file_name()?.to_str()?;
+    let rest = name.strip_prefix("s-t0").or_else(|| name.strip_prefix("s-f0"))?;
+    let (miner, rest) = rest.split_once('-')?;
+    let sector: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let tail = &rest[sector.len()..];
+    if !(tail.is_empty() || tail.starts_with('.')) {
+        return None;
+    }
+    Some(SectorIdentity {
+        miner_id: miner.parse().ok()?,
+        sector_num: sector.parse().ok()?,
+    })
+}
+
+/// Why a C1 file's miner or sector could not be determined.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveIdentityError {
+    /// No miner id anywhere.
+    #[error("{path}: no miner id (hint: name the file s-t0<miner>-<sector>.json as lotus does, or pass --miner-id)")]
+    NoMiner {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No sector number anywhere.
+    #[error("{path}: no sector number (hint: name the file s-t0<miner>-<sector>.json as lotus does, or use the lotus-bench wrapper with SectorNum)")]
+    NoSector {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file name and the wrapper disagree.
+    #[error("{path}: the file name says sector {from_name} but the wrapper's SectorNum is {from_wrapper} (hint: rename the file to match the sector it holds)")]
+    SectorConflict {
+        /// The file.
+        path: PathBuf,
+        /// Sector number from the name.
+        from_name: u64,
+        /// Sector number from the wrapper.
+        from_wrapper: u64,
+    },
+}
+
+/// Resolves the miner and sector of the C1 file at `path`: the lotus file name first, then
+/// the wrapper's `SectorNum`, then `default_miner` (the `--miner-id` flag) for the miner.
+pub fn resolve_identity(
+    path: &Path,
+    c1: &C1File,
+    default_miner: Option<u64>,
+) -> Result<SectorIdentity, ResolveIdentityError> {
+    let from_name = identity_from_file_name(path);
+    if let (Some(named), Some(wrapped)) = (from_name, c1.wrapper_sector_num) {
+        if named.sector_num != wrapped {
+            return Err(ResolveIdentityError::SectorConflict {
+                path: path.to_owned(),
+                from_name: named.sector_num,
+                from_wrapper: wrapped,
+            });
+        }
+    }
+    let miner_id = from_name
+        .map(|n| n.miner_id)
+        .or(default_miner)
+        .ok_or_else(|| ResolveIdentityError::NoMiner {
+            path: path.to_owned(),
+        })?;
+    let sector_num = from_name
+        .map(|n| n.sector_num)
+        .or(c1.wrapper_sector_num)
+        .ok_or_else(|| ResolveIdentityError::NoSector {
+            path: path.to_owned(),
+        })?;
+    Ok(SectorIdentity {
+        miner_id,
+        sector_num,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prover_id_is_leb128_left_aligned() {
+        let id = |miner_id| {
+            SectorIdentity {
+                miner_id,
+                sector_num: 0,
+            }
+            .prover_id()
+        };
+        assert_eq!(id(0)[..2], [0, 0]);
+        assert_eq!(id(1000)[..3], [0xe8, 0x07, 0]);
+        assert_eq!(id(127)[..2], [0x7f, 0]);
+        assert_eq!(id(128)[..3], [0x80, 0x01, 0]);
+        assert!(id(1000)[2..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn lotus_names_give_miner_and_sector() {
+        let id = |name: &str| identity_from_file_name(Path::new(name));
+        let want = |miner_id, sector_num| {
+            Some(SectorIdentity {
+                miner_id,
+                sector_num,
+            })
+        };
+        assert_eq!(id("inbox/s-t01000-7.json"), want(1000, 7));
+        assert_eq!(id("s-f02345-0"), want(2345, 0));
+        assert_eq!(id("s-t01000-7x.json"), None);
+        assert_eq!(id("c1-7.json"), None);
+        assert_eq!(id("s-t0abc-7.json"), None);
+    }
+
+    #[test]
+    fn sector_sizes_round_trip() {
+        for text in ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"] {
+            let n = parse_sector_size(text).expect(text);
+            assert_eq!(SectorSizeName(n).to_string(), text);
+        }
+        assert_eq!(parse_sector_size("2048"), Ok(2048));
+        assert!(parse_sector_size("2 parsecs").is_err());
+    }
+
+    #[test]
+    fn non_json_and_truncated_json_are_told_apart() {
+        let p = Path::new("x.json");
+        assert!(parse_c1(p, b"{\"registered_proof\": ").unwrap_err().is_incomplete());
+        assert!(!parse_c1(p, b"\x00\x01garbage").unwrap_err().is_incomplete());
+        let err = parse_c1(p, b"{\"hello\": 1}").unwrap_err().to_string();
+        assert!(err.contains("neither a lotus-bench"), "{err}");
+        let err = parse_c1(p, b"[1,2]").unwrap_err().to_string();
+        assert!(err.contains("not an object"), "{err}");
+    }
+
+    #[test]
+    fn bad_base64_and_bad_registered_proof_name_the_problem() {
+        let p = Path::new("x.json");
+        let err = parse_c1(p, br#"{"SectorNum":1,"Phase1Out":"%%%","SectorSize":2048}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not base64"), "{err}");
+        let err = parse_c1(p, br#"{"registered_proof":"StackedDrg3KiBV1","vanilla_proofs":{}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("StackedDrg3KiBV1"), "{err}");
+    }
+}

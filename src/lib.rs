@@ -1,0 +1,30 @@
+//! cuzk proves Filecoin PoRep commit phase 2 in bulk: C1 files in, verified Groth16 proofs
+//! out, with a timeline of where every second went.
+//!
+//! # Brief overview
+//! The data flows one way through one module per stage:
+//!
+//! - [`spool`] claims C1 files from the inbox and moves results to the outbox or `failed/`;
+//! - [`c1`] parses a C1 file and resolves its miner and sector;
+//! - [`porep`] binds it to the PoRep circuit of its sector size;
+//! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`];
+//! - [`prove`] turns a synthesized partition into a Groth16 proof;
+//! - [`pipeline`] runs those stages concurrently and emits [`event::Event`]s;
+//! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
+//! - [`waterfall`] draws a timeline.
+//!
+//! [`params`] finds and loads the Groth16 parameters; [`cli`] is the command line.
+#![deny(missing_docs)]
+
+pub mod c1;
+pub mod cli;
+pub mod event;
+pub mod params;
+pub mod pipeline;
+pub mod porep;
+pub mod prove;
+pub mod report;
+pub mod spool;
+pub mod synth;
+pub mod timeline;
+pub mod waterfall;

@@ -1,0 +1,183 @@
+//! Groth16 parameters: finds them in the standard Filecoin parameter cache, loads each set
+//! once per run and keeps it resident, and generates insecure random test parameters.
+//!
+//! The cache directory is `--params`, else `FIL_PROOFS_PARAMETER_CACHE`, else
+//! `/var/tmp/filecoin-proof-parameters`, with the file names every Filecoin tool uses
+//! (`v28-stacked-proof-of-replication-...-<hash>.params` and `.vk`). Loading keeps the whole
+//! set in memory rather than re-reading the mapped file for every proof.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use filecoin_proofs::{parameters::public_params, with_shape, DefaultPieceHasher, MerkleTreeTrait};
+use filecoin_proofs_api::RegisteredSealProof;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+
+use crate::c1::SectorSizeName;
+
+/// The environment variable filecoin-proofs reads for the parameter cache.
+pub const PARAMS_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
+/// The cache filecoin-proofs uses when the variable is unset.
+pub const DEFAULT_PARAMS_DIR: &str = "/var/tmp/filecoin-proof-parameters";
+
+/// Points filecoin-proofs (and cuzk) at `dir` for this process.
+///
+/// filecoin-proofs reads its settings once, on first use, so this must run before any proof
+/// code does: `run` calls it first thing.
+pub fn use_params_dir(dir: &Path) {
+    // SAFETY-free: set before any other thread starts.
+    std::env::set_var(PARAMS_ENV, dir);
+}
+
+/// The parameter cache directory in force.
+pub fn params_dir() -> PathBuf {
+    std::env::var_os(PARAMS_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMS_DIR))
+}
+
+/// A parameter file that is not in the cache.
+#[derive(Debug, thiserror::Error)]
+#[error("missing Groth16 parameters for {size} sectors: {path} does not exist (hint: fetch the official parameters with `lotus fetch-params {size}` or `paramfetch` into {dir}, or for test sizes generate insecure ones with `cuzk params gen --sector-size {size}`; set --params or {PARAMS_ENV} if they live elsewhere)")]
+pub struct MissingParamsError {
+    /// The file looked for.
+    pub path: PathBuf,
+    /// The cache directory.
+    pub dir: PathBuf,
+    /// The sector size the file is for.
+    pub size: SectorSizeName,
+}
+
+/// Fails with a [`MissingParamsError`] unless `path` exists.
+pub fn require(path: &Path, sector_size: u64) -> Result<(), MissingParamsError> {
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(MissingParamsError {
+        path: path.to_owned(),
+        dir: path.parent().map(Path::to_owned).unwrap_or_else(params_dir),
+        size: SectorSizeName(sector_size),
+    })
+}
+
+/// Parameter sets loaded so far, by file; each is read from disk once per run.
+#[derive(Default)]
+pub struct ParamsCache {
+    loaded: HashMap<PathBuf, Arc<Parameters<Bls12>>>,
+}
+
+impl ParamsCache {
+    /// True if the set at `path` is already in memory.
+    pub fn is_loaded(&self, path: &Path) -> bool {
+        self.loaded.contains_key(path)
+    }
+
+    /// The parameters at `path`, read on first use.
+    pub fn get(&mut self, path: &Path, sector_size: u64) -> Result<Arc<Parameters<Bls12>>> {
+        if let Some(params) = self.loaded.get(path) {
+            return Ok(params.clone());
+        }
+        require(path, sector_size)?;
+        let started = Instant::now();
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        // Unchecked: the points were checked when the file was made or fetched (paramfetch
+        // verifies digests), and subgroup checks on millions of points cost minutes.
+        let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 20, file), false)
+            .with_context(|| {
+                format!(
+                    "reading {} (hint: the file is damaged or incomplete; fetch or generate it again)",
+                    path.display()
+                )
+            })?;
+        log::info!(
+            "loaded {} in {:.1} s",
+            path.display(),
+            started.elapsed().as_secs_f64()
+        );
+        let params = Arc::new(params);
+        self.loaded.insert(path.to_owned(), params.clone());
+        Ok(params)
+    }
+}
+
+/// Sizes for which random parameters may be generated: the ones nobody mines with.
+pub fn is_test_size(sector_size: u64) -> bool {
+    sector_size < 32 << 30
+}
+
+/// The registered proof cuzk generates parameters for, per size (all PoRep versions of a
+/// size share one parameter set).
+pub fn registered_proof_for(sector_size: u64) -> Result<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    Ok(match sector_size {
+        s if s == 2 << 10 => StackedDrg2KiBV1_1,
+        s if s == 8 << 20 => StackedDrg8MiBV1_1,
+        s if s == 512 << 20 => StackedDrg512MiBV1_1,
+        s if s == 32 << 30 => StackedDrg32GiBV1_1,
+        s if s == 64 << 30 => StackedDrg64GiBV1_1,
+        s => bail!(
+            "{} is not a PoRep sector size (hint: use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB)",
+            SectorSizeName(s)
+        ),
+    })
+}
+
+/// Paths of the `.params` and `.vk` files for a sector size.
+pub fn param_paths(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
+    let config = registered_proof_for(sector_size)?.as_v1_config();
+    with_shape!(sector_size, paths_for_shape, &config)
+}
+
+fn paths_for_shape<Tree: 'static + MerkleTreeTrait>(
+    config: &filecoin_proofs::PoRepConfig,
+) -> Result<(PathBuf, PathBuf)> {
+    Ok((
+        config.get_cache_params_path::<Tree>()?,
+        config.get_cache_verifying_key_path::<Tree>()?,
+    ))
+}
+
+/// Generates insecure random parameters for a test sector size into the cache, unless they
+/// are already there. Returns the `.params` and `.vk` paths.
+pub fn generate(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
+    if !is_test_size(sector_size) {
+        bail!(
+            "refusing to generate parameters for {} sectors: random parameters make proofs the chain rejects (hint: fetch the official ones with `lotus fetch-params {}`)",
+            SectorSizeName(sector_size),
+            SectorSizeName(sector_size)
+        );
+    }
+    let config = registered_proof_for(sector_size)?.as_v1_config();
+    with_shape!(sector_size, generate_for_shape, &config)?;
+    param_paths(sector_size)
+}
+
+fn generate_for_shape<Tree: 'static + MerkleTreeTrait>(
+    config: &filecoin_proofs::PoRepConfig,
+) -> Result<()> {
+    type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+    let pub_params = public_params::<Tree>(config)?;
+    let mut rng = rand::rngs::OsRng;
+    // filecoin-proofs writes the files itself, under its cache lock and with its names.
+    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::groth_params(
+        Some(&mut rng),
+        &pub_params,
+    )?;
+    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verifying_key(
+        Some(&mut rng),
+        &pub_params,
+    )?;
+    let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pub_params);
+    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &pub_params)?;
+    Ok(())
+}

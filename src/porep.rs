@@ -1,0 +1,256 @@
+//! PoRep binding: turns a parsed C1 file and its sector identity into the sector's partition
+//! circuits, their public inputs, the parameter file they need, and the final `verify_seal`.
+//!
+//! This is the only module that knows the Merkle tree shape of a sector size: [`bind`]
+//! dispatches on the size once and hides the shape behind [`SectorCircuits`], so the pipeline
+//! handles every size the same way. Circuits come from storage-proofs-porep exactly as
+//! filecoin-proofs' `seal_commit_phase2` builds them; synthesis itself is `synth`'s job.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, ensure, Context, Result};
+use blstrs::Scalar as Fr;
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{
+    as_safe_commitment, parameters::setup_params, with_shape, DefaultPieceDomain,
+    DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
+};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use storage_proofs_core::api_version::ApiFeature;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, StackedCompound, StackedDrg,
+};
+
+use crate::c1::{C1File, SectorIdentity, SectorSizeName};
+use crate::synth::{synthesize, SynthesizedPartition};
+
+/// One sector's proof obligations, whatever its size.
+pub trait SectorCircuits: Send + Sync {
+    /// Number of partitions (1 for test sizes, 10 for 32GiB and 64GiB).
+    fn partition_count(&self) -> usize;
+    /// Builds partition `k`'s circuit and synthesizes it.
+    fn synthesize_partition(&self, k: usize) -> Result<SynthesizedPartition>;
+    /// The public inputs partition `k`'s proof is checked against.
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
+    /// Where the Groth16 parameters for this circuit live in the parameter cache.
+    fn params_path(&self) -> Result<PathBuf>;
+    /// Where the verifying key for this circuit lives in the parameter cache.
+    fn verifying_key_path(&self) -> Result<PathBuf>;
+}
+
+/// A C1 file bound to its sector: everything needed to prove it and check the proof.
+pub struct Sector {
+    /// Miner and sector number.
+    pub identity: SectorIdentity,
+    /// The registered seal proof from the C1 file.
+    pub registered_proof: RegisteredSealProof,
+    /// Sector size in bytes.
+    pub sector_size: u64,
+    /// The partition circuits.
+    pub circuits: Box<dyn SectorCircuits>,
+    comm_r: [u8; 32],
+    comm_d: [u8; 32],
+    ticket: [u8; 32],
+    seed: [u8; 32],
+}
+
+/// Why a C1 file cannot be proved for the sector it claims to be.
+#[derive(Debug, thiserror::Error)]
+pub enum BindSectorError {
+    /// The replica id does not match the miner, sector, ticket, comm_d and porep id.
+    #[error("replica id in the C1 file does not match {identity} ({proof:?}): expected {expected}, found {found} (hint: the file was sealed for another miner or sector; name it s-t0<miner>-<sector>.json after the sector it holds, or pass the right --miner-id)")]
+    ReplicaIdMismatch {
+        /// Who we thought the file belonged to.
+        identity: SectorIdentity,
+        /// The registered proof (its porep id enters the replica id).
+        proof: RegisteredSealProof,
+        /// The replica id computed from the identity.
+        expected: String,
+        /// The replica id inside the file.
+        found: String,
+    },
+    /// A proof type cuzk does not prove.
+    #[error("{proof:?} is not supported: {reason}")]
+    Unsupported {
+        /// The registered proof.
+        proof: RegisteredSealProof,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The C1 data itself is unusable.
+    #[error("invalid C1 data: {0:#}")]
+    Invalid(anyhow::Error),
+}
+
+/// Binds `c1` to `identity`, checking the replica id before any proving work.
+pub fn bind(c1: C1File, identity: SectorIdentity) -> Result<Sector, BindSectorError> {
+    let output = c1.output;
+    let proof = output.registered_proof;
+    let config = proof.as_v1_config();
+    if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        return Err(BindSectorError::Unsupported {
+            proof,
+            reason: "non-interactive PoRep proofs are aggregated after proving; use filecoin-proofs for them",
+        });
+    }
+    let sector_size = u64::from(proof.sector_size());
+    let (comm_r, comm_d, ticket, seed) = (output.comm_r, output.comm_d, output.ticket, output.seed);
+    let circuits = with_shape!(sector_size, bind_shape, output, &config, identity)?;
+    Ok(Sector {
+        identity,
+        registered_proof: proof,
+        sector_size,
+        circuits,
+        comm_r,
+        comm_d,
+        ticket,
+        seed,
+    })
+}
+
+impl Sector {
+    /// Checks a whole proof (partition proofs concatenated) with filecoin-proofs'
+    /// `verify_seal`, the same check the chain's actors make.
+    pub fn verify_seal(&self, proof: &[u8]) -> Result<bool> {
+        filecoin_proofs_api::seal::verify_seal(
+            self.registered_proof,
+            self.comm_r,
+            self.comm_d,
+            self.identity.prover_id(),
+            SectorId::from(self.identity.sector_num),
+            self.ticket,
+            self.seed,
+            proof,
+        )
+        .with_context(|| format!("verify_seal for {}", self.identity))
+    }
+
+    /// A human name for the sector's size.
+    pub fn size_name(&self) -> SectorSizeName {
+        SectorSizeName(self.sector_size)
+    }
+}
+
+type PublicInputs<Tree> = stacked::PublicInputs<
+    <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain,
+    DefaultPieceDomain,
+>;
+
+/// The sector's data with its tree shape known.
+struct ShapedSector<Tree: 'static + MerkleTreeTrait> {
+    config: PoRepConfig,
+    public_inputs: PublicInputs<Tree>,
+    vanilla_params: stacked::PublicParams<Tree>,
+    vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+}
+
+fn bind_shape<Tree: 'static + MerkleTreeTrait>(
+    output: SealCommitPhase1Output,
+    config: &PoRepConfig,
+    identity: SectorIdentity,
+) -> Result<Box<dyn SectorCircuits>, BindSectorError> {
+    let invalid = BindSectorError::Invalid;
+    let expected = generate_replica_id::<Tree::Hasher, _>(
+        &identity.prover_id(),
+        identity.sector_num,
+        &output.ticket,
+        output.comm_d,
+        &config.porep_id,
+    );
+    let found: <Tree::Hasher as Hasher>::Domain =
+        <Tree::Hasher as Hasher>::Domain::try_from_bytes(&output.replica_id.into_bytes())
+            .map_err(invalid)?;
+    if expected != found {
+        return Err(BindSectorError::ReplicaIdMismatch {
+            identity,
+            proof: output.registered_proof,
+            expected: hex::encode(expected.into_bytes()),
+            found: hex::encode(found.into_bytes()),
+        });
+    }
+    let check = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(invalid(anyhow!("{what}")))
+        }
+    };
+    check(output.comm_d != [0; 32], "comm_d is all zeros")?;
+    check(output.comm_r != [0; 32], "comm_r is all zeros")?;
+    check(output.seed != [0; 32], "the interactive seed is all zeros")?;
+
+    let vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
+        output.vanilla_proofs.try_into().map_err(invalid)?;
+    check(
+        vanilla_proofs.iter().all(|p| !p.is_empty()),
+        "a partition has no vanilla proofs",
+    )?;
+    let public_inputs = stacked::PublicInputs {
+        replica_id: found,
+        tau: Some(stacked::Tau {
+            comm_d: DefaultPieceDomain::try_from_bytes(&output.comm_d).map_err(invalid)?,
+            comm_r: as_safe_commitment(&output.comm_r, "comm_r").map_err(invalid)?,
+        }),
+        k: None,
+        seed: Some(output.seed),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(config).map_err(invalid)?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    let compound =
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)
+        .map_err(invalid)?;
+    check(
+        vanilla_proofs.len() == usize::from(config.partitions),
+        "the number of partitions does not match the registered proof",
+    )?;
+    Ok(Box::new(ShapedSector::<Tree> {
+        config: config.clone(),
+        public_inputs,
+        vanilla_params: compound.vanilla_params,
+        vanilla_proofs,
+    }))
+}
+
+impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
+    fn partition_count(&self) -> usize {
+        self.vanilla_proofs.len()
+    }
+
+    fn synthesize_partition(&self, k: usize) -> Result<SynthesizedPartition> {
+        ensure!(k < self.vanilla_proofs.len(), "no partition {k}");
+        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.vanilla_proofs[k],
+            &self.vanilla_params,
+            Some(k),
+        )?;
+        synthesize(circuit).with_context(|| format!("synthesizing partition {k}"))
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::generate_public_inputs(&self.public_inputs, &self.vanilla_params, Some(k))
+    }
+
+    fn params_path(&self) -> Result<PathBuf> {
+        self.config.get_cache_params_path::<Tree>()
+    }
+
+    fn verifying_key_path(&self) -> Result<PathBuf> {
+        self.config.get_cache_verifying_key_path::<Tree>()
+    }
+}

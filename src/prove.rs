@@ -1,0 +1,337 @@
+//! Proving: Groth16 for one [`SynthesizedPartition`], written out step by step.
+//!
+//! This module owns the prover's math and nothing else: where the parameters come from is
+//! hidden behind bellperson's `ParameterSource`, and the kernels (CPU by default, CUDA under
+//! the `cuda` feature) come from bellperson's `EvaluationDomain` and `multiexp`. Each step is
+//! timed into [`ProveTimings`] so the timeline can say where the prover's time went.
+//!
+//! With `w` the witness, `(alpha, beta, delta)` from the verifying key and fresh random
+//! `r`, `s`, the proof is
+//!
+//! ```text
+//! A = alpha + sum_i w_i A_i(tau) + r delta                       (G1)
+//! B = beta  + sum_i w_i B_i(tau) + s delta                       (G2, and in G1 for C)
+//! C = sum_aux w_i L_i + sum_j h_j H_j + s A + r B_g1 - r s delta (G1)
+//! ```
+//!
+//! where `h` is the quotient `(a*b - c) / Z` computed over the evaluation domain.
+
+use std::ops::{AddAssign, Mul};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bellperson::domain::EvaluationDomain;
+use bellperson::gpu::{LockedFftKernel, LockedMultiexpKernel};
+use bellperson::groth16::{ParameterSource, Proof};
+use bellperson::multiexp::multiexp;
+use bellperson::SynthesisError;
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use ec_gpu_gen::multiexp_cpu::FullDensity;
+use ec_gpu_gen::threadpool::Worker;
+use ff::{Field, PrimeField};
+use group::{prime::PrimeCurveAffine, Curve};
+use log::debug;
+use rayon::prelude::*;
+
+use crate::synth::SynthesizedPartition;
+
+/// Why a partition could not be proved.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    /// The FFT domain or the parameters rejected the partition.
+    #[error("groth16 prover: {0}")]
+    Synthesis(#[from] SynthesisError),
+    /// A multiexp failed on the CPU or the GPU.
+    #[error("groth16 multiexp failed: {0}")]
+    Multiexp(String),
+    /// Parameters with `delta = 0` would let anyone forge proofs.
+    #[error("the parameters' delta is the point at infinity (a subverted setup); refusing to prove (hint: fetch or generate the parameters again)")]
+    IdentityDelta,
+}
+
+/// Milliseconds spent in each step of one proof, for the timeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProveTimings {
+    /// iFFT, coset FFT, `a*b - c`, division by Z and coset iFFT: the quotient `h`.
+    pub fft_ms: f64,
+    /// The G1 multiexps: `H`, `L`, `A` and `B_g1`.
+    pub msm_g1_ms: f64,
+    /// The G2 multiexp for `B`.
+    pub msm_g2_ms: f64,
+    /// Scalar conversions and the final combination on the CPU.
+    pub cpu_tail_ms: f64,
+}
+
+impl ProveTimings {
+    /// The four steps as one `key=value;...` string, for the timeline's detail column.
+    pub fn to_detail(&self) -> String {
+        format!(
+            "fft_ms={:.1};msm_g1_ms={:.1};msm_g2_ms={:.1};cpu_ms={:.1}",
+            self.fft_ms, self.msm_g1_ms, self.msm_g2_ms, self.cpu_tail_ms
+        )
+    }
+}
+
+/// Proves one synthesized partition with randomness `r`, `s`.
+///
+/// The partition is consumed: its A/B/C evaluations are freed as soon as `h` is known, which
+/// halves the memory held while the multiexps run.
+pub fn prove_partition<P: ParameterSource<Bls12>>(
+    partition: SynthesizedPartition,
+    params: P,
+    r: Fr,
+    s: Fr,
+) -> Result<(Proof<Bls12>, ProveTimings), ProveError> {
+    let worker = Worker::new();
+    let mut timings = ProveTimings::default();
+    let SynthesizedPartition {
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+        a,
+        b,
+        c,
+        input_assignment,
+        aux_assignment,
+    } = partition;
+
+    let vk = params.get_vk(input_assignment.len())?.clone();
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(ProveError::IdentityDelta);
+    }
+
+    let started = Instant::now();
+    let h = quotient_coefficients(&worker, a, b, c)?;
+    timings.fft_ms = ms_since(started);
+
+    let started = Instant::now();
+    let inputs = to_reprs(input_assignment);
+    let aux = to_reprs(aux_assignment);
+    let a_aux_density = Arc::new(a_aux_density);
+    let b_input_density = Arc::new(b_input_density);
+    let b_aux_density = Arc::new(b_aux_density);
+    timings.cpu_tail_ms += ms_since(started);
+
+    // G1 multiexps. bellperson's GPU lock admits one kernel at a time, so the G1 kernel is
+    // dropped before the G2 kernel is created.
+    let started = Instant::now();
+    let mut g1_kernel = LockedMultiexpKernel::<G1Affine>::new(false);
+    let (a_inputs_bases, a_aux_bases) =
+        params.get_a(inputs.len(), a_aux_density.get_total_density())?;
+    let (b_g1_inputs_bases, b_g1_aux_bases) = params.get_b_g1(
+        b_input_density.get_total_density(),
+        b_aux_density.get_total_density(),
+    )?;
+    // sum_j h_j H_j, with H_j = tau^j t(tau) / delta.
+    let h_g1 = msm(
+        &worker,
+        params.get_h(h.len())?,
+        FullDensity,
+        h,
+        &mut g1_kernel,
+    )?;
+    // sum_aux w_i L_i, with L_i = (beta A_i + alpha B_i + C_i)(tau) / delta.
+    let l_g1 = msm(
+        &worker,
+        params.get_l(aux.len())?,
+        FullDensity,
+        aux.clone(),
+        &mut g1_kernel,
+    )?;
+    // sum_i w_i A_i(tau): every input is in A (input constraints), aux only where used.
+    let a_g1 = msm(
+        &worker,
+        a_inputs_bases,
+        FullDensity,
+        inputs.clone(),
+        &mut g1_kernel,
+    )? + msm(
+        &worker,
+        a_aux_bases,
+        a_aux_density,
+        aux.clone(),
+        &mut g1_kernel,
+    )?;
+    // sum_i w_i B_i(tau) in G1, needed for C.
+    let b_g1 = msm(
+        &worker,
+        b_g1_inputs_bases,
+        b_input_density.clone(),
+        inputs.clone(),
+        &mut g1_kernel,
+    )? + msm(
+        &worker,
+        b_g1_aux_bases,
+        b_aux_density.clone(),
+        aux.clone(),
+        &mut g1_kernel,
+    )?;
+    drop(g1_kernel);
+    timings.msm_g1_ms = ms_since(started);
+
+    // sum_i w_i B_i(tau) in G2.
+    let started = Instant::now();
+    let mut g2_kernel = LockedMultiexpKernel::<G2Affine>::new(false);
+    let (b_g2_inputs_bases, b_g2_aux_bases) = params.get_b_g2(
+        b_input_density.get_total_density(),
+        b_aux_density.get_total_density(),
+    )?;
+    let b_g2 = msm(
+        &worker,
+        b_g2_inputs_bases,
+        b_input_density,
+        inputs,
+        &mut g2_kernel,
+    )? + msm(&worker, b_g2_aux_bases, b_aux_density, aux, &mut g2_kernel)?;
+    drop(g2_kernel);
+    timings.msm_g2_ms = ms_since(started);
+
+    let started = Instant::now();
+    let g_a = G1Projective::from(vk.alpha_g1) + a_g1 + vk.delta_g1.mul(r);
+    let g_b = G2Projective::from(vk.beta_g2) + b_g2 + vk.delta_g2.mul(s);
+    let g_b_g1 = G1Projective::from(vk.beta_g1) + b_g1 + vk.delta_g1.mul(s);
+    let mut g_c = l_g1 + h_g1;
+    g_c.add_assign(g_a.mul(s));
+    g_c.add_assign(g_b_g1.mul(r));
+    g_c -= vk.delta_g1.mul(r * s);
+    let proof = Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    };
+    timings.cpu_tail_ms += ms_since(started);
+    debug!("proved partition: {}", timings.to_detail());
+    Ok((proof, timings))
+}
+
+/// Coefficients of `h = (a*b - c) / Z` from the constraint evaluations.
+///
+/// `a`, `b`, `c` are evaluations on the domain's roots of unity; interpolate them (iFFT),
+/// evaluate on a coset where `Z` has no roots (coset FFT), combine and divide pointwise, then
+/// interpolate back (coset iFFT). The top coefficient is always zero and is dropped, matching
+/// the `m - 1` bases of the H query.
+fn quotient_coefficients(
+    worker: &Worker,
+    a: Vec<Fr>,
+    b: Vec<Fr>,
+    c: Vec<Fr>,
+) -> Result<Arc<Vec<<Fr as PrimeField>::Repr>>, SynthesisError> {
+    let mut fft_kernel = Some(LockedFftKernel::<Fr>::new(false));
+    let mut a = EvaluationDomain::from_coeffs(a)?;
+    let mut b = EvaluationDomain::from_coeffs(b)?;
+    let mut c = EvaluationDomain::from_coeffs(c)?;
+    EvaluationDomain::ifft_many(&mut [&mut a, &mut b, &mut c], worker, &mut fft_kernel)?;
+    EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b, &mut c], worker, &mut fft_kernel)?;
+    a.mul_assign(worker, &b);
+    drop(b);
+    a.sub_assign(worker, &c);
+    drop(c);
+    a.divide_by_z_on_coset(worker);
+    a.icoset_fft(worker, &mut fft_kernel)?;
+    let mut h = a.into_coeffs();
+    h.pop();
+    Ok(to_reprs(h))
+}
+
+/// One multiexp, waited for, so each step's time is its own.
+fn msm<G, D, Q, S>(
+    worker: &Worker,
+    bases: S,
+    density: D,
+    exponents: Arc<Vec<<Fr as PrimeField>::Repr>>,
+    kernel: &mut LockedMultiexpKernel<G>,
+) -> Result<G::Curve, ProveError>
+where
+    G: PrimeCurveAffine<Scalar = Fr> + bellperson::gpu::GpuName,
+    for<'a> &'a Q: ec_gpu_gen::multiexp_cpu::QueryDensity,
+    D: Send + Sync + 'static + Clone + AsRef<Q>,
+    S: ec_gpu_gen::multiexp_cpu::SourceBuilder<G>,
+{
+    multiexp(worker, bases, density, exponents, kernel)
+        .wait()
+        .map_err(|e| ProveError::Multiexp(e.to_string()))
+}
+
+fn to_reprs(scalars: Vec<Fr>) -> Arc<Vec<<Fr as PrimeField>::Repr>> {
+    Arc::new(scalars.into_par_iter().map(|s| s.to_repr()).collect())
+}
+
+fn ms_since(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+/// Fresh proof randomness `(r, s)` from the operating system.
+pub fn fresh_randomness() -> (Fr, Fr) {
+    let mut rng = rand::rngs::OsRng;
+    (Fr::random(&mut rng), Fr::random(&mut rng))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{synthesize, tests::CubeCircuit};
+    use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof};
+    use rand::SeedableRng;
+
+    fn params() -> bellperson::groth16::Parameters<Bls12> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        generate_random_parameters::<Bls12, _, _>(CubeCircuit { x: None }, &mut rng)
+            .expect("parameters")
+    }
+
+    #[test]
+    fn proof_of_cube_circuit_verifies_and_wrong_input_fails() {
+        let params = params();
+        let pvk = prepare_verifying_key(&params.vk);
+        let partition = synthesize(CubeCircuit {
+            x: Some(Fr::from(3u64)),
+        })
+        .expect("synthesis");
+        let (r, s) = fresh_randomness();
+        let (proof, timings) = prove_partition(partition, &params, r, s).expect("prove");
+        assert!(timings.fft_ms >= 0.0 && timings.msm_g1_ms >= 0.0);
+        assert!(verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
+        assert!(!verify_proof(&pvk, &proof, &[Fr::from(36u64)]).expect("verify"));
+    }
+
+    #[test]
+    fn same_randomness_gives_bellpersons_proof() {
+        // With r = s = 0 Groth16 is deterministic, so our proof must equal bellperson's
+        // byte for byte: same h, same densities, same combination.
+        let params = params();
+        let circuit = CubeCircuit {
+            x: Some(Fr::from(11u64)),
+        };
+        let ours = prove_partition(
+            synthesize(circuit.clone()).expect("synthesis"),
+            &params,
+            Fr::ZERO,
+            Fr::ZERO,
+        )
+        .expect("prove")
+        .0;
+        let theirs = bellperson::groth16::create_proof_batch(
+            vec![circuit],
+            &params,
+            vec![Fr::ZERO],
+            vec![Fr::ZERO],
+        )
+        .expect("bellperson")
+        .remove(0);
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn tampered_witness_does_not_verify() {
+        let params = params();
+        let pvk = prepare_verifying_key(&params.vk);
+        let mut partition = synthesize(CubeCircuit {
+            x: Some(Fr::from(3u64)),
+        })
+        .expect("synthesis");
+        partition.aux_assignment[0] += Fr::ONE;
+        let (r, s) = fresh_randomness();
+        let (proof, _) = prove_partition(partition, &params, r, s).expect("prove");
+        assert!(!verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
+    }
+}
