@@ -1,1 +1,160 @@
-//! Report (placeholder).
+//! Reporter: the one consumer of pipeline events. It appends each event to the timeline,
+//! keeps the progress display (a bar on a terminal, plain lines otherwise) and counts the
+//! outcome for the summary and the exit code.
+//!
+//! One thread owns the terminal and the timeline file, so nothing else prints while a run
+//! is going, and a slow terminal never slows the prover.
+
+use std::io::IsTerminal;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::event::{Event, EventKind};
+use crate::timeline::TimelineWriter;
+
+/// What a run achieved, counted from its events.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunSummary {
+    /// Proofs written to the outbox.
+    pub proved: usize,
+    /// Jobs that went to `failed/`.
+    pub failed: usize,
+    /// Times a file was left in the inbox because it looked unfinished.
+    pub deferred: usize,
+    /// Seconds from the first to the last event.
+    pub elapsed_s: f64,
+}
+
+/// Starts the reporter thread; it ends when every sender of `events` is gone.
+pub fn spawn(events: Receiver<Event>, timeline: TimelineWriter) -> JoinHandle<RunSummary> {
+    std::thread::Builder::new()
+        .name("reporter".into())
+        .spawn(move || report(events, timeline))
+        .expect("spawning the reporter thread")
+}
+
+fn report(events: Receiver<Event>, mut timeline: TimelineWriter) -> RunSummary {
+    let mut display = Display::new();
+    let mut summary = RunSummary::default();
+    let mut timeline_failed = false;
+    for event in events {
+        if let Err(err) = timeline.record(&event) {
+            // The proofs matter more than their timeline: say it once and keep proving.
+            if !timeline_failed {
+                display.line(&format!("warning: timeline not written: {err:#}"));
+                timeline_failed = true;
+            }
+        }
+        summary.elapsed_s = event.elapsed_ms / 1e3;
+        match &event.kind {
+            EventKind::ProofWritten { .. } => summary.proved += 1,
+            EventKind::JobFailed { .. } => summary.failed += 1,
+            EventKind::FileDeferred { .. } => summary.deferred += 1,
+            _ => {}
+        }
+        display.show(&event, &summary);
+    }
+    display.finish(&summary);
+    summary
+}
+
+/// Progress on stderr: a spinner with counts on a terminal, one line per job otherwise.
+struct Display {
+    bar: Option<ProgressBar>,
+    in_flight: usize,
+}
+
+impl Display {
+    fn new() -> Display {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
+        Display { bar, in_flight: 0 }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn show(&mut self, event: &Event, summary: &RunSummary) {
+        let secs = event.elapsed_ms / 1e3;
+        match &event.kind {
+            EventKind::JobClaimed { job, is_resumed } => {
+                self.in_flight += 1;
+                let how = if *is_resumed { "resumed" } else { "claimed" };
+                self.line(&format!("[{secs:7.1}s] {how} {job}"));
+            }
+            EventKind::JobParsed {
+                job,
+                sector,
+                sector_size,
+                partitions,
+            } => self.line(&format!(
+                "[{secs:7.1}s] {job}: {sector}, {}, {partitions} partition(s)",
+                crate::c1::SectorSizeName(*sector_size)
+            )),
+            EventKind::ProveFinished {
+                job,
+                partition,
+                worker,
+                timings,
+            } => self.line(&format!(
+                "[{secs:7.1}s] {job}: partition {partition} proved on {worker} ({})",
+                timings.to_detail()
+            )),
+            EventKind::ProofWritten { job, path } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                self.line(&format!("[{secs:7.1}s] proved {job} -> {path}"));
+            }
+            EventKind::JobFailed {
+                job,
+                stage,
+                message,
+            } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                self.line(&format!("[{secs:7.1}s] FAILED {job} ({stage}): {message}"));
+            }
+            EventKind::FileDeferred { job, reason } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                self.line(&format!("[{secs:7.1}s] waiting for {job}: {reason}"));
+            }
+            EventKind::ParamsLoadStarted { path, .. } => {
+                self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
+            }
+            _ => {}
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!(
+                "proved {}, failed {}, in flight {}",
+                summary.proved, summary.failed, self.in_flight
+            ));
+        }
+    }
+
+    fn finish(&self, summary: &RunSummary) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        let per_proof = if summary.proved > 0 {
+            format!(", {:.1} s/proof", summary.elapsed_s / summary.proved as f64)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "done: {} proved, {} failed in {:.1} s{per_proof}",
+            summary.proved, summary.failed, summary.elapsed_s
+        );
+    }
+}

@@ -1,1 +1,390 @@
-//! Spool (placeholder).
+//! Spool: the directories a run works in, and every move of a C1 file between them.
+//!
+//! ```text
+//! inbox/  --claim (rename)-->  work/  --proof written-->  done/   (+ outbox/<job>.proof, .json)
+//!                                     --job failed----->  failed/ (+ failed/<job>.error.json)
+//!         <--hand back (rename)--
+//! ```
+//!
+//! Claims are atomic renames, so two runs on one spool never take the same file, and a C1
+//! file is always in exactly one directory: a crash loses nothing, and jobs left in `work/`
+//! are resumed by the next run. Results are written to a temporary name, fsynced and renamed,
+//! so the outbox never holds a partial proof. Which files to prove and when is the
+//! pipeline's business, not this module's.
+
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+/// The directories of a spool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpoolLayout {
+    /// Where C1 files arrive.
+    pub inbox: PathBuf,
+    /// Claimed C1 files being proved.
+    pub work: PathBuf,
+    /// Proofs and their metadata.
+    pub outbox: PathBuf,
+    /// C1 files that could not be proved, each with an `.error.json`.
+    pub failed: PathBuf,
+    /// C1 files whose proofs are in the outbox.
+    pub done: PathBuf,
+}
+
+impl SpoolLayout {
+    /// The default layout: `work/`, `outbox/`, `failed/` and `done/` beside the inbox.
+    pub fn beside(inbox: &Path) -> SpoolLayout {
+        let parent = inbox
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."));
+        SpoolLayout {
+            inbox: inbox.to_owned(),
+            work: parent.join("work"),
+            outbox: parent.join("outbox"),
+            failed: parent.join("failed"),
+            done: parent.join("done"),
+        }
+    }
+}
+
+/// A C1 file claimed into the work directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedJob {
+    /// The job's name: the file name without `.json`; it names every result file.
+    pub name: String,
+    /// The C1 file's name as it arrived.
+    pub file_name: String,
+    /// Where the C1 file is now.
+    pub path: PathBuf,
+}
+
+/// What `failed/<job>.error.json` says.
+#[derive(Debug, Serialize)]
+pub struct FailureRecord<'a> {
+    /// The job.
+    pub job: &'a str,
+    /// The C1 file's name, now in `failed/`.
+    pub c1_file: &'a str,
+    /// The stage that failed: `parse`, `identity`, `bind`, `synthesis`, `prove`, `verify`,
+    /// `write` or `spool`.
+    pub stage: &'a str,
+    /// What went wrong and, where known, how to fix it.
+    pub message: &'a str,
+    /// The run that failed it.
+    pub run_id: &'a str,
+    /// When, RFC 3339 UTC.
+    pub failed_at: String,
+}
+
+/// An open spool.
+#[derive(Clone, Debug)]
+pub struct Spool {
+    layout: SpoolLayout,
+}
+
+impl Spool {
+    /// Opens the spool, creating the directories it needs. The inbox must exist: a typo in
+    /// its path should not silently create an empty inbox and wait forever.
+    pub fn open(layout: SpoolLayout) -> Result<Spool> {
+        if !layout.inbox.is_dir() {
+            anyhow::bail!(
+                "{}: inbox is not a directory (hint: create it, or check the path given to prove-dir)",
+                layout.inbox.display()
+            );
+        }
+        for dir in [&layout.work, &layout.outbox, &layout.failed, &layout.done] {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        Ok(Spool { layout })
+    }
+
+    /// The spool's directories.
+    pub fn layout(&self) -> &SpoolLayout {
+        &self.layout
+    }
+
+    /// C1 files waiting in the inbox, oldest first; dotfiles, temporary names and anything
+    /// that is not a regular file are left alone.
+    pub fn scan_inbox(&self) -> Result<Vec<PathBuf>> {
+        list_candidates(&self.layout.inbox)
+    }
+
+    /// Files left in `work/` by an earlier run, to be resumed.
+    pub fn leftover_claims(&self) -> Result<Vec<ClaimedJob>> {
+        Ok(list_candidates(&self.layout.work)?
+            .into_iter()
+            .filter_map(|path| {
+                let file_name = path.file_name()?.to_str()?.to_owned();
+                Some(ClaimedJob {
+                    name: job_name(&file_name),
+                    file_name,
+                    path,
+                })
+            })
+            .collect())
+    }
+
+    /// Claims `path` from the inbox by renaming it into `work/`. `Ok(None)` means another
+    /// run claimed it first.
+    pub fn claim(&self, path: &Path) -> Result<Option<ClaimedJob>> {
+        let file_name = path
+            .file_name()
+            .and_then(OsStr::to_str)
+            .with_context(|| format!("{}: file name is not UTF-8", path.display()))?
+            .to_owned();
+        let target = self.layout.work.join(&file_name);
+        if target.exists() {
+            anyhow::bail!(
+                "{}: a job of the same name is already in {} (hint: wait for it to finish, or rename the new file)",
+                path.display(),
+                self.layout.work.display()
+            );
+        }
+        match fs::rename(path, &target) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("claiming {} into {}", path.display(), target.display())
+                })
+            }
+        }
+        sync_dir(&self.layout.work)?;
+        Ok(Some(ClaimedJob {
+            name: job_name(&file_name),
+            file_name,
+            path: target,
+        }))
+    }
+
+    /// Puts a claimed file back into the inbox, for a file that was not ready.
+    pub fn hand_back(&self, job: &ClaimedJob) -> Result<()> {
+        let target = self.layout.inbox.join(&job.file_name);
+        fs::rename(&job.path, &target)
+            .with_context(|| format!("handing {} back to the inbox", job.path.display()))?;
+        sync_dir(&self.layout.inbox)
+    }
+
+    /// Paths of a job's proof and metadata in the outbox.
+    pub fn outbox_paths(&self, job_name: &str) -> (PathBuf, PathBuf) {
+        (
+            self.layout.outbox.join(format!("{job_name}.proof")),
+            self.layout.outbox.join(format!("{job_name}.json")),
+        )
+    }
+
+    /// True when the outbox already holds a finished result for `job_name` (the metadata
+    /// file is written last, so its presence means the proof is complete).
+    pub fn has_result(&self, job_name: &str) -> bool {
+        let (proof, meta) = self.outbox_paths(job_name);
+        proof.is_file() && meta.is_file()
+    }
+
+    /// Writes a proof and its metadata to the outbox, then moves the C1 file to `done/`.
+    pub fn finish(&self, job: &ClaimedJob, proof: &[u8], metadata: &impl Serialize) -> Result<PathBuf> {
+        let (proof_path, meta_path) = self.outbox_paths(&job.name);
+        write_atomically(&proof_path, proof)?;
+        let meta = serde_json::to_vec_pretty(metadata).context("encoding proof metadata")?;
+        write_atomically(&meta_path, &meta)?;
+        self.retire(job, &self.layout.done)?;
+        Ok(proof_path)
+    }
+
+    /// Moves a job whose result is already in the outbox to `done/` (a crash after writing
+    /// the proof but before moving the C1 file).
+    pub fn retire_finished(&self, job: &ClaimedJob) -> Result<()> {
+        self.retire(job, &self.layout.done)
+    }
+
+    /// Moves the C1 file to `failed/` with `<job>.error.json` beside it.
+    pub fn quarantine(&self, job: &ClaimedJob, record: &FailureRecord<'_>) -> Result<PathBuf> {
+        let reason_path = self.layout.failed.join(format!("{}.error.json", job.name));
+        let reason = serde_json::to_vec_pretty(record).context("encoding failure record")?;
+        // The reason first: a crash in between leaves the file in work/ to be retried.
+        write_atomically(&reason_path, &reason)?;
+        self.retire(job, &self.layout.failed)?;
+        Ok(reason_path)
+    }
+
+    fn retire(&self, job: &ClaimedJob, dir: &Path) -> Result<()> {
+        let target = unique_target(dir, &job.file_name);
+        fs::rename(&job.path, &target).with_context(|| {
+            format!("moving {} to {}", job.path.display(), target.display())
+        })?;
+        sync_dir(dir)?;
+        sync_dir(&self.layout.work)
+    }
+}
+
+/// The job name for a C1 file name: without a `.json` extension.
+pub fn job_name(file_name: &str) -> String {
+    file_name
+        .strip_suffix(".json")
+        .unwrap_or(file_name)
+        .to_owned()
+}
+
+/// True for names writers use while a file is incomplete: dotfiles (rsync's `.name.XXXXXX`)
+/// and temporary suffixes.
+pub fn is_temporary_name(file_name: &str) -> bool {
+    const TEMP_SUFFIXES: [&str; 6] = [".tmp", ".part", ".partial", ".swp", "~", ".crdownload"];
+    file_name.starts_with('.') || TEMP_SUFFIXES.iter().any(|s| file_name.ends_with(s))
+}
+
+fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_temporary_name(name) {
+            continue;
+        }
+        // file_type does not follow symlinks: a link is never taken for a C1 file.
+        let Ok(file_type) = entry.file_type() else { continue };
+        if !file_type.is_file() {
+            continue;
+        }
+        let modified = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        files.push((modified, entry.path()));
+    }
+    files.sort();
+    Ok(files.into_iter().map(|(_, path)| path).collect())
+}
+
+/// `dir/name`, or `dir/name.N` if that exists, so a retired file never overwrites another.
+fn unique_target(dir: &Path, name: &str) -> PathBuf {
+    let first = dir.join(name);
+    if !first.exists() {
+        return first;
+    }
+    (1..)
+        .map(|n| dir.join(format!("{name}.{n}")))
+        .find(|p| !p.exists())
+        .unwrap_or(first)
+}
+
+/// Writes `bytes` to `path` so that readers see either nothing or the whole file: a
+/// temporary dotfile, fsync, rename, fsync of the directory.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(OsStr::to_str)
+        .with_context(|| format!("{}: not a file path", path.display()))?;
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    if let Err(e) = write() {
+        let _ = fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("writing {}", path.display()));
+    }
+    sync_dir(dir)
+}
+
+/// Makes renames in `dir` durable.
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("syncing directory {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spool() -> (tempfile::TempDir, Spool) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inbox = dir.path().join("inbox");
+        fs::create_dir(&inbox).expect("inbox");
+        let spool = Spool::open(SpoolLayout::beside(&inbox)).expect("open");
+        (dir, spool)
+    }
+
+    #[test]
+    fn scan_skips_temporary_names_directories_and_links() {
+        let (_dir, spool) = spool();
+        let inbox = &spool.layout().inbox;
+        for name in ["s-t01000-1.json", ".s-t01000-2.json.Ab12Cd", "x.json.tmp", "y.part"] {
+            fs::write(inbox.join(name), b"{}").expect("write");
+        }
+        fs::create_dir(inbox.join("dir.json")).expect("dir");
+        std::os::unix::fs::symlink("/etc/hostname", inbox.join("link.json")).expect("link");
+        let found = spool.scan_inbox().expect("scan");
+        assert_eq!(found, vec![inbox.join("s-t01000-1.json")]);
+    }
+
+    #[test]
+    fn a_claimed_file_is_in_exactly_one_place() {
+        let (_dir, spool) = spool();
+        let c1 = spool.layout().inbox.join("s-t01000-1.json");
+        fs::write(&c1, b"{}").expect("write");
+        let job = spool.claim(&c1).expect("claim").expect("claimed");
+        assert_eq!(job.name, "s-t01000-1");
+        assert!(!c1.exists() && job.path.exists());
+        // A second claimant finds nothing.
+        assert_eq!(spool.claim(&c1).expect("claim"), None);
+        assert_eq!(spool.leftover_claims().expect("leftovers"), vec![job.clone()]);
+        spool.hand_back(&job).expect("hand back");
+        assert!(c1.exists() && !job.path.exists());
+    }
+
+    #[test]
+    fn finish_and_quarantine_leave_results_and_never_overwrite() {
+        let (_dir, spool) = spool();
+        let layout = spool.layout().clone();
+        for round in 0..2 {
+            let c1 = layout.inbox.join("a.json");
+            fs::write(&c1, format!("{round}")).expect("write");
+            let job = spool.claim(&c1).expect("claim").expect("claimed");
+            spool
+                .finish(&job, &[7u8; 192], &serde_json::json!({"round": round}))
+                .expect("finish");
+        }
+        assert!(spool.has_result("a"));
+        assert_eq!(fs::read(layout.outbox.join("a.proof")).expect("proof"), vec![7u8; 192]);
+        assert_eq!(fs::read_to_string(layout.done.join("a.json")).expect("c1"), "0");
+        assert_eq!(fs::read_to_string(layout.done.join("a.json.1")).expect("c1"), "1");
+
+        fs::write(layout.inbox.join("b.json"), b"junk").expect("write");
+        let job = spool
+            .claim(&layout.inbox.join("b.json"))
+            .expect("claim")
+            .expect("claimed");
+        let record = FailureRecord {
+            job: &job.name,
+            c1_file: &job.file_name,
+            stage: "parse",
+            message: "not JSON",
+            run_id: "r",
+            failed_at: "now".into(),
+        };
+        let reason = spool.quarantine(&job, &record).expect("quarantine");
+        let text = fs::read_to_string(reason).expect("reason");
+        assert!(text.contains("\"stage\": \"parse\""), "{text}");
+        assert!(layout.failed.join("b.json").exists());
+        let leftovers: Vec<_> = fs::read_dir(&layout.outbox)
+            .expect("outbox")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files left behind");
+    }
+}
