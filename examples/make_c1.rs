@@ -97,9 +97,8 @@ fn seal(
         work.path().join("cache"),
     );
     fs::create_dir_all(&cache)?;
-    let unpadded = UnpaddedBytesAmount::from(filecoin_proofs_api::PaddedBytesAmount(
-        args.sector_size,
-    ));
+    let unpadded =
+        UnpaddedBytesAmount::from(filecoin_proofs_api::PaddedBytesAmount(args.sector_size));
     let mut data = vec![0u8; u64::from(unpadded) as usize];
     rng.fill_bytes(&mut data);
     let target = OpenOptions::new()
@@ -119,9 +118,9 @@ fn seal(
         proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces,
     )?;
     let p2 = seal_pre_commit_phase2(p1, &cache, &sealed)?;
-    Ok(seal_commit_phase1(
+    seal_commit_phase1(
         &cache, &sealed, prover_id, sector_id, ticket, seed, p2, &pieces,
-    )?)
+    )
 }
 
 fn write_c1(

@@ -185,21 +185,24 @@ pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
         Err(e) => return Err(json_err(e)),
     };
     let c1 = if probe.contains_key("Phase1Out") {
-        let wrapper: Commit2In = serde_json::from_value(serde_json::Value::Object(probe))
-            .map_err(|source| ParseC1Error::NotPhase1Output {
-                path: path.to_owned(),
-                what: "the Commit2In wrapper",
-                source,
+        let wrapper: Commit2In =
+            serde_json::from_value(serde_json::Value::Object(probe)).map_err(|source| {
+                ParseC1Error::NotPhase1Output {
+                    path: path.to_owned(),
+                    what: "the Commit2In wrapper",
+                    source,
+                }
             })?;
         parse_wrapper(path, wrapper)?
     } else if probe.contains_key("registered_proof") {
-        let output = serde_json::from_value(serde_json::Value::Object(probe)).map_err(
-            |source| ParseC1Error::NotPhase1Output {
-                path: path.to_owned(),
-                what: "the file",
-                source,
-            },
-        )?;
+        let output =
+            serde_json::from_value(serde_json::Value::Object(probe)).map_err(|source| {
+                ParseC1Error::NotPhase1Output {
+                    path: path.to_owned(),
+                    what: "the file",
+                    source,
+                }
+            })?;
         C1File {
             form: C1Form::Bare,
             wrapper_sector_num: None,
@@ -297,7 +300,7 @@ impl fmt::Display for SectorSizeName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
         for (unit, name) in units {
-            if self.0 >= unit && self.0 % unit == 0 {
+            if self.0 >= unit && self.0.is_multiple_of(unit) {
                 return write!(f, "{}{}", self.0 / unit, name);
             }
         }
@@ -317,7 +320,11 @@ pub fn parse_sector_size(text: &str) -> Result<u64, String> {
         "k" | "kib" => 10,
         "m" | "mib" => 20,
         "g" | "gib" => 30,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?}; use KiB, MiB or GiB")),
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?}; use KiB, MiB or GiB"
+            ))
+        }
     };
     Ok(n << shift)
 }
@@ -363,7 +370,9 @@ impl fmt::Display for SectorIdentity {
 /// extension, if the file name is one.
 pub fn identity_from_file_name(path: &Path) -> Option<SectorIdentity> {
     let name = path.file_name()?.to_str()?;
-    let rest = name.strip_prefix("s-t0").or_else(|| name.strip_prefix("s-f0"))?;
+    let rest = name
+        .strip_prefix("s-t0")
+        .or_else(|| name.strip_prefix("s-f0"))?;
     let (miner, rest) = rest.split_once('-')?;
     let sector: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
     let tail = &rest[sector.len()..];
@@ -487,7 +496,9 @@ mod tests {
     #[test]
     fn non_json_and_truncated_json_are_told_apart() {
         let p = Path::new("x.json");
-        assert!(parse_c1(p, b"{\"registered_proof\": ").unwrap_err().is_incomplete());
+        assert!(parse_c1(p, b"{\"registered_proof\": ")
+            .unwrap_err()
+            .is_incomplete());
         assert!(!parse_c1(p, b"\x00\x01garbage").unwrap_err().is_incomplete());
         let err = parse_c1(p, b"{\"hello\": 1}").unwrap_err().to_string();
         assert!(err.contains("neither a lotus-bench"), "{err}");
@@ -502,9 +513,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not base64"), "{err}");
-        let err = parse_c1(p, br#"{"registered_proof":"StackedDrg3KiBV1","vanilla_proofs":{}}"#)
-            .unwrap_err()
-            .to_string();
+        let err = parse_c1(
+            p,
+            br#"{"registered_proof":"StackedDrg3KiBV1","vanilla_proofs":{}}"#,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("StackedDrg3KiBV1"), "{err}");
     }
 }

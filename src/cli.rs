@@ -74,7 +74,10 @@ fn params_gen(args: ParamsGenArgs) -> Result<u8> {
     let size = SectorSizeName(args.sector_size);
     let (params_path, vk_path) = params::param_paths(args.sector_size)?;
     if params_path.is_file() && vk_path.is_file() {
-        eprintln!("parameters for {size} already present: {}", params_path.display());
+        eprintln!(
+            "parameters for {size} already present: {}",
+            params_path.display()
+        );
         return Ok(0);
     }
     params::is_test_size(args.sector_size)

@@ -88,6 +88,11 @@ pub enum EventKind {
         /// The parameter file.
         path: String,
     },
+    /// Insecure test parameters are being generated because `--gen-test-params` was given.
+    ParamsGenerating {
+        /// The parameter file being made.
+        path: String,
+    },
     /// Groth16 proving of a partition began.
     ProveStarted {
         /// The job.

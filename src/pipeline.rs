@@ -80,6 +80,10 @@ pub struct ProveDirArgs {
     /// Largest C1 file accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
     pub max_c1_bytes: u64,
+    /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
+    /// random ones instead of stopping (2KiB: about 18 minutes on 2 cores).
+    #[arg(long)]
+    pub gen_test_params: bool,
 }
 
 /// `ProveDirArgs` checked and with defaults filled in.
@@ -105,6 +109,8 @@ pub struct RunSettings {
     pub incomplete_grace: Duration,
     /// Largest C1 file accepted.
     pub max_c1_bytes: u64,
+    /// Generate missing test-size parameters.
+    pub gen_test_params: bool,
 }
 
 impl RunSettings {
@@ -139,6 +145,7 @@ impl RunSettings {
             settle: seconds("settle-secs", args.settle_secs)?,
             incomplete_grace: seconds("incomplete-grace-secs", args.incomplete_grace_secs)?,
             max_c1_bytes: args.max_c1_bytes,
+            gen_test_params: args.gen_test_params,
         })
     }
 }
@@ -233,11 +240,7 @@ fn prover_name() -> String {
 /// `20261130T051500Z-<pid>`: sortable and unique per process.
 fn new_run_id() -> String {
     let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    format!(
-        "{}-{}",
-        now.replace(['-', ':'], ""),
-        std::process::id()
-    )
+    format!("{}-{}", now.replace(['-', ':'], ""), std::process::id())
 }
 
 /// A job in flight: a claimed C1 file bound to its sector.
@@ -263,7 +266,7 @@ enum Outcome {
     Proved {
         job: Arc<Job>,
         partition: usize,
-        proof: Proof<Bls12>,
+        proof: Box<Proof<Bls12>>,
         synth_ms: f64,
         prove_ms: f64,
     },
@@ -330,7 +333,10 @@ struct Feeder<'a> {
 /// Why a job could not be started.
 enum StartError {
     /// The job failed: quarantine it and go on.
-    Job { stage: &'static str, message: String },
+    Job {
+        stage: &'static str,
+        message: String,
+    },
     /// The file is not complete yet: hand it back and look again later.
     NotReady(String),
     /// The run cannot go on (missing parameters): hand the file back and stop.
@@ -387,7 +393,10 @@ impl Feeder<'_> {
         })
         .ok()?;
         watcher
-            .watch(&self.settings.layout.inbox, notify::RecursiveMode::NonRecursive)
+            .watch(
+                &self.settings.layout.inbox,
+                notify::RecursiveMode::NonRecursive,
+            )
             .ok()?;
         Some((watcher, rx))
     }
@@ -403,7 +412,9 @@ impl Feeder<'_> {
             return false;
         }
         match self.deferred.get(path) {
-            Some(&seen) if seen == (meta.len(), modified) && age < self.settings.incomplete_grace => {
+            Some(&seen)
+                if seen == (meta.len(), modified) && age < self.settings.incomplete_grace =>
+            {
                 false
             }
             _ => {
@@ -507,8 +518,15 @@ impl Feeder<'_> {
             .circuits
             .params_path()
             .map_err(|e| job_err("bind", &format!("{e:#}")))?;
-        params::require(&params_path, sector.sector_size)
-            .map_err(|e| StartError::Fatal(e.into()))?;
+        if let Err(missing) = params::require(&params_path, sector.sector_size) {
+            if !(self.settings.gen_test_params && params::is_test_size(sector.sector_size)) {
+                return Err(StartError::Fatal(missing.into()));
+            }
+            self.events.emit(EventKind::ParamsGenerating {
+                path: params_path.display().to_string(),
+            });
+            params::generate(sector.sector_size).map_err(StartError::Fatal)?;
+        }
         Ok(sector)
     }
 
@@ -572,7 +590,14 @@ impl Feeder<'_> {
     }
 
     fn fail(&self, claimed: &ClaimedJob, stage: &'static str, message: String) -> Result<()> {
-        fail_job(self.spool, &self.events, self.run_id, claimed, stage, &message)
+        fail_job(
+            self.spool,
+            &self.events,
+            self.run_id,
+            claimed,
+            stage,
+            &message,
+        )
     }
 
     /// Waits for every synthesis task to finish and closes the feeder's ends of the channels.
@@ -688,7 +713,7 @@ fn prove_partitions(rx: Receiver<SynthesizedMsg>, outcome_tx: Sender<Outcome>, e
                 Outcome::Proved {
                     job,
                     partition: msg.partition,
-                    proof,
+                    proof: Box::new(proof),
                     synth_ms: msg.synth_ms,
                     prove_ms: started.elapsed().as_secs_f64() * 1e3,
                 }
@@ -750,7 +775,7 @@ fn finish_jobs(
                     synth_ms: 0.0,
                     prove_ms: 0.0,
                 });
-                entry.proofs[partition] = Some(proof);
+                entry.proofs[partition] = Some(*proof);
                 entry.synth_ms += synth_ms;
                 entry.prove_ms += prove_ms;
                 if entry.proofs.iter().any(Option::is_none) {
@@ -769,8 +794,7 @@ fn finish_jobs(
                 }
                 pending.remove(&job.id);
                 counts.failed += 1;
-                if let Err(err) =
-                    fail_job(&spool, &events, &run_id, &job.claimed, stage, &message)
+                if let Err(err) = fail_job(&spool, &events, &run_id, &job.claimed, stage, &message)
                 {
                     log::error!("{err:#}");
                 }

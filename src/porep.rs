@@ -19,9 +19,7 @@ use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
-use storage_proofs_porep::stacked::{
-    self, generate_replica_id, StackedCompound, StackedDrg,
-};
+use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
 use crate::c1::{C1File, SectorIdentity, SectorSizeName};
 use crate::synth::{synthesize, SynthesizedPartition};
@@ -201,12 +199,11 @@ fn bind_shape<Tree: 'static + MerkleTreeTrait>(
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
-    let compound =
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::setup(&setup)
-        .map_err(invalid)?;
+    let compound = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)
+    .map_err(invalid)?;
     check(
         vanilla_proofs.len() == usize::from(config.partitions),
         "the number of partitions does not match the registered proof",

@@ -166,6 +166,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         aux.clone(),
         &mut g1_kernel,
     )?;
+    #[allow(clippy::drop_non_drop)] // holds the GPU lock under the `cuda` feature
     drop(g1_kernel);
     timings.msm_g1_ms = ms_since(started);
 
@@ -183,6 +184,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         inputs,
         &mut g2_kernel,
     )? + msm(&worker, b_g2_aux_bases, b_aux_density, aux, &mut g2_kernel)?;
+    #[allow(clippy::drop_non_drop)]
     drop(g2_kernel);
     timings.msm_g2_ms = ms_since(started);
 

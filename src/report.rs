@@ -130,6 +130,9 @@ impl Display {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.line(&format!("[{secs:7.1}s] waiting for {job}: {reason}"));
             }
+            EventKind::ParamsGenerating { path } => self.line(&format!(
+                "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 18 minutes on 2 cores)"
+            )),
             EventKind::ParamsLoadStarted { path, .. } => {
                 self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
             }

@@ -187,7 +187,12 @@ impl Spool {
     }
 
     /// Writes a proof and its metadata to the outbox, then moves the C1 file to `done/`.
-    pub fn finish(&self, job: &ClaimedJob, proof: &[u8], metadata: &impl Serialize) -> Result<PathBuf> {
+    pub fn finish(
+        &self,
+        job: &ClaimedJob,
+        proof: &[u8],
+        metadata: &impl Serialize,
+    ) -> Result<PathBuf> {
         let (proof_path, meta_path) = self.outbox_paths(&job.name);
         write_atomically(&proof_path, proof)?;
         let meta = serde_json::to_vec_pretty(metadata).context("encoding proof metadata")?;
@@ -214,9 +219,8 @@ impl Spool {
 
     fn retire(&self, job: &ClaimedJob, dir: &Path) -> Result<()> {
         let target = unique_target(dir, &job.file_name);
-        fs::rename(&job.path, &target).with_context(|| {
-            format!("moving {} to {}", job.path.display(), target.display())
-        })?;
+        fs::rename(&job.path, &target)
+            .with_context(|| format!("moving {} to {}", job.path.display(), target.display()))?;
         sync_dir(dir)?;
         sync_dir(&self.layout.work)
     }
@@ -247,7 +251,9 @@ fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
             continue;
         }
         // file_type does not follow symlinks: a link is never taken for a C1 file.
-        let Ok(file_type) = entry.file_type() else { continue };
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
         if !file_type.is_file() {
             continue;
         }
@@ -322,7 +328,12 @@ mod tests {
     fn scan_skips_temporary_names_directories_and_links() {
         let (_dir, spool) = spool();
         let inbox = &spool.layout().inbox;
-        for name in ["s-t01000-1.json", ".s-t01000-2.json.Ab12Cd", "x.json.tmp", "y.part"] {
+        for name in [
+            "s-t01000-1.json",
+            ".s-t01000-2.json.Ab12Cd",
+            "x.json.tmp",
+            "y.part",
+        ] {
             fs::write(inbox.join(name), b"{}").expect("write");
         }
         fs::create_dir(inbox.join("dir.json")).expect("dir");
@@ -341,7 +352,10 @@ mod tests {
         assert!(!c1.exists() && job.path.exists());
         // A second claimant finds nothing.
         assert_eq!(spool.claim(&c1).expect("claim"), None);
-        assert_eq!(spool.leftover_claims().expect("leftovers"), vec![job.clone()]);
+        assert_eq!(
+            spool.leftover_claims().expect("leftovers"),
+            vec![job.clone()]
+        );
         spool.hand_back(&job).expect("hand back");
         assert!(c1.exists() && !job.path.exists());
     }
@@ -359,9 +373,18 @@ mod tests {
                 .expect("finish");
         }
         assert!(spool.has_result("a"));
-        assert_eq!(fs::read(layout.outbox.join("a.proof")).expect("proof"), vec![7u8; 192]);
-        assert_eq!(fs::read_to_string(layout.done.join("a.json")).expect("c1"), "0");
-        assert_eq!(fs::read_to_string(layout.done.join("a.json.1")).expect("c1"), "1");
+        assert_eq!(
+            fs::read(layout.outbox.join("a.proof")).expect("proof"),
+            vec![7u8; 192]
+        );
+        assert_eq!(
+            fs::read_to_string(layout.done.join("a.json")).expect("c1"),
+            "0"
+        );
+        assert_eq!(
+            fs::read_to_string(layout.done.join("a.json.1")).expect("c1"),
+            "1"
+        );
 
         fs::write(layout.inbox.join("b.json"), b"junk").expect("write");
         let job = spool

@@ -37,7 +37,7 @@ pub const HEADER: [&str; 8] = [
 ];
 
 /// Every event name a timeline may hold, in pipeline order.
-pub const EVENT_NAMES: [&str; 17] = [
+pub const EVENT_NAMES: [&str; 18] = [
     "RUN_START",
     "CLAIM",
     "PARSED",
@@ -45,6 +45,7 @@ pub const EVENT_NAMES: [&str; 17] = [
     "SYNTH_END",
     "CHAN_SEND",
     "GPU_PICKUP",
+    "PARAMS_GEN",
     "PARAMS_START",
     "PARAMS_END",
     "GPU_START",
@@ -89,7 +90,11 @@ impl TimelineRow {
                     job,
                     None,
                     "",
-                    if *is_resumed { "resumed".into() } else { String::new() },
+                    if *is_resumed {
+                        "resumed".into()
+                    } else {
+                        String::new()
+                    },
                 ),
                 EventKind::JobParsed {
                     job,
@@ -136,6 +141,7 @@ impl TimelineRow {
                 EventKind::ParamsLoadStarted { worker, path } => {
                     ("PARAMS_START", "", None, worker, path.clone())
                 }
+                EventKind::ParamsGenerating { path } => ("PARAMS_GEN", "", None, "", path.clone()),
                 EventKind::ParamsLoadFinished { worker, path } => {
                     ("PARAMS_END", "", None, worker, path.clone())
                 }
@@ -149,15 +155,17 @@ impl TimelineRow {
                     partition,
                     worker,
                     timings,
-                } => ("GPU_END", job, Some(*partition), worker, timings.to_detail()),
-                EventKind::VerifyStarted { job } => ("VERIFY_START", job, None, "", String::new()),
-                EventKind::VerifyFinished { job, is_valid } => (
-                    "VERIFY_END",
+                } => (
+                    "GPU_END",
                     job,
-                    None,
-                    "",
-                    format!("valid={is_valid}"),
+                    Some(*partition),
+                    worker,
+                    timings.to_detail(),
                 ),
+                EventKind::VerifyStarted { job } => ("VERIFY_START", job, None, "", String::new()),
+                EventKind::VerifyFinished { job, is_valid } => {
+                    ("VERIFY_END", job, None, "", format!("valid={is_valid}"))
+                }
                 EventKind::ProofWritten { job, path } => ("DONE", job, None, "", path.clone()),
                 EventKind::JobFailed {
                     job,
@@ -213,8 +221,7 @@ impl TimelineWriter {
     /// Opens `path` for appending (creating it with a header) for run `run_id`.
     pub fn open(path: &Path, run_id: &str) -> Result<TimelineWriter> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         let file = OpenOptions::new()
             .create(true)
@@ -226,7 +233,11 @@ impl TimelineWriter {
             file,
             run_id: run_id.to_owned(),
         };
-        let is_empty = writer.file.metadata().map(|m| m.len() == 0).unwrap_or(false);
+        let is_empty = writer
+            .file
+            .metadata()
+            .map(|m| m.len() == 0)
+            .unwrap_or(false);
         if is_empty {
             writer.write_record(&HEADER.map(String::from))?;
         }

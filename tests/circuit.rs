@@ -62,5 +62,8 @@ fn wrong_miner_is_caught_before_proving() {
     };
     assert!(matches!(err, BindSectorError::ReplicaIdMismatch { .. }));
     let text = err.to_string();
-    assert!(text.contains("s-t01001-1") && text.contains("hint"), "{text}");
+    assert!(
+        text.contains("s-t01001-1") && text.contains("hint"),
+        "{text}"
+    );
 }
