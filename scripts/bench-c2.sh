@@ -12,7 +12,7 @@ profile="${PROFILE:-dev}"
 export FIL_PROOFS_PARAMETER_CACHE="${FIL_PROOFS_PARAMETER_CACHE:-/var/tmp/filecoin-proof-parameters}"
 flag=""; dir=debug
 if [ "$profile" = release ]; then flag=--release; dir=release; fi
-cargo build $flag --bin cuzk --example make_c1 --example c2_reference >&2
+cargo build $flag --bin cuzk --example make_c1 >&2
 target="${CARGO_TARGET_DIR:-target}/$dir"
 "$target/cuzk" params gen --sector-size 2KiB >&2
 
@@ -24,7 +24,7 @@ mkdir -p "$work/c1" "$work/spool/inbox"
 
 echo "== filecoin-proofs seal_commit_phase2, one file at a time" >&2
 ref_start=$(date +%s.%N)
-"$target/examples/c2_reference" "$work"/c1/*.json | tee "$work/reference.tsv" >&2
+"$target/cuzk" reference "$work"/c1/*.json | tee "$work/reference.tsv" >&2
 ref_end=$(date +%s.%N)
 
 echo "== cuzk prove-dir --once" >&2

@@ -34,6 +34,9 @@ pub enum Command {
     ProveDir(crate::pipeline::ProveDirArgs),
     /// Draw a timeline CSV as an ASCII waterfall with per-job and prover statistics.
     Waterfall(crate::waterfall::WaterfallArgs),
+    /// Prove C1 files with filecoin-proofs' own seal_commit_phase2, one at a time, for
+    /// comparison.
+    Reference(crate::reference::ReferenceArgs),
     /// Manage Groth16 parameters.
     #[command(subcommand)]
     Params(ParamsCommand),
@@ -64,6 +67,7 @@ pub fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::ProveDir(args) => crate::pipeline::prove_dir(args),
         Command::Waterfall(args) => crate::waterfall::run(args),
+        Command::Reference(args) => crate::reference::run(args),
         Command::Params(ParamsCommand::Gen(args)) => params_gen(args),
         Command::Params(ParamsCommand::Path(args)) => params_path(args),
     }

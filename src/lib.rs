@@ -8,21 +8,25 @@
 //! - [`c1`] parses a C1 file and resolves its miner and sector;
 //! - [`porep`] binds it to the PoRep circuit of its sector size;
 //! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`];
-//! - [`prove`] turns a synthesized partition into a Groth16 proof;
+//! - [`prove`] turns a synthesized partition into a Groth16 proof, on the
+//!   [`kernels`] of a CPU or GPU;
 //! - [`pipeline`] runs those stages concurrently and emits [`event::Event`]s;
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
 //!
-//! [`params`] finds and loads the Groth16 parameters; [`cli`] is the command line.
+//! [`params`] finds and loads the Groth16 parameters; [`reference`] runs filecoin-proofs'
+//! own prover for comparison; [`cli`] is the command line.
 #![deny(missing_docs)]
 
 pub mod c1;
 pub mod cli;
 pub mod event;
+pub mod kernels;
 pub mod params;
 pub mod pipeline;
 pub mod porep;
 pub mod prove;
+pub mod reference;
 pub mod report;
 pub mod spool;
 pub mod synth;

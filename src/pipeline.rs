@@ -3,7 +3,7 @@
 //! ```text
 //! feeder (this thread)     claim -> parse -> bind -> one task per partition
 //!   synthesis pool (N)     synthesize -> bounded channel (depth D)
-//!   prover thread          load params once -> Groth16 per partition
+//!   prover threads (1/GPU) load params once -> Groth16 per partition
 //!   finisher thread        collect a job's partitions -> assemble -> verify_seal -> outbox
 //! ```
 //!
@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
+use crate::kernels::{self, GpuSelection, ProverKernels};
 use crate::params::{self, ParamsCache};
 use crate::porep::{self, Sector};
 use crate::prove;
@@ -64,6 +65,9 @@ pub struct ProveDirArgs {
     /// Partitions synthesized at once [default: a quarter of the cores, at least 1].
     #[arg(long, value_name = "N")]
     pub synth_jobs: Option<usize>,
+    /// GPUs to prove on: all, none (CPU), or indices like 0,1; one prover thread per GPU.
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub gpus: GpuSelection,
     /// Synthesized partitions that may wait for the prover.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub queue_depth: usize,
@@ -99,6 +103,8 @@ pub struct RunSettings {
     pub miner_id: Option<u64>,
     /// Synthesis workers.
     pub synth_jobs: usize,
+    /// GPUs to prove on.
+    pub gpus: GpuSelection,
     /// Channel depth between synthesis and the prover.
     pub queue_depth: usize,
     /// Rescan interval.
@@ -140,6 +146,7 @@ impl RunSettings {
             once: args.once,
             miner_id: args.miner_id,
             synth_jobs,
+            gpus: args.gpus,
             queue_depth: args.queue_depth,
             poll: seconds("poll-secs", args.poll_secs)?.max(Duration::from_millis(50)),
             settle: seconds("settle-secs", args.settle_secs)?,
@@ -163,14 +170,19 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let spool = Spool::open(settings.layout.clone())?;
     let run_id = new_run_id();
     let timeline = TimelineWriter::open(&settings.timeline, &run_id)?;
+    let (provers, note) = kernels::provers_for(&settings.gpus);
+    if let Some(note) = note {
+        eprintln!("cuzk: note: {note}");
+    }
+    let prover_names: Vec<String> = provers.iter().map(|p| p.name().to_owned()).collect();
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);
     let reporter = report::spawn(event_rx, timeline);
     events.emit(EventKind::RunStarted {
         settings: format!(
-            "cuzk={};prover={};synth_jobs={};queue_depth={};params={}",
+            "cuzk={};provers={};synth_jobs={};queue_depth={};params={}",
             env!("CARGO_PKG_VERSION"),
-            prover_name(),
+            prover_names.join(","),
             settings.synth_jobs,
             settings.queue_depth,
             params::params_dir().display()
@@ -179,13 +191,23 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
 
     let (synthesized_tx, synthesized_rx) = bounded::<SynthesizedMsg>(settings.queue_depth);
     let (outcome_tx, outcome_rx) = unbounded::<Outcome>();
-    let prover = {
-        let (events, outcome_tx) = (events.clone(), outcome_tx.clone());
-        std::thread::Builder::new()
-            .name(prover_name())
-            .spawn(move || prove_partitions(synthesized_rx, outcome_tx, events))
-            .context("starting the prover thread")?
-    };
+    let params_cache = Arc::new(Mutex::new(ParamsCache::default()));
+    let mut prover_threads = Vec::new();
+    for kernels in provers {
+        let (rx, events, outcome_tx, params_cache) = (
+            synthesized_rx.clone(),
+            events.clone(),
+            outcome_tx.clone(),
+            params_cache.clone(),
+        );
+        prover_threads.push(
+            std::thread::Builder::new()
+                .name(kernels.name().to_owned())
+                .spawn(move || prove_partitions(kernels, rx, outcome_tx, events, params_cache))
+                .context("starting a prover thread")?,
+        );
+    }
+    drop(synthesized_rx);
     let finisher = {
         let (events, spool, run_id) = (events.clone(), spool.clone(), run_id.clone());
         std::thread::Builder::new()
@@ -212,7 +234,8 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let fed = feeder.feed();
     feeder.drain();
     drop(feeder);
-    let prover_result = prover.join();
+    let prover_result: Result<Vec<()>, _> =
+        prover_threads.into_iter().map(|t| t.join()).collect();
     let finisher_result = finisher.join();
     events.emit(EventKind::RunFinished {
         proved: finisher_result.as_ref().map_or(0, |c| c.proved),
@@ -222,19 +245,10 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let summary = reporter
         .join()
         .map_err(|_| anyhow::anyhow!("the reporter thread panicked"))?;
-    prover_result.map_err(|_| anyhow::anyhow!("the prover thread panicked"))?;
+    prover_result.map_err(|_| anyhow::anyhow!("a prover thread panicked"))?;
     finisher_result.map_err(|_| anyhow::anyhow!("the finisher thread panicked"))?;
     fed?;
     Ok(summary)
-}
-
-/// `cpu-0`, or `gpu-0` when built with CUDA.
-fn prover_name() -> String {
-    if cfg!(feature = "cuda") {
-        "gpu-0".into()
-    } else {
-        "cpu-0".into()
-    }
 }
 
 /// `20261130T051500Z-<pid>`: sortable and unique per process.
@@ -267,6 +281,7 @@ enum Outcome {
         job: Arc<Job>,
         partition: usize,
         proof: Box<Proof<Bls12>>,
+        prover: String,
         synth_ms: f64,
         prove_ms: f64,
     },
@@ -655,10 +670,16 @@ fn flatten_panic<T>(result: std::thread::Result<Result<T>>) -> Result<T, String>
     }
 }
 
-/// The prover thread: parameters stay loaded for the whole run.
-fn prove_partitions(rx: Receiver<SynthesizedMsg>, outcome_tx: Sender<Outcome>, events: EventSink) {
-    let worker = prover_name();
-    let mut params_cache = ParamsCache::default();
+/// A prover thread: owns its kernels (one GPU, or the CPU) and proves partitions from the
+/// shared queue; parameters are loaded once per run and shared by all provers.
+fn prove_partitions(
+    mut kernels: ProverKernels,
+    rx: Receiver<SynthesizedMsg>,
+    outcome_tx: Sender<Outcome>,
+    events: EventSink,
+    params_cache: Arc<Mutex<ParamsCache>>,
+) {
+    let worker = kernels.name().to_owned();
     for msg in rx {
         let job = msg.job;
         let name = job.claimed.name.clone();
@@ -668,16 +689,21 @@ fn prove_partitions(rx: Receiver<SynthesizedMsg>, outcome_tx: Sender<Outcome>, e
             worker: worker.clone(),
         });
         let params = job.sector.circuits.params_path().and_then(|path| {
-            if !params_cache.is_loaded(&path) {
-                events.emit(EventKind::ParamsLoadStarted {
-                    worker: worker.clone(),
-                    path: path.display().to_string(),
-                });
+            let mut cache = params_cache
+                .lock()
+                .map_err(|_| anyhow::anyhow!("another prover panicked while loading parameters"))?;
+            if cache.is_loaded(&path) {
+                return cache.get(&path, job.sector.sector_size);
             }
-            let loaded = params_cache.get(&path, job.sector.sector_size);
+            let shown = path.display().to_string();
+            events.emit(EventKind::ParamsLoadStarted {
+                worker: worker.clone(),
+                path: shown.clone(),
+            });
+            let loaded = cache.get(&path, job.sector.sector_size);
             events.emit(EventKind::ParamsLoadFinished {
                 worker: worker.clone(),
-                path: path.display().to_string(),
+                path: shown,
             });
             loaded
         });
@@ -700,7 +726,8 @@ fn prove_partitions(rx: Receiver<SynthesizedMsg>, outcome_tx: Sender<Outcome>, e
         let started = Instant::now();
         let (r, s) = prove::fresh_randomness();
         let result = catch_unwind(AssertUnwindSafe(|| {
-            prove::prove_partition(msg.synthesized, &*params, r, s).map_err(anyhow::Error::from)
+            prove::prove_partition(msg.synthesized, &*params, r, s, &mut kernels)
+                .map_err(anyhow::Error::from)
         }));
         let outcome = match flatten_panic(result) {
             Ok((proof, timings)) => {
@@ -714,6 +741,7 @@ fn prove_partitions(rx: Receiver<SynthesizedMsg>, outcome_tx: Sender<Outcome>, e
                     job,
                     partition: msg.partition,
                     proof: Box::new(proof),
+                    prover: worker.clone(),
                     synth_ms: msg.synth_ms,
                     prove_ms: started.elapsed().as_secs_f64() * 1e3,
                 }
@@ -738,6 +766,7 @@ struct FinishCounts {
 /// A job whose partitions are still arriving.
 struct PendingJob {
     proofs: Vec<Option<Proof<Bls12>>>,
+    provers: Vec<String>,
     synth_ms: f64,
     prove_ms: f64,
 }
@@ -764,6 +793,7 @@ fn finish_jobs(
                 job,
                 partition,
                 proof,
+                prover,
                 synth_ms,
                 prove_ms,
             } => {
@@ -772,10 +802,14 @@ fn finish_jobs(
                 }
                 let entry = pending.entry(job.id).or_insert_with(|| PendingJob {
                     proofs: vec![None; job.sector.circuits.partition_count()],
+                    provers: Vec::new(),
                     synth_ms: 0.0,
                     prove_ms: 0.0,
                 });
                 entry.proofs[partition] = Some(*proof);
+                if !entry.provers.contains(&prover) {
+                    entry.provers.push(prover);
+                }
                 entry.synth_ms += synth_ms;
                 entry.prove_ms += prove_ms;
                 if entry.proofs.iter().any(Option::is_none) {
@@ -818,7 +852,7 @@ struct ProofRecord<'a> {
     proof_len: usize,
     proof_base64: String,
     verified_with: &'static str,
-    prover: String,
+    provers: Vec<String>,
     run_id: &'a str,
     finished_at: String,
     timings_ms: JobTimings,
@@ -884,7 +918,7 @@ fn write_proof(
         proof_len: bytes.len(),
         proof_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
         verified_with: "filecoin-proofs verify_seal",
-        prover: prover_name(),
+        provers: done.provers.clone(),
         run_id,
         finished_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         timings_ms: JobTimings {

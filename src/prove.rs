@@ -1,9 +1,9 @@
 //! Proving: Groth16 for one [`SynthesizedPartition`], written out step by step.
 //!
 //! This module owns the prover's math and nothing else: where the parameters come from is
-//! hidden behind bellperson's `ParameterSource`, and the kernels (CPU by default, CUDA under
-//! the `cuda` feature) come from bellperson's `EvaluationDomain` and `multiexp`. Each step is
-//! timed into [`ProveTimings`] so the timeline can say where the prover's time went.
+//! hidden behind bellperson's `ParameterSource`, and where the FFTs and multiexps run (CPU,
+//! or the GPU a prover thread owns) behind [`ProverKernels`]. Each step is timed into
+//! [`ProveTimings`] so the timeline can say where the prover's time went.
 //!
 //! With `w` the witness, `(alpha, beta, delta)` from the verifying key and fresh random
 //! `r`, `s`, the proof is
@@ -20,12 +20,9 @@ use std::ops::{AddAssign, Mul};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bellperson::domain::EvaluationDomain;
-use bellperson::gpu::{LockedFftKernel, LockedMultiexpKernel};
 use bellperson::groth16::{ParameterSource, Proof};
-use bellperson::multiexp::multiexp;
 use bellperson::SynthesisError;
-use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use ec_gpu_gen::multiexp_cpu::FullDensity;
 use ec_gpu_gen::threadpool::Worker;
 use ff::{Field, PrimeField};
@@ -33,15 +30,19 @@ use group::{prime::PrimeCurveAffine, Curve};
 use log::debug;
 use rayon::prelude::*;
 
+use crate::kernels::{Exponents, ProverKernels};
 use crate::synth::SynthesizedPartition;
 
 /// Why a partition could not be proved.
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
-    /// The FFT domain or the parameters rejected the partition.
+    /// The parameters could not serve the partition.
     #[error("groth16 prover: {0}")]
     Synthesis(#[from] SynthesisError),
-    /// A multiexp failed on the CPU or the GPU.
+    /// The partition has more constraints than the field's FFT domains allow.
+    #[error("{0} constraints need an FFT domain larger than the scalar field supports")]
+    DomainTooLarge(usize),
+    /// A multiexp failed.
     #[error("groth16 multiexp failed: {0}")]
     Multiexp(String),
     /// Parameters with `delta = 0` would let anyone forge proofs.
@@ -72,7 +73,7 @@ impl ProveTimings {
     }
 }
 
-/// Proves one synthesized partition with randomness `r`, `s`.
+/// Proves one synthesized partition with randomness `r`, `s` on `kernels`.
 ///
 /// The partition is consumed: its A/B/C evaluations are freed as soon as `h` is known, which
 /// halves the memory held while the multiexps run.
@@ -81,6 +82,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     params: P,
     r: Fr,
     s: Fr,
+    kernels: &mut ProverKernels,
 ) -> Result<(Proof<Bls12>, ProveTimings), ProveError> {
     let worker = Worker::new();
     let mut timings = ProveTimings::default();
@@ -101,7 +103,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     }
 
     let started = Instant::now();
-    let h = quotient_coefficients(&worker, a, b, c)?;
+    let h = quotient_coefficients(&worker, kernels, a, b, c)?;
     timings.fft_ms = ms_since(started);
 
     let started = Instant::now();
@@ -112,10 +114,8 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     let b_aux_density = Arc::new(b_aux_density);
     timings.cpu_tail_ms += ms_since(started);
 
-    // G1 multiexps. bellperson's GPU lock admits one kernel at a time, so the G1 kernel is
-    // dropped before the G2 kernel is created.
     let started = Instant::now();
-    let mut g1_kernel = LockedMultiexpKernel::<G1Affine>::new(false);
+    let msm = |e: String| ProveError::Multiexp(e);
     let (a_inputs_bases, a_aux_bases) =
         params.get_a(inputs.len(), a_aux_density.get_total_density())?;
     let (b_g1_inputs_bases, b_g1_aux_bases) = params.get_b_g1(
@@ -123,69 +123,46 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         b_aux_density.get_total_density(),
     )?;
     // sum_j h_j H_j, with H_j = tau^j t(tau) / delta.
-    let h_g1 = msm(
-        &worker,
-        params.get_h(h.len())?,
-        FullDensity,
-        h,
-        &mut g1_kernel,
-    )?;
+    let h_g1 = kernels
+        .multiexp_g1(&worker, params.get_h(h.len())?, FullDensity, h)
+        .map_err(msm)?;
     // sum_aux w_i L_i, with L_i = (beta A_i + alpha B_i + C_i)(tau) / delta.
-    let l_g1 = msm(
-        &worker,
-        params.get_l(aux.len())?,
-        FullDensity,
-        aux.clone(),
-        &mut g1_kernel,
-    )?;
+    let l_g1 = kernels
+        .multiexp_g1(&worker, params.get_l(aux.len())?, FullDensity, aux.clone())
+        .map_err(msm)?;
     // sum_i w_i A_i(tau): every input is in A (input constraints), aux only where used.
-    let a_g1 = msm(
-        &worker,
-        a_inputs_bases,
-        FullDensity,
-        inputs.clone(),
-        &mut g1_kernel,
-    )? + msm(
-        &worker,
-        a_aux_bases,
-        a_aux_density,
-        aux.clone(),
-        &mut g1_kernel,
-    )?;
+    let a_g1 = kernels
+        .multiexp_g1(&worker, a_inputs_bases, FullDensity, inputs.clone())
+        .map_err(msm)?
+        + kernels
+            .multiexp_g1(&worker, a_aux_bases, a_aux_density, aux.clone())
+            .map_err(msm)?;
     // sum_i w_i B_i(tau) in G1, needed for C.
-    let b_g1 = msm(
-        &worker,
-        b_g1_inputs_bases,
-        b_input_density.clone(),
-        inputs.clone(),
-        &mut g1_kernel,
-    )? + msm(
-        &worker,
-        b_g1_aux_bases,
-        b_aux_density.clone(),
-        aux.clone(),
-        &mut g1_kernel,
-    )?;
-    #[allow(clippy::drop_non_drop)] // holds the GPU lock under the `cuda` feature
-    drop(g1_kernel);
+    let b_g1 = kernels
+        .multiexp_g1(
+            &worker,
+            b_g1_inputs_bases,
+            b_input_density.clone(),
+            inputs.clone(),
+        )
+        .map_err(msm)?
+        + kernels
+            .multiexp_g1(&worker, b_g1_aux_bases, b_aux_density.clone(), aux.clone())
+            .map_err(msm)?;
     timings.msm_g1_ms = ms_since(started);
 
     // sum_i w_i B_i(tau) in G2.
     let started = Instant::now();
-    let mut g2_kernel = LockedMultiexpKernel::<G2Affine>::new(false);
     let (b_g2_inputs_bases, b_g2_aux_bases) = params.get_b_g2(
         b_input_density.get_total_density(),
         b_aux_density.get_total_density(),
     )?;
-    let b_g2 = msm(
-        &worker,
-        b_g2_inputs_bases,
-        b_input_density,
-        inputs,
-        &mut g2_kernel,
-    )? + msm(&worker, b_g2_aux_bases, b_aux_density, aux, &mut g2_kernel)?;
-    #[allow(clippy::drop_non_drop)]
-    drop(g2_kernel);
+    let b_g2 = kernels
+        .multiexp_g2(&worker, b_g2_inputs_bases, b_input_density, inputs)
+        .map_err(msm)?
+        + kernels
+            .multiexp_g2(&worker, b_g2_aux_bases, b_aux_density, aux)
+            .map_err(msm)?;
     timings.msm_g2_ms = ms_since(started);
 
     let started = Instant::now();
@@ -202,59 +179,85 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         c: g_c.to_affine(),
     };
     timings.cpu_tail_ms += ms_since(started);
-    debug!("proved partition: {}", timings.to_detail());
+    debug!("{}: proved partition: {}", kernels.name(), timings.to_detail());
     Ok((proof, timings))
 }
 
 /// Coefficients of `h = (a*b - c) / Z` from the constraint evaluations.
 ///
-/// `a`, `b`, `c` are evaluations on the domain's roots of unity; interpolate them (iFFT),
-/// evaluate on a coset where `Z` has no roots (coset FFT), combine and divide pointwise, then
-/// interpolate back (coset iFFT). The top coefficient is always zero and is dropped, matching
-/// the `m - 1` bases of the H query.
+/// `a`, `b`, `c` are evaluations on the `m`-th roots of unity (`m` the domain size). Interpolate
+/// them (iFFT), evaluate on the coset `g * roots`, where `Z(x) = x^m - 1` is the non-zero
+/// constant `g^m - 1` (coset FFT), combine and divide pointwise, then interpolate back (coset
+/// iFFT). `h` has degree `m - 2`, so its top coefficient is dropped, matching the `m - 1`
+/// bases of the H query.
 fn quotient_coefficients(
     worker: &Worker,
-    a: Vec<Fr>,
-    b: Vec<Fr>,
-    c: Vec<Fr>,
-) -> Result<Arc<Vec<<Fr as PrimeField>::Repr>>, SynthesisError> {
-    let mut fft_kernel = Some(LockedFftKernel::<Fr>::new(false));
-    let mut a = EvaluationDomain::from_coeffs(a)?;
-    let mut b = EvaluationDomain::from_coeffs(b)?;
-    let mut c = EvaluationDomain::from_coeffs(c)?;
-    EvaluationDomain::ifft_many(&mut [&mut a, &mut b, &mut c], worker, &mut fft_kernel)?;
-    EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b, &mut c], worker, &mut fft_kernel)?;
-    a.mul_assign(worker, &b);
+    kernels: &mut ProverKernels,
+    mut a: Vec<Fr>,
+    mut b: Vec<Fr>,
+    mut c: Vec<Fr>,
+) -> Result<Exponents, ProveError> {
+    let m = a.len().next_power_of_two();
+    let log_m = m.trailing_zeros();
+    if log_m >= Fr::S {
+        return Err(ProveError::DomainTooLarge(a.len()));
+    }
+    for v in [&mut a, &mut b, &mut c] {
+        v.resize(m, Fr::ZERO);
+    }
+    let omega = (log_m..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square());
+    let omega_inv = omega.invert().expect("a root of unity is non-zero");
+    let m_inv = Fr::from(m as u64).invert().expect("m is non-zero");
+    let g = Fr::MULTIPLICATIVE_GENERATOR;
+    let g_inv = g.invert().expect("the generator is non-zero");
+
+    // iFFT: evaluations -> coefficients.
+    kernels.fft_many(
+        worker,
+        &mut [&mut a, &mut b, &mut c],
+        &[omega_inv; 3],
+        &[log_m; 3],
+    );
+    // Coset FFT: coefficients -> evaluations on g * roots (the 1/m of the iFFT folded in).
+    for v in [&mut a, &mut b, &mut c] {
+        distribute_powers(v, m_inv, g);
+    }
+    kernels.fft_many(
+        worker,
+        &mut [&mut a, &mut b, &mut c],
+        &[omega; 3],
+        &[log_m; 3],
+    );
+    // (a*b - c) / Z on the coset.
+    let z_inv = (g.pow_vartime([m as u64]) - Fr::ONE)
+        .invert()
+        .expect("Z has no roots on the coset");
+    a.par_iter_mut()
+        .zip(b.par_iter())
+        .zip(c.par_iter())
+        .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
     drop(b);
-    a.sub_assign(worker, &c);
     drop(c);
-    a.divide_by_z_on_coset(worker);
-    a.icoset_fft(worker, &mut fft_kernel)?;
-    let mut h = a.into_coeffs();
-    h.pop();
-    Ok(to_reprs(h))
+    // Coset iFFT: evaluations on the coset -> coefficients of h.
+    kernels.fft_many(worker, &mut [&mut a], &[omega_inv], &[log_m]);
+    distribute_powers(&mut a, m_inv, g_inv);
+    a.pop();
+    Ok(to_reprs(a))
 }
 
-/// One multiexp, waited for, so each step's time is its own.
-fn msm<G, D, Q, S>(
-    worker: &Worker,
-    bases: S,
-    density: D,
-    exponents: Arc<Vec<<Fr as PrimeField>::Repr>>,
-    kernel: &mut LockedMultiexpKernel<G>,
-) -> Result<G::Curve, ProveError>
-where
-    G: PrimeCurveAffine<Scalar = Fr> + bellperson::gpu::GpuName,
-    for<'a> &'a Q: ec_gpu_gen::multiexp_cpu::QueryDensity,
-    D: Send + Sync + 'static + Clone + AsRef<Q>,
-    S: ec_gpu_gen::multiexp_cpu::SourceBuilder<G>,
-{
-    multiexp(worker, bases, density, exponents, kernel)
-        .wait()
-        .map_err(|e| ProveError::Multiexp(e.to_string()))
+/// `v[i] *= scale * g^i`, in parallel chunks.
+fn distribute_powers(v: &mut [Fr], scale: Fr, g: Fr) {
+    const CHUNK: usize = 1 << 14;
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
+        let mut power = scale * g.pow_vartime([(i * CHUNK) as u64]);
+        for x in chunk {
+            *x *= power;
+            power *= g;
+        }
+    });
 }
 
-fn to_reprs(scalars: Vec<Fr>) -> Arc<Vec<<Fr as PrimeField>::Repr>> {
+fn to_reprs(scalars: Vec<Fr>) -> Exponents {
     Arc::new(scalars.into_par_iter().map(|s| s.to_repr()).collect())
 }
 
@@ -290,7 +293,7 @@ mod tests {
         })
         .expect("synthesis");
         let (r, s) = fresh_randomness();
-        let (proof, timings) = prove_partition(partition, &params, r, s).expect("prove");
+        let (proof, timings) = prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
         assert!(timings.fft_ms >= 0.0 && timings.msm_g1_ms >= 0.0);
         assert!(verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
         assert!(!verify_proof(&pvk, &proof, &[Fr::from(36u64)]).expect("verify"));
@@ -309,6 +312,7 @@ mod tests {
             &params,
             Fr::ZERO,
             Fr::ZERO,
+            &mut ProverKernels::cpu(0),
         )
         .expect("prove")
         .0;
@@ -333,7 +337,7 @@ mod tests {
         .expect("synthesis");
         partition.aux_assignment[0] += Fr::ONE;
         let (r, s) = fresh_randomness();
-        let (proof, _) = prove_partition(partition, &params, r, s).expect("prove");
+        let (proof, _) = prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
         assert!(!verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
     }
 }

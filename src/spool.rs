@@ -139,6 +139,9 @@ impl Spool {
             .with_context(|| format!("{}: file name is not UTF-8", path.display()))?
             .to_owned();
         let target = self.layout.work.join(&file_name);
+        if !path.exists() {
+            return Ok(None);
+        }
         if target.exists() {
             anyhow::bail!(
                 "{}: a job of the same name is already in {} (hint: wait for it to finish, or rename the new file)",

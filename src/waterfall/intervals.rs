@@ -39,7 +39,8 @@ impl Intervals {
 
     /// Total length.
     pub fn total(&self) -> f64 {
-        self.0.iter().map(|(start, end)| end - start).sum()
+        // A fold from +0.0: `Sum` starts from -0.0, which prints as "-0.00".
+        self.0.iter().fold(0.0, |sum, (start, end)| sum + (end - start))
     }
 
     /// Whether `t` lies in one of the intervals.

@@ -1,0 +1,10 @@
+//! Under the `cuda` feature, compiles the FFT kernel that each prover thread loads onto its own
+//! GPU (the multiexp kernels come precompiled with bellperson).
+
+fn main() {
+    #[cfg(feature = "cuda")]
+    {
+        let source = ec_gpu_gen_build::SourceBuilder::new().add_fft::<blstrs_build::Scalar>();
+        ec_gpu_gen_build::generate(&source);
+    }
+}
