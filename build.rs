@@ -4,7 +4,7 @@
 fn main() {
     #[cfg(feature = "cuda")]
     {
-        let source = ec_gpu_gen_build::SourceBuilder::new().add_fft::<blstrs_build::Scalar>();
-        ec_gpu_gen_build::generate(&source);
+        let source = ec_gpu_gen::SourceBuilder::new().add_fft::<blstrs::Scalar>();
+        ec_gpu_gen::generate(&source);
     }
 }

@@ -26,7 +26,8 @@ fi
 
 # cuda-driver-sys links -lcuda at build time; cuda-config looks in $CUDA_LIBRARY_PATH/lib64.
 has_libcuda() {
-  for d in ${CUDA_LIBRARY_PATH//:/ } /usr/local/cuda; do
+  local paths="${CUDA_LIBRARY_PATH:-}"
+  for d in ${paths//:/ } /usr/local/cuda; do
     [ -e "$d/lib64/libcuda.so" ] && return 0
   done
   return 1

@@ -32,6 +32,8 @@ pub struct Cli {
 pub enum Command {
     /// Prove every C1 file that lands in an inbox directory.
     ProveDir(crate::pipeline::ProveDirArgs),
+    /// Show what a spool holds and how its last run went.
+    Status(crate::status::StatusArgs),
     /// Draw a timeline CSV as an ASCII waterfall with per-job and prover statistics.
     Waterfall(crate::waterfall::WaterfallArgs),
     /// Prove C1 files with filecoin-proofs' own seal_commit_phase2, one at a time, for
@@ -67,6 +69,7 @@ pub fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::ProveDir(args) => crate::pipeline::prove_dir(args),
         Command::Waterfall(args) => crate::waterfall::run(args),
+        Command::Status(args) => crate::status::run(args),
         Command::Reference(args) => crate::reference::run(args),
         Command::Params(ParamsCommand::Gen(args)) => params_gen(args),
         Command::Params(ParamsCommand::Path(args)) => params_path(args),

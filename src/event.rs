@@ -148,6 +148,8 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
+    /// SIGINT or SIGTERM: no new files are claimed; work in flight finishes.
+    StopRequested,
     /// The run ended.
     RunFinished {
         /// Proofs written.

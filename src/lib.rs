@@ -14,7 +14,7 @@
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
 //!
-//! [`params`] finds and loads the Groth16 parameters; [`reference`] runs filecoin-proofs'
+//! [`status`] reports what a spool holds. [`params`] finds and loads the Groth16 parameters; [`reference`] runs filecoin-proofs'
 //! own prover for comparison; [`cli`] is the command line.
 #![deny(missing_docs)]
 
@@ -29,6 +29,7 @@ pub mod prove;
 pub mod reference;
 pub mod report;
 pub mod spool;
+pub mod status;
 pub mod synth;
 pub mod timeline;
 pub mod waterfall;

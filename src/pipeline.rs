@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -84,6 +84,10 @@ pub struct ProveDirArgs {
     /// Largest C1 file accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
     pub max_c1_bytes: u64,
+    /// Seconds without a heartbeat after which another host's claims are taken over (a
+    /// dead process on this host is taken over at once).
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    pub lease_secs: f64,
     /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
     /// random ones instead of stopping (2KiB: about 18 minutes on 2 cores).
     #[arg(long)]
@@ -115,6 +119,8 @@ pub struct RunSettings {
     pub incomplete_grace: Duration,
     /// Largest C1 file accepted.
     pub max_c1_bytes: u64,
+    /// How long another host's silent claims are left alone.
+    pub lease: Duration,
     /// Generate missing test-size parameters.
     pub gen_test_params: bool,
 }
@@ -152,6 +158,7 @@ impl RunSettings {
             settle: seconds("settle-secs", args.settle_secs)?,
             incomplete_grace: seconds("incomplete-grace-secs", args.incomplete_grace_secs)?,
             max_c1_bytes: args.max_c1_bytes,
+            lease: seconds("lease-secs", args.lease_secs)?,
             gen_test_params: args.gen_test_params,
         })
     }
@@ -167,7 +174,9 @@ pub fn prove_dir(args: ProveDirArgs) -> Result<u8> {
 
 /// Runs the pipeline over a spool until it is drained (`once`) or forever.
 pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
+    install_signal_handlers();
     let spool = Spool::open(settings.layout.clone())?;
+    let heartbeat = spawn_heartbeat(spool.clone(), settings.lease);
     let run_id = new_run_id();
     let timeline = TimelineWriter::open(&settings.timeline, &run_id)?;
     let (provers, note) = kernels::provers_for(&settings.gpus);
@@ -245,10 +254,52 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let summary = reporter
         .join()
         .map_err(|_| anyhow::anyhow!("the reporter thread panicked"))?;
+    drop(heartbeat);
+    spool.release()?;
     prover_result.map_err(|_| anyhow::anyhow!("a prover thread panicked"))?;
     finisher_result.map_err(|_| anyhow::anyhow!("the finisher thread panicked"))?;
     fed?;
     Ok(summary)
+}
+
+/// Signals received: the first SIGINT/SIGTERM stops claiming and lets work in flight finish;
+/// the second exits at once (claimed files stay in `work/` and are resumed on restart).
+static STOP_SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    if STOP_SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(130) };
+    }
+}
+
+fn install_signal_handlers() {
+    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only touches an atomic and calls _exit.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// True once a stop was asked for.
+pub fn is_stopping() -> bool {
+    STOP_SIGNALS.load(Ordering::SeqCst) > 0
+}
+
+/// Keeps this run's owner record fresh until the returned sender is dropped, so other runs
+/// sharing the spool do not take over its claims.
+fn spawn_heartbeat(spool: Spool, lease: Duration) -> Sender<()> {
+    let (stop, stopped) = bounded::<()>(0);
+    let every = (lease / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    std::thread::spawn(move || {
+        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+            if let Err(err) = spool.heartbeat() {
+                log::warn!("heartbeat: {err:#}");
+            }
+        }
+    });
+    stop
 }
 
 /// `20261130T051500Z-<pid>`: sortable and unique per process.
@@ -360,13 +411,25 @@ enum StartError {
 
 impl Feeder<'_> {
     fn feed(&mut self) -> Result<()> {
-        for job in self.spool.leftover_claims()? {
+        for job in self.spool.own_claims()? {
             self.start(job, true)?;
         }
         let wake = self.watch_inbox();
         loop {
+            if is_stopping() {
+                self.events.emit(EventKind::StopRequested);
+                return Ok(());
+            }
             let mut started = 0;
+            // Work of runs that died, here or on another host sharing the spool.
+            for job in self.spool.take_over_orphans(self.settings.lease)? {
+                self.start(job, true)?;
+                started += 1;
+            }
             for path in self.spool.scan_inbox()? {
+                if is_stopping() {
+                    break;
+                }
                 if !self.is_ready(&path) {
                     continue;
                 }
@@ -384,16 +447,32 @@ impl Feeder<'_> {
             if self.settings.once && started == 0 && self.deferred.is_empty() {
                 return Ok(());
             }
-            // Wait for a file-system event or the next rescan, whichever comes first.
-            let _ = wake
-                .as_ref()
-                .map(|(_, rx)| rx.recv_timeout(self.settings.poll))
-                .unwrap_or_else(|| {
-                    std::thread::sleep(self.settings.poll);
-                    Ok(())
-                });
-            if let Some((_, rx)) = &wake {
-                while rx.try_recv().is_ok() {}
+            self.wait_for_inbox(wake.as_ref().map(|(_, rx)| rx));
+        }
+    }
+
+    /// Waits for a file-system event, the next rescan or a stop signal, whichever is first.
+    fn wait_for_inbox(&self, wake: Option<&Receiver<()>>) {
+        let deadline = Instant::now() + self.settings.poll;
+        let slice = Duration::from_millis(200);
+        while !is_stopping() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let woke = match wake {
+                Some(rx) => rx.recv_timeout(left.min(slice)).is_ok(),
+                None => {
+                    std::thread::sleep(left.min(slice));
+                    false
+                }
+            };
+            if woke {
+                // Let the writer finish its burst of events before rescanning.
+                if let Some(rx) = wake {
+                    while rx.try_recv().is_ok() {}
+                }
+                return;
             }
         }
     }

@@ -133,6 +133,10 @@ impl Display {
             EventKind::ParamsGenerating { path } => self.line(&format!(
                 "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 18 minutes on 2 cores)"
             )),
+            EventKind::StopRequested => self.line(&format!(
+                "[{secs:7.1}s] stopping: no new files will be claimed; finishing the {} job(s) in flight (signal again to abort at once; claimed files are resumed on restart)",
+                self.in_flight
+            )),
             EventKind::ParamsLoadStarted { path, .. } => {
                 self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
             }

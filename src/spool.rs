@@ -1,22 +1,25 @@
 //! Spool: the directories a run works in, and every move of a C1 file between them.
 //!
 //! ```text
-//! inbox/  --claim (rename)-->  work/  --proof written-->  done/   (+ outbox/<job>.proof, .json)
-//!                                     --job failed----->  failed/ (+ failed/<job>.error.json)
-//!         <--hand back (rename)--
+//! inbox/ --claim (rename)--> work/<host>-<pid>/ --proof written--> done/ (+ outbox/<job>.proof, .json)
+//!                                               --job failed-----> failed/ (+ <job>.error.json)
+//!        <--hand back (rename)--
 //! ```
 //!
-//! Claims are atomic renames, so two runs on one spool never take the same file, and a C1
-//! file is always in exactly one directory: a crash loses nothing, and jobs left in `work/`
-//! are resumed by the next run. Results are written to a temporary name, fsynced and renamed,
-//! so the outbox never holds a partial proof. Which files to prove and when is the
-//! pipeline's business, not this module's.
+//! Claims are atomic renames, so two runs on one spool (or hosts sharing it over NFS) never
+//! take the same file, and a C1 file is always in exactly one directory: a crash loses
+//! nothing. Each run claims into its own owner directory, whose `.owner.json` names the host
+//! and process and whose modification time is a heartbeat. A restarted run takes back the
+//! work of dead runs: at once for a process of this host that is gone, after the lease for
+//! another host's run that stopped beating. Results are written to a temporary name, fsynced
+//! and renamed, so the outbox never holds a partial proof. Which files to prove and when is
+//! the pipeline's business, not this module's.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -82,10 +85,86 @@ pub struct FailureRecord<'a> {
     pub failed_at: String,
 }
 
+/// Who holds the claims in an owner directory of `work/`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Owner {
+    /// Host name.
+    pub host: String,
+    /// Process id on that host.
+    pub pid: u32,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+}
+
+impl Owner {
+    /// This process.
+    pub fn current() -> Owner {
+        Owner {
+            host: host_name(),
+            pid: std::process::id(),
+            started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        }
+    }
+
+    /// The owner directory's name: `<host>-<pid>`.
+    pub fn dir_name(&self) -> String {
+        format!("{}-{}", self.host, self.pid)
+    }
+}
+
+/// An owner directory found in `work/` and whether its claims may be taken over.
+#[derive(Clone, Debug, Serialize)]
+pub struct OwnerState {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Who wrote it, if its `.owner.json` is readable.
+    pub owner: Option<Owner>,
+    /// Seconds since the last heartbeat.
+    pub heartbeat_age_s: f64,
+    /// C1 files it holds.
+    pub jobs: usize,
+    /// True when its process is gone or its lease ran out.
+    pub is_dead: bool,
+}
+
+/// The name of this host, for owner directories.
+pub fn host_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into());
+    let cleaned: String = name
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c } else { '_' })
+        .collect();
+    if cleaned.is_empty() {
+        "localhost".into()
+    } else {
+        cleaned
+    }
+}
+
+/// True if process `pid` exists on this host.
+fn is_process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 checks existence; EPERM means it exists but belongs to someone else.
+    // SAFETY: kill with signal 0 sends nothing.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+const OWNER_FILE: &str = ".owner.json";
+
 /// An open spool.
 #[derive(Clone, Debug)]
 pub struct Spool {
     layout: SpoolLayout,
+    owner: Owner,
+    /// `work/<host>-<pid>/`: this run's claims.
+    claims: PathBuf,
 }
 
 impl Spool {
@@ -101,7 +180,33 @@ impl Spool {
         for dir in [&layout.work, &layout.outbox, &layout.failed, &layout.done] {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        Ok(Spool { layout })
+        let owner = Owner::current();
+        let claims = layout.work.join(owner.dir_name());
+        fs::create_dir_all(&claims).with_context(|| format!("creating {}", claims.display()))?;
+        let spool = Spool {
+            layout,
+            owner,
+            claims,
+        };
+        spool.heartbeat()?;
+        Ok(spool)
+    }
+
+    /// This run's owner record.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// Rewrites `.owner.json`, whose modification time tells other runs this one is alive.
+    pub fn heartbeat(&self) -> Result<()> {
+        let record = serde_json::to_vec_pretty(&self.owner).context("encoding owner record")?;
+        write_atomically(&self.claims.join(OWNER_FILE), &record)
+    }
+
+    /// Every owner directory in `work/` (this run's included) and whether it is dead:
+    /// a process of this host that no longer exists, or no heartbeat within `lease`.
+    pub fn owners(&self, lease: Duration) -> Result<Vec<OwnerState>> {
+        owner_states(&self.layout.work, lease)
     }
 
     /// The spool's directories.
@@ -115,9 +220,10 @@ impl Spool {
         list_candidates(&self.layout.inbox)
     }
 
-    /// Files left in `work/` by an earlier run, to be resumed.
-    pub fn leftover_claims(&self) -> Result<Vec<ClaimedJob>> {
-        Ok(list_candidates(&self.layout.work)?
+    /// The claims in this run's own directory: at start-up, what an earlier process with
+    /// the same host and pid left behind.
+    pub fn own_claims(&self) -> Result<Vec<ClaimedJob>> {
+        Ok(list_candidates(&self.claims)?
             .into_iter()
             .filter_map(|path| {
                 let file_name = path.file_name()?.to_str()?.to_owned();
@@ -130,6 +236,67 @@ impl Spool {
             .collect())
     }
 
+    /// Takes over the claims of dead runs (see [`Spool::owners`]) and any file lying loose
+    /// in `work/`, moving each into this run's directory. A rename that fails because
+    /// another run took the file first is skipped.
+    pub fn take_over_orphans(&self, lease: Duration) -> Result<Vec<ClaimedJob>> {
+        let mut sources = vec![self.layout.work.clone()];
+        for state in owner_states(&self.layout.work, lease)? {
+            if state.dir != self.claims && state.is_dead {
+                sources.push(state.dir);
+            }
+        }
+        let mut taken = Vec::new();
+        for dir in sources {
+            for path in list_candidates(&dir)? {
+                let Some(file_name) = path.file_name().and_then(OsStr::to_str) else {
+                    continue;
+                };
+                let target = self.claims.join(file_name);
+                if target.exists() {
+                    log::warn!(
+                        "{}: not taken over, {} already holds a job of that name",
+                        path.display(),
+                        self.claims.display()
+                    );
+                    continue;
+                }
+                match fs::rename(&path, &target) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("taking over {} into {}", path.display(), target.display())
+                        })
+                    }
+                }
+                taken.push(ClaimedJob {
+                    name: job_name(file_name),
+                    file_name: file_name.to_owned(),
+                    path: target,
+                });
+            }
+            if dir != self.layout.work {
+                // Empty now (or being emptied by another run): tidy up, ignoring races.
+                let _ = fs::remove_file(dir.join(OWNER_FILE));
+                let _ = fs::remove_dir(&dir);
+            }
+        }
+        if !taken.is_empty() {
+            sync_dir(&self.claims)?;
+        }
+        Ok(taken)
+    }
+
+    /// Removes this run's owner directory if it holds no claims (at the end of a run).
+    pub fn release(&self) -> Result<()> {
+        if list_candidates(&self.claims)?.is_empty() {
+            let _ = fs::remove_file(self.claims.join(OWNER_FILE));
+            let _ = fs::remove_dir(&self.claims);
+        }
+        Ok(())
+    }
+
     /// Claims `path` from the inbox by renaming it into `work/`. `Ok(None)` means another
     /// run claimed it first.
     pub fn claim(&self, path: &Path) -> Result<Option<ClaimedJob>> {
@@ -138,7 +305,7 @@ impl Spool {
             .and_then(OsStr::to_str)
             .with_context(|| format!("{}: file name is not UTF-8", path.display()))?
             .to_owned();
-        let target = self.layout.work.join(&file_name);
+        let target = self.claims.join(&file_name);
         if !path.exists() {
             return Ok(None);
         }
@@ -146,7 +313,7 @@ impl Spool {
             anyhow::bail!(
                 "{}: a job of the same name is already in {} (hint: wait for it to finish, or rename the new file)",
                 path.display(),
-                self.layout.work.display()
+                self.claims.display()
             );
         }
         match fs::rename(path, &target) {
@@ -158,7 +325,7 @@ impl Spool {
                 })
             }
         }
-        sync_dir(&self.layout.work)?;
+        sync_dir(&self.claims)?;
         Ok(Some(ClaimedJob {
             name: job_name(&file_name),
             file_name,
@@ -225,8 +392,43 @@ impl Spool {
         fs::rename(&job.path, &target)
             .with_context(|| format!("moving {} to {}", job.path.display(), target.display()))?;
         sync_dir(dir)?;
-        sync_dir(&self.layout.work)
+        sync_dir(&self.claims)
     }
+}
+
+/// The owner directories in `work/`, with whether each is dead.
+pub fn owner_states(work: &Path, lease: Duration) -> Result<Vec<OwnerState>> {
+    let this_host = host_name();
+    let mut states = Vec::new();
+    for entry in fs::read_dir(work).with_context(|| format!("listing {}", work.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", work.display()))?;
+        if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            continue;
+        }
+        let dir = entry.path();
+        let owner_path = dir.join(OWNER_FILE);
+        let owner: Option<Owner> = fs::read(&owner_path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        // Without a readable record the directory's own age stands in for the heartbeat.
+        let beat = fs::metadata(&owner_path)
+            .or_else(|_| fs::metadata(&dir))
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let heartbeat_age = beat.elapsed().unwrap_or_default();
+        let is_gone = owner
+            .as_ref()
+            .is_some_and(|o| o.host == this_host && !is_process_alive(o.pid));
+        states.push(OwnerState {
+            jobs: list_candidates(&dir)?.len(),
+            dir,
+            owner,
+            heartbeat_age_s: heartbeat_age.as_secs_f64(),
+            is_dead: is_gone || heartbeat_age > lease,
+        });
+    }
+    states.sort_by(|a, b| a.dir.cmp(&b.dir));
+    Ok(states)
 }
 
 /// The job name for a C1 file name: without a `.json` extension.
@@ -355,12 +557,47 @@ mod tests {
         assert!(!c1.exists() && job.path.exists());
         // A second claimant finds nothing.
         assert_eq!(spool.claim(&c1).expect("claim"), None);
-        assert_eq!(
-            spool.leftover_claims().expect("leftovers"),
-            vec![job.clone()]
-        );
+        assert_eq!(spool.own_claims().expect("own claims"), vec![job.clone()]);
+        // A live run's own claims are never "orphans".
+        assert!(spool.take_over_orphans(Duration::ZERO).expect("orphans").is_empty());
         spool.hand_back(&job).expect("hand back");
         assert!(c1.exists() && !job.path.exists());
+    }
+
+    #[test]
+    fn dead_owners_are_taken_over_and_live_ones_are_not() {
+        let (_dir, spool) = spool();
+        let work = spool.layout().work.clone();
+        let lease = Duration::from_secs(3600);
+        let plant = |owner: &Owner, file: &str| {
+            let dir = work.join(owner.dir_name());
+            fs::create_dir_all(&dir).expect("owner dir");
+            fs::write(dir.join(OWNER_FILE), serde_json::to_vec(owner).expect("json"))
+                .expect("owner");
+            fs::write(dir.join(file), b"{}").expect("c1");
+        };
+        // A process of this host that is gone (pid beyond pid_max), one that is alive
+        // (pid 1), another host's run with a fresh heartbeat, and a loose file.
+        let dead = Owner { host: host_name(), pid: 4_999_999, started_at: "x".into() };
+        let alive = Owner { host: host_name(), pid: 1, started_at: "x".into() };
+        let remote = Owner { host: "elsewhere".into(), pid: 1, started_at: "x".into() };
+        plant(&dead, "a.json");
+        plant(&alive, "b.json");
+        plant(&remote, "c.json");
+        fs::write(work.join("d.json"), b"{}").expect("loose");
+        let mut taken: Vec<String> = spool
+            .take_over_orphans(lease)
+            .expect("take over")
+            .into_iter()
+            .map(|j| j.file_name)
+            .collect();
+        taken.sort();
+        assert_eq!(taken, vec!["a.json", "d.json"]);
+        assert!(!work.join(dead.dir_name()).exists(), "dead owner's directory removed");
+        assert!(work.join(alive.dir_name()).join("b.json").exists());
+        // Once the lease runs out, the silent remote run's work is taken too.
+        let taken = spool.take_over_orphans(Duration::ZERO).expect("take over");
+        assert!(taken.iter().any(|j| j.file_name == "c.json"));
     }
 
     #[test]

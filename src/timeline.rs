@@ -37,7 +37,7 @@ pub const HEADER: [&str; 8] = [
 ];
 
 /// Every event name a timeline may hold, in pipeline order.
-pub const EVENT_NAMES: [&str; 18] = [
+pub const EVENT_NAMES: [&str; 19] = [
     "RUN_START",
     "CLAIM",
     "PARSED",
@@ -55,6 +55,7 @@ pub const EVENT_NAMES: [&str; 18] = [
     "DONE",
     "FAILED",
     "DEFERRED",
+    "STOP",
     "RUN_END",
 ];
 
@@ -175,6 +176,7 @@ impl TimelineRow {
                 EventKind::FileDeferred { job, reason } => {
                     ("DEFERRED", job, None, "", reason.clone())
                 }
+                EventKind::StopRequested => ("STOP", "", None, "", String::new()),
                 EventKind::RunFinished { proved, failed } => (
                     "RUN_END",
                     "",

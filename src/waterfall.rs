@@ -85,7 +85,10 @@ pub struct WaterfallArgs {
 /// The top-level entry point for `cuzk waterfall`; returns the exit code.
 pub fn run(args: WaterfallArgs) -> Result<u8> {
     if !(args.gap_ms.is_finite() && args.gap_ms >= 0.0) {
-        bail!("--gap-ms wants a non-negative number of milliseconds, not {}", args.gap_ms);
+        bail!(
+            "--gap-ms wants a non-negative number of milliseconds, not {}",
+            args.gap_ms
+        );
     }
     let timeline = read_timeline(&args.timeline)?;
     let selection = match (&args.run, args.all) {
@@ -128,7 +131,10 @@ const MIN_WIDTH: usize = 20;
 /// Writes `text` to stdout; a closed pipe (`cuzk waterfall t.csv | head`) is not an error.
 fn print(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("writing to stdout"),
     }
@@ -330,7 +336,10 @@ fn screen(rows: &[TimelineRow]) -> Screened<'_> {
         if let Some(why) = name.unusable(row) {
             unusable += 1;
             first_unusable.get_or_insert_with(|| {
-                format!("{} at t_ms {} in run {:?}: {why}", row.event, row.t_ms, row.run_id)
+                format!(
+                    "{} at t_ms {} in run {:?}: {why}",
+                    row.event, row.t_ms, row.run_id
+                )
             });
             continue;
         }
@@ -641,7 +650,10 @@ impl RunSpans {
         let last_t = events.last().map_or(first_t, |e| e.t);
         // A load still running when the timeline ends ran until then.
         for (lane, start) in loading {
-            params.entry(lane.to_owned()).or_default().push((start, last_t));
+            params
+                .entry(lane.to_owned())
+                .or_default()
+                .push((start, last_t));
         }
         deferred.retain(|job: &String| !job_index.contains_key(job.as_str()));
         jobs.sort_by(|a, b| {
@@ -812,7 +824,9 @@ struct Phases {
 }
 
 impl Phases {
-    const HEADINGS: [&'static str; 7] = ["queue", "synth", "chan", "prove", "verify", "write", "total"];
+    const HEADINGS: [&'static str; 7] = [
+        "queue", "synth", "chan", "prove", "verify", "write", "total",
+    ];
 
     fn from_segments(segments: &[Segment], start: f64, end: f64) -> Phases {
         let mut phases = Phases {
@@ -1132,12 +1146,21 @@ fn row_segments(job: &JobSpans, parts: &[&PartitionSpans], end: f64) -> Vec<Segm
     let start = job.start();
     let write_start = job.write_start();
     let mut cuts = vec![start, end];
-    cuts.extend([job.verify_start, job.verify_end, write_start, job.done].iter().flatten());
+    cuts.extend(
+        [job.verify_start, job.verify_end, write_start, job.done]
+            .iter()
+            .flatten(),
+    );
     for part in parts {
         cuts.extend(
-            [part.synth_start, part.synth_end, part.gpu_start, part.gpu_end]
-                .iter()
-                .flatten(),
+            [
+                part.synth_start,
+                part.synth_end,
+                part.gpu_start,
+                part.gpu_end,
+            ]
+            .iter()
+            .flatten(),
         );
     }
     cuts.retain(|&t| t >= start && t <= end);
@@ -1235,7 +1258,6 @@ impl WaitSets {
             in_flight: Intervals::new(in_flight),
         }
     }
-
 }
 
 /// Busy time, idle time by cause, gaps and the step split of one lane over the span.
@@ -1255,7 +1277,9 @@ fn lane_metrics(
             if part.lane.as_deref() != Some(name) {
                 continue;
             }
-            let Some(start) = part.gpu_start else { continue };
+            let Some(start) = part.gpu_start else {
+                continue;
+            };
             // A partition still proving when the timeline ends was busy until then.
             proving.push((start, part.gpu_end.unwrap_or(end)));
             let Some(stop) = part.gpu_end else { continue };
@@ -1399,7 +1423,12 @@ const BALANCED_BELOW: f64 = 0.05;
 /// Three candidates are weighed in seconds: prover-bound time (partitions queued while every
 /// lane was occupied), the lanes' average idle time waiting for synthesis, and the worst
 /// lane's idle time with a partition queued (scheduling).
-fn verdict(lanes: &[LaneMetrics], queue: &QueueMetrics, span_s: f64, synth_workers: usize) -> Verdict {
+fn verdict(
+    lanes: &[LaneMetrics],
+    queue: &QueueMetrics,
+    span_s: f64,
+    synth_workers: usize,
+) -> Verdict {
     if lanes.iter().all(|lane| lane.busy_s == 0.0) {
         return Verdict {
             bound: Bound::NoProver,
@@ -1420,9 +1449,11 @@ fn verdict(lanes: &[LaneMetrics], queue: &QueueMetrics, span_s: f64, synth_worke
         (Bound::Synthesis, synthesis_wait),
         (Bound::Scheduling, scheduling),
     ];
-    let (bound, seconds) = candidates
-        .into_iter()
-        .fold((Bound::Balanced, 0.0), |best, c| if c.1 > best.1 { c } else { best });
+    let (bound, seconds) =
+        candidates.into_iter().fold(
+            (Bound::Balanced, 0.0),
+            |best, c| if c.1 > best.1 { c } else { best },
+        );
     let bound = if ratio(seconds, span_s) < BALANCED_BELOW {
         Bound::Balanced
     } else {
@@ -1434,7 +1465,10 @@ fn verdict(lanes: &[LaneMetrics], queue: &QueueMetrics, span_s: f64, synth_worke
         Bound::Prover => {
             let on_gpus = lanes.iter().all(|lane| lane.name.starts_with("gpu"));
             let (kind, advice) = if on_gpus {
-                ("GPU-bound", "add GPUs, or lower --synth-jobs to save memory")
+                (
+                    "GPU-bound",
+                    "add GPUs, or lower --synth-jobs to save memory",
+                )
             } else {
                 (
                     "prover-bound",
@@ -1444,7 +1478,7 @@ fn verdict(lanes: &[LaneMetrics], queue: &QueueMetrics, span_s: f64, synth_worke
             };
             format!(
                 "{kind}: partitions waited {:.1} s in the queue ({} of the run) while {names} \
-                 {} {}{average} busy; {advice}",
+                 {} {} busy{average}; {advice}",
                 queue.queued_s,
                 pct(queue.queued_fraction),
                 if lanes.len() > 1 { "were" } else { "was" },
@@ -1452,7 +1486,7 @@ fn verdict(lanes: &[LaneMetrics], queue: &QueueMetrics, span_s: f64, synth_worke
             )
         }
         Bound::Synthesis => format!(
-            "synthesis-bound: {names} idle {}{average} of the run waiting for synthesis; \
+            "synthesis-bound: {names} idle {} of the run{average} waiting for synthesis; \
              raise --synth-jobs (now using {})",
             pct(ratio(synthesis_wait, span_s)),
             plural(synth_workers, "worker")
@@ -1466,7 +1500,7 @@ fn verdict(lanes: &[LaneMetrics], queue: &QueueMetrics, span_s: f64, synth_worke
             pct(ratio(scheduling, span_s))
         ),
         Bound::Balanced | Bound::NoProver => format!(
-            "balanced: {names} {}{average} busy, partitions queued {} of the run; neither \
+            "balanced: {names} {} busy{average}, partitions queued {} of the run; neither \
              synthesis nor proving held the other back for more than {} of it",
             pct(busy),
             pct(queue.queued_fraction),
@@ -1550,7 +1584,11 @@ impl Scale {
     fn bounds(&self, col: usize) -> (f64, f64) {
         let at = |c: usize| self.start + self.length * c as f64 / self.cols as f64;
         let lo = if col == 0 { f64::NEG_INFINITY } else { at(col) };
-        let hi = if col + 1 >= self.cols { f64::INFINITY } else { at(col + 1) };
+        let hi = if col + 1 >= self.cols {
+            f64::INFINITY
+        } else {
+            at(col + 1)
+        };
         (lo, hi)
     }
 }
@@ -1709,7 +1747,10 @@ fn ascii_waterfall(run: &RunMetrics, width: usize, lines: &mut Vec<String>) {
         .max()
         .unwrap_or(0);
     // Labels take at most a third of the line and always leave ten columns of bar.
-    let label_w = longest.min((width / 3).max(4)).min(width.saturating_sub(13)).max(1);
+    let label_w = longest
+        .min((width / 3).max(4))
+        .min(width.saturating_sub(13))
+        .max(1);
     let cols = width.saturating_sub(label_w + 3).max(1);
     let scale = Scale::new(run.start_s, run.end_s, cols);
 
@@ -1781,9 +1822,8 @@ fn ascii_table(run: &RunMetrics, lines: &mut Vec<String>) {
     } else {
         "job"
     };
-    let cells = |columns: [f64; 7]| -> String {
-        columns.iter().map(|v| format!("{v:>8.2}")).collect()
-    };
+    let cells =
+        |columns: [f64; 7]| -> String { columns.iter().map(|v| format!("{v:>8.2}")).collect() };
     let headings: String = Phases::HEADINGS.iter().map(|h| format!("{h:>8}")).collect();
     lines.push(format!("{} {headings}   (seconds)", fit(heading, label_w)));
     for row in &run.rows {
@@ -1807,7 +1847,11 @@ fn ascii_table(run: &RunMetrics, lines: &mut Vec<String>) {
                 ("avg", &summary.avg),
                 ("max", &summary.max),
             ] {
-                lines.push(format!("{} {}", fit(name, label_w), cells(phases.columns())));
+                lines.push(format!(
+                    "{} {}",
+                    fit(name, label_w),
+                    cells(phases.columns())
+                ));
             }
             lines.push(format!(
                 "(min/avg/max over the {} of proved jobs)",
@@ -1944,6 +1988,8 @@ const SVG_ROW_H: f64 = 16.0;
 const SVG_BAR_H: f64 = 11.0;
 const SVG_CHAR_W: f64 = 7.2;
 const SVG_PAD: f64 = 10.0;
+/// Room right of the chart for the lanes' busy percentages.
+const SVG_RIGHT: f64 = 60.0;
 
 /// The same waterfall as a standalone SVG document, runs stacked top to bottom.
 fn render_svg(runs: &[RunMetrics]) -> String {
@@ -1963,7 +2009,15 @@ fn render_svg(runs: &[RunMetrics]) -> String {
     for run in runs {
         y = svg_run(run, left, y, &mut body) + 2.0 * SVG_ROW_H;
     }
-    let (width, height) = (left + SVG_CHART_W + 2.0 * SVG_PAD, y);
+    // Wide enough for the chart and for the longest line of text (the verdict, usually).
+    let longest_text = runs
+        .iter()
+        .map(|run| run.verdict.text.chars().count() + "verdict: ".len())
+        .max()
+        .unwrap_or(0);
+    let width =
+        (left + SVG_CHART_W + SVG_RIGHT).max(2.0 * SVG_PAD + longest_text as f64 * SVG_CHAR_W);
+    let height = y;
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
          <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
@@ -1975,7 +2029,11 @@ fn render_svg(runs: &[RunMetrics]) -> String {
 
 /// Draws one run from `top`; returns the y below it.
 fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
-    let length = if run.end_s > run.start_s { run.end_s - run.start_s } else { 1e-3 };
+    let length = if run.end_s > run.start_s {
+        run.end_s - run.start_s
+    } else {
+        1e-3
+    };
     let x = |t: f64| left + (t - run.start_s) / length * SVG_CHART_W;
     let mut y = top;
 
@@ -2003,7 +2061,13 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
             y - 4.0,
             y + 4.0
         ));
-        svg_text(out, x(t), y - 6.0, " text-anchor=\"middle\"", &tick_label(t, step));
+        svg_text(
+            out,
+            x(t),
+            y - 6.0,
+            " text-anchor=\"middle\"",
+            &tick_label(t, step),
+        );
     }
     y += 6.0;
 
@@ -2022,12 +2086,25 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
         }
         if let Outcome::Failed { at_s, reason } = &row.outcome {
             let title = format!("{}: failed at {at_s:.3} s: {reason}", row.label);
-            svg_rect(out, x(*at_s) - 1.5, x(*at_s) + 1.5, y, FAILED_COLOUR, &title);
+            svg_rect(
+                out,
+                x(*at_s) - 1.5,
+                x(*at_s) + 1.5,
+                y,
+                FAILED_COLOUR,
+                &title,
+            );
         }
         y += SVG_ROW_H;
     }
 
-    svg_text(out, SVG_PAD, y + SVG_ROW_H - 4.0, " font-weight=\"bold\"", "prover lanes");
+    svg_text(
+        out,
+        SVG_PAD,
+        y + SVG_ROW_H - 4.0,
+        " font-weight=\"bold\"",
+        "prover lanes",
+    );
     y += SVG_ROW_H;
     for lane in &run.lanes {
         svg_text(out, SVG_PAD, y + SVG_ROW_H - 4.0, "", &lane.name);
@@ -2042,7 +2119,13 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
             }
         }
         let label = format!("{:.0}% busy", lane.busy_fraction * 100.0);
-        svg_text(out, left + SVG_CHART_W + 4.0, y + SVG_ROW_H - 4.0, "", &label);
+        svg_text(
+            out,
+            left + SVG_CHART_W + 4.0,
+            y + SVG_ROW_H - 4.0,
+            "",
+            &label,
+        );
         y += SVG_ROW_H;
     }
 
@@ -2062,7 +2145,13 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
         legend_x += 14.0 + name.len() as f64 * SVG_CHAR_W + 12.0;
     }
     y += SVG_ROW_H;
-    svg_text(out, SVG_PAD, y + 12.0, "", &format!("verdict: {}", run.verdict.text));
+    svg_text(
+        out,
+        SVG_PAD,
+        y + 12.0,
+        "",
+        &format!("verdict: {}", run.verdict.text),
+    );
     y + SVG_ROW_H
 }
 
@@ -2101,4 +2190,609 @@ fn xml_escape(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn fixture(name: &str) -> Timeline {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/timelines")
+            .join(name);
+        read_timeline(&path).expect("fixture reads")
+    }
+
+    fn options() -> Options {
+        Options {
+            per_partition: false,
+            gap_s: 1.0,
+        }
+    }
+
+    fn analysis(name: &str, selection: Selection, options: &Options) -> Analysis {
+        analyze(&fixture(name), &selection, options).expect("analysis")
+    }
+
+    /// The last run of fixture `name` with default options.
+    fn metrics(name: &str) -> RunMetrics {
+        let mut runs = analysis(name, Selection::Last, &options()).runs;
+        assert_eq!(runs.len(), 1);
+        runs.remove(0)
+    }
+
+    fn gap(start_s: f64, end_s: f64, waiting_for: IdleCause) -> Gap {
+        Gap {
+            start_s,
+            end_s,
+            length_s: end_s - start_s,
+            waiting_for,
+        }
+    }
+
+    fn assert_close(actual: f64, expected: f64) {
+        assert!(
+            (actual - expected).abs() < 1e-9,
+            "{actual} is not {expected}"
+        );
+    }
+
+    fn json_of(runs: &[RunMetrics]) -> String {
+        serde_json::to_string(runs).expect("json")
+    }
+
+    #[test]
+    fn synthesis_bound_lane_waits_for_synthesis() {
+        let run = metrics("synthesis_bound.csv");
+        assert_eq!((run.jobs, run.proved, run.failed), (3, 3, 0));
+        assert_eq!(run.synthesis_workers, ["synth-0"]);
+        assert_eq!((run.span_start_s, run.span_end_s), (0.0, 10.0));
+        let lane = &run.lanes[0];
+        assert_eq!(run.lanes.len(), 1);
+        assert_eq!(lane.name, "gpu-0");
+        assert_eq!(lane.busy_fraction, 0.3);
+        assert_eq!(lane.idle.synthesis_s, 7.0);
+        assert_eq!(
+            lane.idle.scheduling_s + lane.idle.drain_s + lane.idle.input_s,
+            0.0
+        );
+        assert_eq!(
+            lane.gaps,
+            [
+                gap(0.0, 3.0, IdleCause::Synthesis),
+                gap(4.0, 6.0, IdleCause::Synthesis),
+                gap(7.0, 9.0, IdleCause::Synthesis),
+            ]
+        );
+        assert_eq!(
+            run.throughput,
+            Some(Throughput {
+                seconds_per_proof: 3.0,
+                proofs_per_hour: 1200.0,
+                basis: Basis::SteadyState {
+                    from_s: 4.0,
+                    to_s: 10.0,
+                    partitions: 2,
+                    partitions_per_proof: 1.0,
+                },
+            })
+        );
+        assert_eq!(run.queue.queued_s, 0.0);
+        assert_eq!(run.verdict.bound, Bound::Synthesis);
+        assert_eq!(
+            run.verdict.text,
+            "synthesis-bound: gpu-0 idle 70% of the run waiting for synthesis; raise \
+             --synth-jobs (now using 1 worker)"
+        );
+    }
+
+    #[test]
+    fn gpu_bound_partitions_queue_behind_a_busy_prover() {
+        let run = metrics("gpu_bound.csv");
+        let lane = &run.lanes[0];
+        assert_eq!(lane.busy_fraction, 0.8);
+        assert_eq!(
+            lane.gaps,
+            [
+                gap(0.0, 1.0, IdleCause::Synthesis),
+                gap(9.0, 10.0, IdleCause::Drain),
+            ]
+        );
+        // Queued: job 2 over [1, 3), job 3 over [2, 5), job 4 over [2, 7).
+        assert_eq!(
+            run.queue,
+            QueueMetrics {
+                queued_s: 6.0,
+                queued_fraction: 0.6,
+                partition_wait_s: 10.0,
+                prover_bound_s: 6.0,
+                prover_bound_fraction: 0.6,
+            }
+        );
+        assert_eq!(
+            run.rows[1].phases,
+            Phases {
+                queue_s: 0.0,
+                synthesis_s: 1.0,
+                channel_s: 2.0,
+                prove_s: 2.0,
+                verify_s: 1.0,
+                write_s: 0.0,
+                total_s: 6.0,
+            }
+        );
+        let summary = run.summary.as_ref().expect("summary");
+        assert_eq!(summary.rows, 4);
+        assert_eq!(summary.avg.channel_s, 2.5);
+        assert_eq!((summary.min.total_s, summary.max.total_s), (4.0, 9.0));
+        let throughput = run.throughput.as_ref().expect("throughput");
+        assert_eq!(throughput.seconds_per_proof, 2.0);
+        assert_eq!(throughput.proofs_per_hour, 1800.0);
+        assert_eq!(run.verdict.bound, Bound::Prover);
+        assert!(
+            run.verdict.text.starts_with(
+                "GPU-bound: partitions waited 6.0 s in the queue (60% of the run) while gpu-0 \
+                 was 80% busy; add GPUs"
+            ),
+            "{}",
+            run.verdict.text
+        );
+    }
+
+    #[test]
+    fn idle_gaps_are_split_by_what_the_lane_waited_for() {
+        let run = metrics("idle_gaps.csv");
+        let lane = &run.lanes[0];
+        assert_eq!(
+            lane.gaps,
+            [
+                gap(0.0, 1.0, IdleCause::Synthesis),
+                gap(1.0, 4.0, IdleCause::Scheduling),
+                gap(5.0, 10.0, IdleCause::Input),
+                gap(10.0, 11.0, IdleCause::Synthesis),
+            ]
+        );
+        assert_eq!(
+            lane.idle,
+            IdleTimes {
+                scheduling_s: 3.0,
+                synthesis_s: 2.0,
+                drain_s: 0.0,
+                input_s: 5.0,
+            }
+        );
+        assert_close(lane.busy_fraction, 2.0 / 12.0);
+        assert_eq!(run.verdict.bound, Bound::Scheduling);
+        assert!(
+            run.verdict
+                .text
+                .starts_with("scheduling: gpu-0 sat idle 3.0 s (25% of the run)"),
+            "{}",
+            run.verdict.text
+        );
+
+        let longer = Options {
+            gap_s: 1.5,
+            ..options()
+        };
+        let run = &analysis("idle_gaps.csv", Selection::Last, &longer).runs[0];
+        assert_eq!(
+            run.lanes[0].gaps,
+            [
+                gap(1.0, 4.0, IdleCause::Scheduling),
+                gap(5.0, 10.0, IdleCause::Input),
+            ]
+        );
+    }
+
+    #[test]
+    fn two_gpus_have_a_lane_each_with_the_prover_step_split() {
+        let run = metrics("two_gpus.csv");
+        let names: Vec<&str> = run.lanes.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["gpu-0", "gpu-1"]);
+        let (gpu0, gpu1) = (&run.lanes[0], &run.lanes[1]);
+        assert_eq!(gpu0.busy_fraction, 0.75);
+        assert_eq!(gpu1.busy_fraction, 0.5);
+        assert_eq!((gpu0.params_s, gpu1.params_s), (1.0, 1.0));
+        assert_eq!((gpu0.partitions, gpu1.partitions), (2, 2));
+        assert_eq!(gpu0.gaps, [gap(7.0, 8.0, IdleCause::Drain)]);
+        assert_eq!(
+            gpu1.gaps,
+            [
+                gap(1.0, 2.0, IdleCause::Synthesis),
+                gap(4.0, 5.0, IdleCause::Synthesis),
+                gap(7.0, 8.0, IdleCause::Drain),
+            ]
+        );
+        // Each of gpu-0's 3 s proofs: fft 0.75, G1 1.2, G2 0.45, CPU tail 0.3, 0.3 unaccounted.
+        let steps = gpu0.steps.as_ref().expect("step split");
+        assert_eq!((steps.partitions, steps.prove_s), (2, 6.0));
+        assert_close(steps.fft_s, 1.5);
+        assert_close(steps.kernel_s, 4.8);
+        assert_close(steps.cpu_tail_s, 0.6);
+        assert_close(steps.other_s, 0.6);
+        // Only job 3 queued, over [3, 4), while both lanes proved.
+        assert_eq!(run.queue.prover_bound_s, 1.0);
+        let throughput = run.throughput.as_ref().expect("throughput");
+        assert_eq!(throughput.seconds_per_proof, 1.0);
+        assert!(
+            run.verdict.text.contains("gpu-0, gpu-1"),
+            "{}",
+            run.verdict.text
+        );
+    }
+
+    #[test]
+    fn partitions_and_failures() {
+        let run = metrics("partitions.csv");
+        assert_eq!((run.jobs, run.proved, run.failed), (2, 1, 1));
+        assert_eq!(run.rows.len(), 2);
+        assert_eq!(
+            run.rows[0].phases,
+            Phases {
+                queue_s: 0.0,
+                synthesis_s: 2.0,
+                channel_s: 0.0,
+                prove_s: 4.0,
+                verify_s: 1.0,
+                write_s: 0.5,
+                total_s: 7.5,
+            }
+        );
+        assert_eq!(
+            run.rows[1].outcome,
+            Outcome::Failed {
+                at_s: 1.5,
+                reason: "parse: expected value at line 1 column 1".into(),
+            }
+        );
+        assert_eq!(run.rows[1].phases.queue_s, 0.5);
+        assert_eq!(run.summary.as_ref().map(|s| s.rows), Some(1));
+        // One job reached the prover: no steady state, so the span over the one proof.
+        assert_eq!(
+            run.throughput,
+            Some(Throughput {
+                seconds_per_proof: 7.5,
+                proofs_per_hour: 480.0,
+                basis: Basis::WholeRun { proofs: 1 },
+            })
+        );
+
+        let per_partition = Options {
+            per_partition: true,
+            ..options()
+        };
+        let run = &analysis("partitions.csv", Selection::Last, &per_partition).runs[0];
+        let labels: Vec<&str> = run.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["s-t01000-7 p0", "s-t01000-7 p1", "s-t01000-8"]);
+        let p0 = &run.rows[0].phases;
+        assert_eq!((p0.synthesis_s, p0.prove_s, p0.queue_s), (2.0, 2.0, 2.0));
+        let p1 = &run.rows[1].phases;
+        assert_eq!((p1.synthesis_s, p1.channel_s, p1.prove_s), (3.0, 1.0, 2.0));
+        assert_eq!(run.summary.as_ref().map(|s| s.rows), Some(2));
+    }
+
+    #[test]
+    fn phases_add_up_to_each_rows_total() {
+        for name in [
+            "gpu_bound.csv",
+            "two_gpus.csv",
+            "partitions.csv",
+            "idle_gaps.csv",
+        ] {
+            for per_partition in [false, true] {
+                let options = Options {
+                    per_partition,
+                    ..options()
+                };
+                for row in &analysis(name, Selection::All, &options).runs[0].rows {
+                    let c = row.phases.columns();
+                    assert_close(c[..6].iter().sum(), row.phases.total_s);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_out_of_order_give_the_same_metrics() {
+        let mut timeline = fixture("gpu_bound.csv");
+        let in_order = analyze(&timeline, &Selection::Last, &options()).expect("analysis");
+        timeline.rows.reverse();
+        timeline.rows.swap(3, 17);
+        let shuffled = analyze(&timeline, &Selection::Last, &options()).expect("analysis");
+        assert_eq!(json_of(&in_order.runs), json_of(&shuffled.runs));
+    }
+
+    #[test]
+    fn unknown_events_are_ignored_with_one_warning() {
+        let with_unknown = analysis("unknown_event.csv", Selection::Last, &options());
+        assert_eq!(
+            with_unknown.warnings,
+            ["ignored 3 rows with unknown events: GPU_WARMUP (2), TEMPERATURE (1)"]
+        );
+        let plain = analysis("gpu_bound.csv", Selection::Last, &options());
+        assert!(plain.warnings.is_empty(), "{:?}", plain.warnings);
+        assert_eq!(json_of(&with_unknown.runs), json_of(&plain.runs));
+    }
+
+    #[test]
+    fn a_torn_last_line_is_one_warning_and_changes_nothing() {
+        let torn = analysis("torn_last_line.csv", Selection::Last, &options());
+        assert_eq!(torn.warnings.len(), 1);
+        assert!(
+            torn.warnings[0].starts_with("skipped 1 malformed line (line 37: "),
+            "{:?}",
+            torn.warnings
+        );
+        let whole = analysis("synthesis_bound.csv", Selection::Last, &options());
+        assert_eq!(json_of(&torn.runs), json_of(&whole.runs));
+    }
+
+    #[test]
+    fn rows_missing_a_needed_field_are_ignored_with_one_warning() {
+        let row = |event: &str, partition: Option<usize>| TimelineRow {
+            run_id: "r".into(),
+            t_ms: 5.0,
+            wall_clock: String::new(),
+            event: event.into(),
+            job: "j".into(),
+            partition,
+            worker: "gpu-0".into(),
+            detail: String::new(),
+        };
+        let timeline = Timeline {
+            rows: vec![
+                row("CLAIM", None),
+                row("GPU_START", None),
+                row("GPU_END", None),
+            ],
+            skipped: Vec::new(),
+        };
+        let analysis = analyze(&timeline, &Selection::Last, &options()).expect("analysis");
+        assert_eq!(
+            analysis.warnings,
+            [
+                "ignored 2 rows missing a field their event needs (first: GPU_START at t_ms 5 in \
+              run \"r\": no partition)"
+            ]
+        );
+        assert_eq!(analysis.runs[0].jobs, 1);
+    }
+
+    #[test]
+    fn runs_are_chosen_last_by_id_or_all() {
+        let last = analysis("runs.csv", Selection::Last, &options());
+        assert_eq!(last.runs_in_file, ["r1", "r2"]);
+        assert_eq!(last.runs.len(), 1);
+        assert_eq!(
+            (last.runs[0].run_id.as_str(), last.runs[0].position),
+            ("r2", 2)
+        );
+        assert_eq!(last.runs[0].jobs, 2);
+
+        let first = analysis("runs.csv", Selection::Run("r1".into()), &options());
+        assert_eq!(first.runs[0].run_id, "r1");
+        assert_eq!(
+            json_of(&first.runs[..1]).replace("\"position\":1,\"runs_in_file\":2", ""),
+            json_of(&[metrics("synthesis_bound.csv")])
+                .replace("\"position\":1,\"runs_in_file\":1", "")
+        );
+
+        let all = analysis("runs.csv", Selection::All, &options());
+        let ids: Vec<&str> = all.runs.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(ids, ["r1", "r2"]);
+
+        let error = analyze(
+            &fixture("runs.csv"),
+            &Selection::Run("r9".into()),
+            &options(),
+        )
+        .expect_err("no such run");
+        assert_eq!(
+            error.to_string(),
+            "no run \"r9\" in this timeline; its runs are: r1, r2"
+        );
+    }
+
+    #[test]
+    fn a_file_with_only_a_header_is_an_error() {
+        let error = analyze(&Timeline::default(), &Selection::Last, &options())
+            .expect_err("nothing to show");
+        assert!(error.to_string().contains("no usable events"), "{error}");
+    }
+
+    /// Lines of the picture: the axis, rows and lanes, all framed by `|`.
+    fn bars(text: &str) -> Vec<&str> {
+        text.lines()
+            .filter(|line| line.ends_with('|') && line.contains(" |"))
+            .collect()
+    }
+
+    #[test]
+    fn ascii_has_one_row_per_job_lane_rows_and_respects_the_width() {
+        let run = metrics("gpu_bound.csv");
+        for width in [20, 60, 100, 181] {
+            let text = render_ascii(std::slice::from_ref(&run), width);
+            let bars = bars(&text);
+            // Two axis lines, four jobs, one lane.
+            assert_eq!(bars.len(), 7, "{text}");
+            assert!(
+                bars.iter().all(|line| line.chars().count() == width),
+                "{text}"
+            );
+            // From the tick labels to the legend; a legend entry is never split, so a very
+            // narrow picture may be as wide as the longest entry.
+            let legend_end = text.lines().position(|l| l.starts_with("legend lanes:"));
+            let picture = text.lines().take(legend_end.expect("legend") + 1).skip(2);
+            assert!(
+                picture
+                    .into_iter()
+                    .all(|line| line.chars().count() <= width.max(30)),
+                "{text}"
+            );
+        }
+        let text = render_ascii(std::slice::from_ref(&run), 100);
+        let job_rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("s-t01000-"))
+            .collect();
+        // The table repeats each job once.
+        assert_eq!(job_rows.len(), 8, "{text}");
+        let first = bars(&text)[1];
+        assert!(first.starts_with("s-t01000-1"), "{text}");
+        let bar = &first[first.find('|').expect("bar") + 1..first.len() - 1];
+        // Job 1: synthesis [0, 1), proving [1, 3), verify [3, 4) on a 10 s axis.
+        let glyphs: String = bar.chars().filter(|c| *c != ' ').collect();
+        assert!(glyphs.starts_with("SSS"), "{bar}");
+        assert!(glyphs.contains("GGGG") && glyphs.ends_with('V'), "{bar}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("gpu-0") && l.contains("G-")),
+            "{text}"
+        );
+        assert!(text.contains("\nverdict: GPU-bound"), "{text}");
+    }
+
+    #[test]
+    fn ascii_marks_failures_and_labels_partitions() {
+        let per_partition = Options {
+            per_partition: true,
+            ..options()
+        };
+        let runs = analysis("partitions.csv", Selection::Last, &per_partition).runs;
+        let text = render_ascii(&runs, 80);
+        let failed = bars(&text)
+            .into_iter()
+            .find(|line| line.starts_with("s-t01000-8"))
+            .expect("failed row");
+        assert!(failed.contains('X'), "{text}");
+        assert!(text.contains("s-t01000-7 p1 |"), "{text}");
+        assert!(text.contains("FAILED parse: expected value"), "{text}");
+    }
+
+    #[test]
+    fn all_runs_are_drawn_one_after_another() {
+        let runs = analysis("runs.csv", Selection::All, &options()).runs;
+        let text = render_ascii(&runs, 80);
+        let r1 = text.find("run r1 (1 of 2 in the file)").expect("r1");
+        let r2 = text.find("run r2 (2 of 2 in the file)").expect("r2");
+        assert!(r1 < r2);
+        assert_eq!(text.matches("verdict:").count(), 2);
+        assert!(text.contains(&"=".repeat(80)));
+    }
+
+    #[test]
+    fn paint_shows_the_stage_covering_most_of_each_column() {
+        let scale = Scale::new(0.0, 10.0, 10);
+        let bar: String = paint(
+            &scale,
+            [
+                (0.0, 2.6, Stage::Synthesis),
+                (2.6, 3.0, Stage::Channel),
+                (3.0, 3.01, Stage::Prove),
+                (9.0, 10.0, Stage::Verify),
+            ],
+        )
+        .into_iter()
+        .collect();
+        // Column 2 is 60% synthesis, 40% channel; a 10 ms proof alone shows in column 3.
+        assert_eq!(bar, "SSSG     V");
+        assert_eq!(scale.col(-1.0), 0);
+        assert_eq!(scale.col(10.0), 9);
+    }
+
+    #[test]
+    fn ticks_are_round_numbers_of_seconds() {
+        let (times, step) = ticks(0.0, 10.0, 5);
+        assert_eq!((times, step), (vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0], 2.0));
+        let (times, step) = ticks(0.3, 1.2, 4);
+        assert_eq!(step, 0.5);
+        assert_eq!(times, [0.5, 1.0]);
+        assert_eq!(tick_label(0.5, 0.5), "0.5s");
+        assert_eq!(tick_label(120.0, 20.0), "120s");
+    }
+
+    #[test]
+    fn labels_keep_their_distinguishing_end() {
+        assert_eq!(fit("abcdefghij", 6), "..ghij");
+        assert_eq!(fit("abc", 6), "abc   ");
+        assert_eq!(clip("abcdef", 3), "abc...");
+    }
+
+    #[test]
+    fn svg_is_well_formed_and_escapes_names() {
+        let mut timeline = fixture("partitions.csv");
+        for row in &mut timeline.rows {
+            if row.job == "s-t01000-8" {
+                row.job = "<odd & \"name\">\u{1}'".into();
+            }
+        }
+        let options = options();
+        let runs = analyze(&timeline, &Selection::Last, &options)
+            .expect("analysis")
+            .runs;
+        let svg = render_svg(&runs);
+        let document = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        let root = document.root_element();
+        assert_eq!(root.tag_name().name(), "svg");
+        let texts: Vec<&str> = root
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .collect();
+        assert!(texts.contains(&"<odd & \"name\">?'"), "{texts:?}");
+        assert!(texts.contains(&"gpu-0"), "{texts:?}");
+        let colours: BTreeSet<&str> = root
+            .descendants()
+            .filter(|n| n.has_tag_name("rect"))
+            .filter_map(|n| n.attribute("fill"))
+            .collect();
+        for stage in [Stage::Synthesis, Stage::Prove, Stage::Verify, Stage::Write] {
+            assert!(
+                colours.contains(stage.colour()),
+                "{stage:?} missing: {colours:?}"
+            );
+        }
+        assert!(colours.contains(FAILED_COLOUR));
+    }
+
+    #[test]
+    fn json_carries_the_metrics() {
+        let analysis = analysis("gpu_bound.csv", Selection::Last, &options());
+        let text = render_json("t.csv", &analysis).expect("json");
+        let value: serde_json::Value = serde_json::from_str(&text).expect("parses");
+        let run = &value["runs"][0];
+        assert_eq!(run["lanes"][0]["busy_fraction"], 0.8);
+        assert_eq!(run["lanes"][0]["gaps"][1]["waiting_for"], "drain");
+        assert_eq!(run["throughput"]["seconds_per_proof"], 2.0);
+        assert_eq!(run["throughput"]["basis"]["steady_state"]["from_s"], 3.0);
+        assert_eq!(run["rows"][1]["phases"]["channel_s"], 2.0);
+        assert_eq!(run["verdict"]["bound"], "prover");
+        assert_eq!(value["runs_in_file"][0], "r1");
+    }
+
+    #[test]
+    fn details_and_lane_names_parse() {
+        let steps = ProverSteps::parse("fft_ms=1.0;msm_g1_ms=2.0;msm_g2_ms=3.0;cpu_ms=0.5");
+        assert_eq!(
+            steps,
+            Some(ProverSteps {
+                fft: 0.001,
+                msm_g1: 0.002,
+                msm_g2: 0.003,
+                cpu_tail: 0.0005,
+            })
+        );
+        assert_eq!(ProverSteps::parse("fft_ms=1.0"), None);
+        assert_eq!(
+            detail_value("sector=s;partitions=10", "partitions"),
+            Some("10")
+        );
+        let mut lanes = vec!["gpu-10", "cpu-0", "gpu-2"];
+        lanes.sort_by_key(|l| natural_key(l));
+        assert_eq!(lanes, ["cpu-0", "gpu-2", "gpu-10"]);
+        assert_eq!(xml_escape("a<b>&'\"\u{7}"), "a&lt;b&gt;&amp;&apos;&quot;?");
+    }
 }

@@ -40,13 +40,9 @@ impl Intervals {
     /// Total length.
     pub fn total(&self) -> f64 {
         // A fold from +0.0: `Sum` starts from -0.0, which prints as "-0.00".
-        self.0.iter().fold(0.0, |sum, (start, end)| sum + (end - start))
-    }
-
-    /// Whether `t` lies in one of the intervals.
-    pub fn contains(&self, t: f64) -> bool {
-        let after = self.0.partition_point(|&(start, _)| start <= t);
-        after > 0 && t < self.0[after - 1].1
+        self.0
+            .iter()
+            .fold(0.0, |sum, (start, end)| sum + (end - start))
     }
 
     /// Points in `self` or `other`.
@@ -114,16 +110,6 @@ mod tests {
         assert_eq!(set.spans(), &[(1.0, 3.0), (5.0, 6.0)]);
         assert_eq!(set.total(), 3.0);
         assert!(Intervals::new([(f64::NAN, 1.0)]).spans().is_empty());
-    }
-
-    #[test]
-    fn contains_is_half_open() {
-        let set = Intervals::new([(1.0, 2.0), (3.0, 4.0)]);
-        assert!(!set.contains(0.5));
-        assert!(set.contains(1.0));
-        assert!(!set.contains(2.0));
-        assert!(set.contains(3.5));
-        assert!(!set.contains(4.0));
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! Status: what a spool holds right now and how its last run went (`cuzk status`).
+//!
+//! Read-only: it lists the spool's directories and reads the timeline, and never claims,
+//! moves or creates anything.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::spool::{is_temporary_name, OwnerState, SpoolLayout};
+use crate::timeline::read_timeline;
+
+/// Arguments of `cuzk status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// The spool directory (the one holding inbox/), or the inbox itself.
+    pub spool: PathBuf,
+    /// The timeline [default: timeline.csv in the spool directory].
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// Seconds without a heartbeat after which a run's claims count as orphaned.
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    pub lease_secs: f64,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `cuzk status` reports.
+#[derive(Debug, Serialize)]
+pub struct SpoolStatus {
+    /// C1 files waiting in the inbox.
+    pub inbox: usize,
+    /// C1 files claimed by runs.
+    pub work: usize,
+    /// Proofs in the outbox.
+    pub outbox: usize,
+    /// Failed jobs.
+    pub failed: usize,
+    /// C1 files whose proof is written.
+    pub done: usize,
+    /// The oldest file waiting in the inbox and its age in seconds.
+    pub oldest_waiting: Option<(String, f64)>,
+    /// The runs holding claims.
+    pub owners: Vec<OwnerState>,
+    /// The last run in the timeline.
+    pub last_run: Option<LastRun>,
+}
+
+/// The last run recorded in the timeline.
+#[derive(Debug, Serialize)]
+pub struct LastRun {
+    /// Its id.
+    pub run_id: String,
+    /// When it started.
+    pub started: String,
+    /// Proofs written.
+    pub proved: usize,
+    /// Jobs failed.
+    pub failed: usize,
+    /// Seconds from start to its last row.
+    pub elapsed_s: f64,
+    /// True when the run wrote RUN_END (false: still running, or it crashed).
+    pub is_finished: bool,
+}
+
+/// The top-level entry point for `cuzk status`.
+pub fn run(args: StatusArgs) -> Result<u8> {
+    let root = if args.spool.join("inbox").is_dir() {
+        args.spool.clone()
+    } else {
+        args.spool
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."))
+            .to_owned()
+    };
+    let inbox = if args.spool.join("inbox").is_dir() {
+        args.spool.join("inbox")
+    } else {
+        args.spool.clone()
+    };
+    anyhow::ensure!(
+        inbox.is_dir(),
+        "{}: no inbox there (hint: pass the spool directory that holds inbox/)",
+        args.spool.display()
+    );
+    let layout = SpoolLayout::beside(&inbox);
+    let timeline = args.timeline.unwrap_or_else(|| root.join("timeline.csv"));
+    let lease = Duration::try_from_secs_f64(args.lease_secs)
+        .with_context(|| format!("--lease-secs {} is not a number of seconds", args.lease_secs))?;
+    let status = inspect(&layout, &timeline, lease)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print!("{}", render(&status));
+    }
+    Ok(0)
+}
+
+/// Collects the status of the spool at `layout`.
+pub fn inspect(layout: &SpoolLayout, timeline: &Path, lease: Duration) -> Result<SpoolStatus> {
+    let inbox = files(&layout.inbox, |_| true)?;
+    let oldest_waiting = inbox
+        .iter()
+        .min_by_key(|(_, modified)| *modified)
+        .map(|(name, modified)| {
+            let age = modified.elapsed().unwrap_or_default().as_secs_f64();
+            (name.clone(), age)
+        });
+    let owners = if layout.work.is_dir() {
+        crate::spool::owner_states(&layout.work, lease)?
+    } else {
+        Vec::new()
+    };
+    let loose = files(&layout.work, |_| true)?.len();
+    Ok(SpoolStatus {
+        inbox: inbox.len(),
+        work: loose + owners.iter().map(|o| o.jobs).sum::<usize>(),
+        outbox: files(&layout.outbox, |n| n.ends_with(".proof"))?.len(),
+        failed: files(&layout.failed, |n| n.ends_with(".error.json"))?.len(),
+        done: files(&layout.done, |_| true)?.len(),
+        oldest_waiting,
+        owners,
+        last_run: last_run(timeline),
+    })
+}
+
+fn files(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, SystemTime)>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if is_file && !is_temporary_name(&name) && keep(&name) {
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            found.push((name, modified));
+        }
+    }
+    Ok(found)
+}
+
+fn last_run(timeline: &Path) -> Option<LastRun> {
+    let timeline = read_timeline(timeline).ok()?;
+    let run_id = timeline.rows.last()?.run_id.clone();
+    let rows: Vec<_> = timeline.rows.iter().filter(|r| r.run_id == run_id).collect();
+    Some(LastRun {
+        started: rows.first().map(|r| r.wall_clock.clone()).unwrap_or_default(),
+        proved: rows.iter().filter(|r| r.event == "DONE").count(),
+        failed: rows.iter().filter(|r| r.event == "FAILED").count(),
+        elapsed_s: rows.iter().map(|r| r.t_ms).fold(0.0, f64::max) / 1e3,
+        is_finished: rows.iter().any(|r| r.event == "RUN_END"),
+        run_id,
+    })
+}
+
+fn render(status: &SpoolStatus) -> String {
+    let mut out = format!(
+        "inbox {}  work {}  outbox {}  failed {}  done {}\n",
+        status.inbox, status.work, status.outbox, status.failed, status.done
+    );
+    if let Some((name, age)) = &status.oldest_waiting {
+        out += &format!("oldest waiting: {name} ({age:.0} s)\n");
+    }
+    for owner in &status.owners {
+        let who = owner
+            .owner
+            .as_ref()
+            .map(|o| format!("{} pid {}", o.host, o.pid))
+            .unwrap_or_else(|| owner.dir.display().to_string());
+        let state = if owner.is_dead { "dead, will be taken over" } else { "alive" };
+        out += &format!(
+            "claims: {who}: {} job(s), heartbeat {:.0} s ago, {state}\n",
+            owner.jobs, owner.heartbeat_age_s
+        );
+    }
+    match &status.last_run {
+        Some(run) => {
+            let state = if run.is_finished { "finished" } else { "running or interrupted" };
+            out += &format!(
+                "last run {} ({}): {} proved, {} failed in {:.1} s, {state}\n",
+                run.run_id, run.started, run.proved, run.failed, run.elapsed_s
+            );
+        }
+        None => out += "last run: none recorded\n",
+    }
+    out
+}
