@@ -11,7 +11,12 @@
 #   (d) cuzk with --gpus none (on a subset),
 #   and with two or more GPUs, cuzk on all of them,
 # sampling GPU utilisation with nvidia-smi, and writes summary.md plus logs to OUT_DIR.
+#
+# GPU_BENCH_RUNS limits the runs, e.g. "8mib default overlap allgpus allgpus-overlap"
+# (default: all of reference default overlap allgpus allgpus-overlap sweep cpu 8mib).
 set -uo pipefail
+runs="${GPU_BENCH_RUNS:-reference default overlap allgpus allgpus-overlap sweep cpu 8mib}"
+want() { [[ " $runs " == *" $1 "* ]]; }
 bin="$(realpath "$1")"; c1="$(realpath "$2")"; out="$(realpath -m "$3")"; c1_8m="${4:-}"
 mkdir -p "$out/logs"
 export FIL_PROOFS_PARAMETER_CACHE="${FIL_PROOFS_PARAMETER_CACHE:-/tmp/cuzk-params}"
@@ -57,22 +62,30 @@ run_cuzk() { # run_cuzk NAME FILES... -- ARGS...
   echo "$name rc=$rc wall_s=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") proofs=$(ls "$spool/outbox"/*.proof 2>/dev/null | wc -l) failed=$(ls "$spool/failed"/*.error.json 2>/dev/null | wc -l)" >> "$out/logs/times.txt"
 }
 
+if want 8mib && [ -n "$c1_8m" ]; then
+  t0=$(now); "$bin" params gen --sector-size 8MiB > "$out/logs/params-8mib.log" 2>&1; t1=$(now)
+  echo "params_8mib_s $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")" >> "$out/logs/times.txt"
+  run_cuzk 8mib "$c1_8m"/*.json -- --gpus 0
+fi
+if want reference; then
 echo "== (a) reference" >&2
 sample reference
 # bellperson spreads each multiexp over every visible GPU: show it one, like cuzk's gpu-0.
 t0=$(now); CUDA_VISIBLE_DEVICES=0 "$bin" reference "${files[@]}" > "$out/logs/reference.tsv" 2> "$out/logs/reference.log"; rc=$?; t1=$(now)
 stop_sample
 echo "reference rc=$rc wall_s=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") proofs=$n" >> "$out/logs/times.txt"
-
-run_cuzk default "${files[@]}" -- --gpus 0
-if [ "$gpus" -ge 2 ]; then run_cuzk allgpus "${files[@]}" -- --gpus all; fi
-for j in 1 2 4 8; do run_cuzk "synth$j" "${files[@]}" -- --gpus 0 --synth-jobs "$j"; done
-if [ "$gpus" -ge 2 ]; then run_cuzk allgpus-synth8 "${files[@]}" -- --gpus all --synth-jobs 8; fi
-run_cuzk cpu "${files[@]:0:4}" -- --gpus none
-if [ -n "$c1_8m" ] && [ $(( $(date +%s) - started )) -lt $(( budget_s - 150 )) ]; then
-  "$bin" params gen --sector-size 8MiB > "$out/logs/params-8mib.log" 2>&1
-  run_cuzk 8mib "$c1_8m"/*.json --
 fi
+
+want default && run_cuzk default "${files[@]}" -- --gpus 0
+want overlap && run_cuzk overlap "${files[@]}" -- --gpus 0 --provers-per-gpu 2
+if [ "$gpus" -ge 2 ]; then
+  want allgpus && run_cuzk allgpus "${files[@]}" -- --gpus all
+  want allgpus-overlap && run_cuzk allgpus-overlap "${files[@]}" -- --gpus all --provers-per-gpu 2
+fi
+if want sweep; then
+  for j in 1 2 4 8; do run_cuzk "synth$j" "${files[@]}" -- --gpus 0 --synth-jobs "$j"; done
+fi
+want cpu && run_cuzk cpu "${files[@]:0:4}" -- --gpus none
 echo "total_s $(( $(date +%s) - started ))" >> "$out/logs/times.txt"
 cp "$out/logs/waterfall-default.txt" "$out/" 2>/dev/null
 python3 "$(dirname "$0")/gpu-summary.py" "$out/logs" > "$out/summary.md" 2> "$out/logs/summary.err"

@@ -91,7 +91,7 @@ print("| run | proofs | wall s | s/proof | prover busy (timeline) | GPU util (nv
 print("|---|---|---|---|---|---|---|---|")
 ref_sp = None
 for name, fields in runs.items():
-    if name in ("params_2kib_s", "total_s"):
+    if name in ("params_2kib_s", "params_8mib_s", "total_s"):
         continue
     proofs = int(fields.get("proofs", 0) or 0)
     wall = float(fields.get("wall_s", "nan"))

@@ -170,13 +170,14 @@ impl std::str::FromStr for GpuSelection {
     }
 }
 
-/// The provers for a selection: one per usable GPU, or one CPU prover when none is usable.
-/// The second value explains a fallback to the CPU, for the user.
-pub fn provers_for(selection: &GpuSelection) -> (Vec<ProverKernels>, Option<String>) {
+/// The provers for a selection: `per_gpu` per usable GPU (more than one lets one prover's
+/// CPU-side work overlap another's kernels), or one CPU prover when no GPU is usable. The
+/// second value explains a fallback to the CPU, for the user.
+pub fn provers_for(selection: &GpuSelection, per_gpu: usize) -> (Vec<ProverKernels>, Option<String>) {
     #[cfg(feature = "cuda")]
     {
         if *selection != GpuSelection::None {
-            let (gpus, note) = gpu::open(selection);
+            let (gpus, note) = gpu::open(selection, per_gpu.max(1));
             if !gpus.is_empty() {
                 return (gpus, note);
             }
@@ -186,6 +187,7 @@ pub fn provers_for(selection: &GpuSelection) -> (Vec<ProverKernels>, Option<Stri
     }
     #[cfg(not(feature = "cuda"))]
     {
+        let _ = per_gpu;
         let note = (*selection != GpuSelection::None && *selection != GpuSelection::All)
             .then(|| "this cuzk was built without the `cuda` feature: proving on the CPU (hint: build with scripts/build-cuda.sh)".to_owned());
         (vec![ProverKernels::cpu(0)], note)
@@ -208,7 +210,7 @@ mod gpu {
     }
 
     /// Opens kernels on each selected device.
-    pub fn open(selection: &GpuSelection) -> (Vec<ProverKernels>, Option<String>) {
+    pub fn open(selection: &GpuSelection, per_gpu: usize) -> (Vec<ProverKernels>, Option<String>) {
         let devices = Device::all();
         if devices.is_empty() {
             return (
@@ -227,15 +229,25 @@ mod gpu {
                 problems.push(format!("GPU {index} does not exist ({} found)", devices.len()));
                 continue;
             };
-            match open_device(device) {
-                Ok(gpu) => {
-                    log::info!("gpu-{index}: {} kernels ready", device.name());
-                    provers.push(ProverKernels {
-                        name: format!("gpu-{index}"),
-                        gpu: Some(gpu),
-                    })
+            for k in 0..per_gpu {
+                let name = if per_gpu == 1 {
+                    format!("gpu-{index}")
+                } else {
+                    format!("gpu-{index}.{k}")
+                };
+                match open_device(device) {
+                    Ok(gpu) => {
+                        log::info!("{name}: {} kernels ready", device.name());
+                        provers.push(ProverKernels {
+                            name,
+                            gpu: Some(gpu),
+                        })
+                    }
+                    Err(err) => {
+                        problems.push(format!("GPU {index} ({}): {err}", device.name()));
+                        break;
+                    }
                 }
-                Err(err) => problems.push(format!("GPU {index} ({}): {err}", device.name())),
             }
         }
         let note = (!problems.is_empty()).then(|| {
@@ -294,7 +306,7 @@ mod tests {
 
     #[test]
     fn without_gpus_there_is_one_cpu_prover() {
-        let (provers, _) = provers_for(&GpuSelection::None);
+        let (provers, _) = provers_for(&GpuSelection::None, 2);
         assert_eq!(provers.len(), 1);
         assert_eq!(provers[0].name(), "cpu-0");
         assert!(!provers[0].is_gpu());

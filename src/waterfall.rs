@@ -14,8 +14,9 @@
 //!
 //! Times are seconds since the run started (the timeline's `t_ms` / 1000).
 //!
-//! - **span**: from the run's first CLAIM to its last DONE or FAILED, the time the run had
-//!   work. Busy fractions, idle time and the percentages in the verdict are shares of it.
+//! - **span**: from the run's first CLAIM to its last DONE or FAILED (to its last event when a
+//!   job never finished), the time the run had work. Busy fractions, idle time and the
+//!   percentages in the verdict are shares of it.
 //! - **phases** of a row (a job, or one partition with `--partitions`) split its life, CLAIM to
 //!   DONE/FAILED, by the most advanced thing happening to it: *write* (VERIFY_END to DONE),
 //!   *verify*, *prove* (a partition between GPU_START and GPU_END), *synthesis*, *channel*
@@ -100,11 +101,13 @@ pub fn run(args: WaterfallArgs) -> Result<u8> {
         per_partition: args.partitions,
         gap_s: args.gap_ms / 1000.0,
     };
-    let analysis = analyze(&timeline, &selection, &options)
-        .with_context(|| format!("{}", args.timeline.display()))?;
-    for warning in &analysis.warnings {
+    let screened = screen(&timeline);
+    // Warnings first: they may explain why nothing could be shown.
+    for warning in &screened.warnings {
         eprintln!("warning: {warning}");
     }
+    let analysis = analyze(&screened, &selection, &options)
+        .with_context(|| format!("{}", args.timeline.display()))?;
     if let Some(path) = &args.svg {
         std::fs::write(path, render_svg(&analysis.runs))
             .with_context(|| format!("writing SVG {}", path.display()))?;
@@ -174,18 +177,13 @@ struct Analysis {
     runs: Vec<RunMetrics>,
 }
 
-/// Screens the whole file, picks runs and computes their metrics.
-fn analyze(timeline: &Timeline, selection: &Selection, options: &Options) -> Result<Analysis> {
-    let screened = screen(&timeline.rows);
-    let mut warnings: Vec<String> = skipped_lines_warning(&timeline.skipped)
-        .into_iter()
-        .collect();
-    warnings.extend(screened.warnings);
+/// Picks runs from a screened file and computes their metrics.
+fn analyze(screened: &Screened<'_>, selection: &Selection, options: &Options) -> Result<Analysis> {
+    if screened.runs.is_empty() {
+        bail!("no usable events: the file holds only a header or unreadable rows");
+    }
     let runs_in_file: Vec<String> = screened.runs.iter().map(|r| r.id.to_owned()).collect();
     let chosen: Vec<usize> = match selection {
-        _ if screened.runs.is_empty() => {
-            bail!("no usable events: the file holds only a header or unreadable rows")
-        }
         Selection::Last => vec![screened.runs.len() - 1],
         Selection::All => (0..screened.runs.len()).collect(),
         Selection::Run(id) => match runs_in_file.iter().position(|r| r == id) {
@@ -206,7 +204,7 @@ fn analyze(timeline: &Timeline, selection: &Selection, options: &Options) -> Res
         .collect();
     Ok(Analysis {
         runs_in_file,
-        warnings,
+        warnings: screened.warnings.clone(),
         runs,
     })
 }
@@ -313,7 +311,7 @@ struct RunEvents<'a> {
     events: Vec<Event<'a>>,
 }
 
-/// The file's usable rows grouped by run, and one warning per kind of unusable row.
+/// The file's usable rows grouped by run, and one warning per kind of unusable line or row.
 #[derive(Debug)]
 struct Screened<'a> {
     /// Runs in order of first appearance.
@@ -322,13 +320,13 @@ struct Screened<'a> {
 }
 
 /// Groups rows by run and sorts each run by time, since rows may be written out of order.
-fn screen(rows: &[TimelineRow]) -> Screened<'_> {
+fn screen(timeline: &Timeline) -> Screened<'_> {
     let mut runs: Vec<RunEvents<'_>> = Vec::new();
     let mut run_index: HashMap<&str, usize> = HashMap::new();
     let mut unknown: BTreeMap<&str, usize> = BTreeMap::new();
     let mut unusable = 0;
     let mut first_unusable = None;
-    for row in rows {
+    for row in &timeline.rows {
         let Some(name) = EventName::parse(&row.event) else {
             *unknown.entry(row.event.as_str()).or_default() += 1;
             continue;
@@ -360,7 +358,9 @@ fn screen(rows: &[TimelineRow]) -> Screened<'_> {
         // Stable, so events stamped in the same millisecond keep their file order.
         run.events.sort_by(|a, b| a.t.total_cmp(&b.t));
     }
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = skipped_lines_warning(&timeline.skipped)
+        .into_iter()
+        .collect();
     if !unknown.is_empty() {
         let count: usize = unknown.values().sum();
         let names: Vec<String> = unknown.iter().map(|(n, c)| format!("{n} ({c})")).collect();
@@ -609,6 +609,12 @@ struct RunSpans {
     deferred: BTreeSet<String>,
 }
 
+/// Parameter loads ahead of the provers are recorded under the worker `params`, which is
+/// not a prover lane and must not count as an idle one.
+fn is_prover_lane(worker: &str) -> bool {
+    worker != "params"
+}
+
 impl RunSpans {
     fn from_events(id: &str, events: &[Event<'_>]) -> RunSpans {
         let mut jobs: Vec<JobSpans> = Vec::new();
@@ -622,11 +628,15 @@ impl RunSpans {
             match event.name {
                 EventName::RunStart | EventName::RunEnd | EventName::ParamsGen => {}
                 EventName::ParamsStart => {
-                    workers.lanes.insert(row.worker.clone());
+                    if is_prover_lane(&row.worker) {
+                        workers.lanes.insert(row.worker.clone());
+                    }
                     loading.entry(row.worker.as_str()).or_insert(event.t);
                 }
                 EventName::ParamsEnd => {
-                    workers.lanes.insert(row.worker.clone());
+                    if is_prover_lane(&row.worker) {
+                        workers.lanes.insert(row.worker.clone());
+                    }
                     if let Some(start) = loading.remove(row.worker.as_str()) {
                         params
                             .entry(row.worker.clone())
@@ -677,20 +687,23 @@ impl RunSpans {
         job.finish().unwrap_or(self.last_t).max(job.start())
     }
 
-    /// First CLAIM to last DONE/FAILED; the whole axis when no job started or none finished.
+    /// First CLAIM to last DONE/FAILED. A job that never finished (the run was stopped or the
+    /// timeline torn) keeps the span open to the last event; no job at all gives the axis.
     fn span(&self) -> (f64, f64) {
-        let starts = self.jobs.iter().map(JobSpans::start);
-        let start = starts.fold(f64::INFINITY, f64::min);
+        if self.jobs.is_empty() {
+            return (self.first_t, self.last_t);
+        }
+        let start = self
+            .jobs
+            .iter()
+            .map(JobSpans::start)
+            .fold(f64::INFINITY, f64::min);
         let end = self
             .jobs
             .iter()
-            .filter_map(JobSpans::finish)
-            .fold(f64::NEG_INFINITY, f64::max);
-        match (start.is_finite(), end.is_finite() && end >= start) {
-            (true, true) => (start, end),
-            (true, false) => (start, self.last_t),
-            (false, _) => (self.first_t, self.last_t),
-        }
+            .map(|job| self.job_end(job))
+            .fold(start, f64::max);
+        (start, end)
     }
 
     /// Lane names in natural order (`gpu-2` before `gpu-10`).
@@ -2213,7 +2226,7 @@ mod tests {
     }
 
     fn analysis(name: &str, selection: Selection, options: &Options) -> Analysis {
-        analyze(&fixture(name), &selection, options).expect("analysis")
+        analyze(&screen(&fixture(name)), &selection, options).expect("analysis")
     }
 
     /// The last run of fixture `name` with default options.
@@ -2496,12 +2509,29 @@ mod tests {
     }
 
     #[test]
+    fn an_unfinished_job_keeps_the_span_open_to_the_last_event() {
+        // As if the run stopped at 8 s: job 4 began proving at 7 s and never finished.
+        let mut timeline = fixture("gpu_bound.csv");
+        timeline.rows.retain(|row| row.t_ms <= 8000.0);
+        let run = &analyze(&screen(&timeline), &Selection::Last, &options())
+            .expect("analysis")
+            .runs[0];
+        assert_eq!((run.proved, run.unfinished), (3, 1));
+        assert_eq!(run.rows[3].outcome, Outcome::Unfinished);
+        assert_eq!((run.span_start_s, run.span_end_s), (0.0, 8.0));
+        assert_eq!(run.lanes[0].busy_fraction, 0.875);
+        assert_eq!(run.lanes[0].partitions, 3);
+        let text = render_ascii(std::slice::from_ref(run), 80);
+        assert!(text.contains("  unfinished"), "{text}");
+    }
+
+    #[test]
     fn rows_out_of_order_give_the_same_metrics() {
         let mut timeline = fixture("gpu_bound.csv");
-        let in_order = analyze(&timeline, &Selection::Last, &options()).expect("analysis");
+        let in_order = analyze(&screen(&timeline), &Selection::Last, &options()).expect("analysis");
         timeline.rows.reverse();
         timeline.rows.swap(3, 17);
-        let shuffled = analyze(&timeline, &Selection::Last, &options()).expect("analysis");
+        let shuffled = analyze(&screen(&timeline), &Selection::Last, &options()).expect("analysis");
         assert_eq!(json_of(&in_order.runs), json_of(&shuffled.runs));
     }
 
@@ -2550,7 +2580,7 @@ mod tests {
             ],
             skipped: Vec::new(),
         };
-        let analysis = analyze(&timeline, &Selection::Last, &options()).expect("analysis");
+        let analysis = analyze(&screen(&timeline), &Selection::Last, &options()).expect("analysis");
         assert_eq!(
             analysis.warnings,
             [
@@ -2585,7 +2615,7 @@ mod tests {
         assert_eq!(ids, ["r1", "r2"]);
 
         let error = analyze(
-            &fixture("runs.csv"),
+            &screen(&fixture("runs.csv")),
             &Selection::Run("r9".into()),
             &options(),
         )
@@ -2598,7 +2628,7 @@ mod tests {
 
     #[test]
     fn a_file_with_only_a_header_is_an_error() {
-        let error = analyze(&Timeline::default(), &Selection::Last, &options())
+        let error = analyze(&screen(&Timeline::default()), &Selection::Last, &options())
             .expect_err("nothing to show");
         assert!(error.to_string().contains("no usable events"), "{error}");
     }
@@ -2730,7 +2760,7 @@ mod tests {
             }
         }
         let options = options();
-        let runs = analyze(&timeline, &Selection::Last, &options)
+        let runs = analyze(&screen(&timeline), &Selection::Last, &options)
             .expect("analysis")
             .runs;
         let svg = render_svg(&runs);

@@ -237,3 +237,23 @@ fn a_negative_gap_threshold_is_refused() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--gap-ms"), "{}", stderr(&output));
 }
+
+#[test]
+fn warnings_come_before_the_error_they_explain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("future.csv");
+    std::fs::write(
+        &path,
+        "run_id,t_ms,wall_clock,event,job,partition,worker,detail\n\
+         r,1.0,x,GPU_WARMUP,,,gpu-0,\n",
+    )
+    .expect("write");
+    let output = waterfall(&[path.to_str().expect("path")], None);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    let warning = message
+        .find("warning: ignored 1 row with unknown events: GPU_WARMUP (1)")
+        .expect("warning");
+    let error = message.find("cuzk: error: ").expect("error");
+    assert!(warning < error, "{message}");
+}
