@@ -283,7 +283,11 @@ fn check_shapes(path: &Path, c1: &C1File) -> Result<(), ParseC1Error> {
         )));
     }
     let expected = usize::from(proof.partitions());
-    if partitions != expected {
+    // Non-interactive PoRep counts partitions differently; `porep::bind` refuses it anyway.
+    let is_non_interactive = proof
+        .as_v1_config()
+        .feature_enabled(storage_proofs_core::api_version::ApiFeature::NonInteractivePoRep);
+    if partitions != expected && !is_non_interactive {
         return Err(inconsistent(format!(
             "{:?} has {} partitions but the file holds vanilla proofs for {}",
             proof, expected, partitions

@@ -224,11 +224,13 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
         );
     }
     drop(synthesized_rx);
+    let halt = Halt::default();
     let finisher = {
-        let (events, spool, run_id) = (events.clone(), spool.clone(), run_id.clone());
+        let (events, spool, run_id, halt) =
+            (events.clone(), spool.clone(), run_id.clone(), halt.clone());
         std::thread::Builder::new()
             .name("finisher".into())
-            .spawn(move || finish_jobs(outcome_rx, spool, events, run_id))
+            .spawn(move || finish_jobs(outcome_rx, spool, events, run_id, halt))
             .context("starting the finisher thread")?
     };
 
@@ -245,6 +247,7 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
         permits: Permits::new(settings.synth_jobs),
         params_cache: params_cache.clone(),
         preloading: HashSet::new(),
+        halt: halt.clone(),
         synthesized_tx,
         outcome_tx,
         deferred: HashMap::new(),
@@ -265,10 +268,30 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
         .map_err(|_| anyhow::anyhow!("the reporter thread panicked"))?;
     drop(heartbeat);
     spool.release()?;
+    if let Some(reason) = halt.reason() {
+        anyhow::bail!(reason);
+    }
     prover_result.map_err(|_| anyhow::anyhow!("a prover thread panicked"))?;
     finisher_result.map_err(|_| anyhow::anyhow!("the finisher thread panicked"))?;
     fed?;
     Ok(summary)
+}
+
+/// A reason to stop the whole run (the outbox cannot be written), shared by the finisher
+/// that finds it and the feeder that must stop claiming.
+#[derive(Clone, Default)]
+struct Halt(Arc<Mutex<Option<String>>>);
+
+impl Halt {
+    fn set(&self, reason: String) {
+        if let Ok(mut slot) = self.0.lock() {
+            slot.get_or_insert(reason);
+        }
+    }
+
+    fn reason(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|slot| slot.clone())
+    }
 }
 
 /// Signals received: the first SIGINT/SIGTERM stops claiming and lets work in flight finish;
@@ -407,6 +430,8 @@ struct Feeder<'a> {
     params_cache: Arc<Mutex<ParamsCache>>,
     /// Parameter files already being loaded ahead of the provers.
     preloading: HashSet<PathBuf>,
+    /// Set when the run must stop.
+    halt: Halt,
 }
 
 /// Why a job could not be started.
@@ -429,6 +454,9 @@ impl Feeder<'_> {
         }
         let wake = self.watch_inbox();
         loop {
+            if self.halt.reason().is_some() {
+                return Ok(());
+            }
             if is_stopping() {
                 self.events.emit(EventKind::StopRequested);
                 return Ok(());
@@ -440,7 +468,7 @@ impl Feeder<'_> {
                 started += 1;
             }
             for path in self.spool.scan_inbox()? {
-                if is_stopping() {
+                if is_stopping() || self.halt.reason().is_some() {
                     break;
                 }
                 if !self.is_ready(&path) {
@@ -510,7 +538,7 @@ impl Feeder<'_> {
 
     /// False for files changed too recently, or deferred and unchanged since.
     fn is_ready(&mut self, path: &Path) -> bool {
-        let Ok(meta) = std::fs::metadata(path) else {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
             return false;
         };
         let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
@@ -553,6 +581,9 @@ impl Feeder<'_> {
                 self.spool.layout().outbox.display()
             );
             return self.fail(&claimed, "spool", message);
+        }
+        if let Some(reason) = not_a_c1_file(&claimed.path) {
+            return self.fail(&claimed, "spool", reason);
         }
         let started = Instant::now();
         match self.bind(&claimed) {
@@ -621,7 +652,10 @@ impl Feeder<'_> {
         let name_path = Path::new(&claimed.file_name);
         let identity = c1::resolve_identity(name_path, &c1, self.settings.miner_id)
             .map_err(|e| job_err("identity", &e))?;
-        let sector = porep::bind(c1, identity).map_err(|e| job_err("bind", &e))?;
+        let bound = catch_unwind(AssertUnwindSafe(|| {
+            porep::bind(c1, identity).map_err(anyhow::Error::from)
+        }));
+        let sector = flatten_panic(bound).map_err(|e| job_err("bind", &e))?;
         let params_path = sector
             .circuits
             .params_path()
@@ -740,6 +774,22 @@ impl Feeder<'_> {
     /// Waits for every synthesis task to finish and closes the feeder's ends of the channels.
     fn drain(&self) {
         self.permits.wait_all();
+    }
+}
+
+/// Why the claimed entry at `path` is not a C1 file at all, if it is not: links are never
+/// followed (they could point anywhere), and directories, FIFOs and devices are never opened.
+fn not_a_c1_file(path: &Path) -> Option<String> {
+    let kind = std::fs::symlink_metadata(path).ok()?.file_type();
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    if kind.is_symlink() {
+        Some(format!("{name} is a symbolic link; cuzk never follows links out of the spool (hint: copy the C1 file into the inbox instead)"))
+    } else if kind.is_dir() {
+        Some(format!("{name} is a directory, not a C1 file (hint: put the C1 files themselves in the inbox)"))
+    } else if !kind.is_file() {
+        Some(format!("{name} is not a regular file (a FIFO, socket or device); cuzk only reads regular files"))
+    } else {
+        None
     }
 }
 
@@ -900,6 +950,7 @@ fn finish_jobs(
     spool: Spool,
     events: EventSink,
     run_id: String,
+    halt: Halt,
 ) -> FinishCounts {
     let mut pending: HashMap<u64, PendingJob> = HashMap::new();
     let mut failed: HashSet<u64> = HashSet::new();
@@ -944,6 +995,23 @@ fn finish_jobs(
         };
         match result {
             Ok(()) => counts.proved += 1,
+            Err(("write", message)) => {
+                // The outbox cannot take results (disk full, read-only, gone): the C1 file is
+                // not at fault. Hand it back and stop the run rather than fail every job.
+                failed.insert(job.id);
+                let kept = match spool.hand_back(&job.claimed) {
+                    Ok(()) => "handed back to the inbox".to_owned(),
+                    Err(err) => format!("left in {} ({err:#})", job.claimed.path.display()),
+                };
+                events.emit(EventKind::FileDeferred {
+                    job: job.claimed.name.clone(),
+                    reason: format!("proof not written, C1 file {kept}: {message}"),
+                });
+                halt.set(format!(
+                    "cannot write results: {message} (hint: free space or fix permissions on {}, then run again; unproved C1 files are kept)",
+                    spool.layout().outbox.display()
+                ));
+            }
             Err((stage, message)) => {
                 if !failed.insert(job.id) {
                     continue;

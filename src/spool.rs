@@ -180,6 +180,9 @@ impl Spool {
         for dir in [&layout.work, &layout.outbox, &layout.failed, &layout.done] {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
+        for dir in [&layout.outbox, &layout.failed] {
+            remove_stale_temporaries(dir)?;
+        }
         let owner = Owner::current();
         let claims = layout.work.join(owner.dir_name());
         fs::create_dir_all(&claims).with_context(|| format!("creating {}", claims.display()))?;
@@ -214,8 +217,9 @@ impl Spool {
         &self.layout
     }
 
-    /// C1 files waiting in the inbox, oldest first; dotfiles, temporary names and anything
-    /// that is not a regular file are left alone.
+    /// Entries waiting in the inbox, oldest first. Dotfiles and temporary names are left
+    /// alone; links, directories and other non-files are listed too, so that the pipeline
+    /// can move them to `failed/` with a reason instead of ignoring them forever.
     pub fn scan_inbox(&self) -> Result<Vec<PathBuf>> {
         list_candidates(&self.layout.inbox)
     }
@@ -249,6 +253,10 @@ impl Spool {
         let mut taken = Vec::new();
         for dir in sources {
             for path in list_candidates(&dir)? {
+                // Directly under work/, directories are owner directories, not claims.
+                if dir == self.layout.work && path.is_dir() {
+                    continue;
+                }
                 let Some(file_name) = path.file_name().and_then(OsStr::to_str) else {
                     continue;
                 };
@@ -277,9 +285,7 @@ impl Spool {
                 });
             }
             if dir != self.layout.work {
-                // Empty now (or being emptied by another run): tidy up, ignoring races.
-                let _ = fs::remove_file(dir.join(OWNER_FILE));
-                let _ = fs::remove_dir(&dir);
+                remove_owner_dir(&dir);
             }
         }
         if !taken.is_empty() {
@@ -291,8 +297,7 @@ impl Spool {
     /// Removes this run's owner directory if it holds no claims (at the end of a run).
     pub fn release(&self) -> Result<()> {
         if list_candidates(&self.claims)?.is_empty() {
-            let _ = fs::remove_file(self.claims.join(OWNER_FILE));
-            let _ = fs::remove_dir(&self.claims);
+            remove_owner_dir(&self.claims);
         }
         Ok(())
     }
@@ -455,15 +460,8 @@ fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
         if is_temporary_name(name) {
             continue;
         }
-        // file_type does not follow symlinks: a link is never taken for a C1 file.
-        let Ok(file_type) = entry.file_type() else {
-            continue;
-        };
-        if !file_type.is_file() {
-            continue;
-        }
-        let modified = entry
-            .metadata()
+        // symlink_metadata: a link's own time, never its target's.
+        let modified = fs::symlink_metadata(entry.path())
             .and_then(|m| m.modified())
             .unwrap_or(SystemTime::UNIX_EPOCH);
         files.push((modified, entry.path()));
@@ -510,6 +508,42 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_dir(dir)
 }
 
+/// Removes an owner directory that holds no claims: its `.owner.json` and any temporary
+/// file a killed run left, then the directory. Races with another run tidying the same
+/// directory are harmless, so errors are ignored.
+fn remove_owner_dir(dir: &Path) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+    let _ = fs::remove_dir(dir);
+}
+
+/// Removes temporary files that [`write_atomically`] left behind in `dir` when its process
+/// died (`.<name>.tmp-<pid>` of a pid that no longer runs here).
+fn remove_stale_temporaries(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((_, pid)) = name.rsplit_once(".tmp-") else {
+            continue;
+        };
+        if !name.starts_with('.') {
+            continue;
+        }
+        if let Ok(pid) = pid.parse::<u32>() {
+            if !is_process_alive(pid) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Makes renames in `dir` durable.
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
@@ -543,8 +577,18 @@ mod tests {
         }
         fs::create_dir(inbox.join("dir.json")).expect("dir");
         std::os::unix::fs::symlink("/etc/hostname", inbox.join("link.json")).expect("link");
-        let found = spool.scan_inbox().expect("scan");
-        assert_eq!(found, vec![inbox.join("s-t01000-1.json")]);
+        let mut found = spool.scan_inbox().expect("scan");
+        found.sort();
+        // The directory and the link are listed (to be failed with a reason), the
+        // temporary names are not.
+        assert_eq!(
+            found,
+            vec![
+                inbox.join("dir.json"),
+                inbox.join("link.json"),
+                inbox.join("s-t01000-1.json")
+            ]
+        );
     }
 
     #[test]

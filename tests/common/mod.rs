@@ -1,0 +1,116 @@
+//! Helpers shared by the end-to-end tests: fixtures, running the real binary with its full
+//! output on failure, and listing spool directories.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A real C1 fixture made by filecoin-proofs' sealing API (see examples/make_c1.rs).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/c1")
+        .join(name)
+}
+
+/// Fails with the fix if the 2KiB parameters are missing.
+pub fn require_params() {
+    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    assert!(
+        params.is_file() && vk.is_file(),
+        "2KiB parameters missing at {}: run `cargo run -- params gen --sector-size 2KiB` first (scripts/test.sh does)",
+        params.display()
+    );
+}
+
+/// The real `cuzk` binary, run in `cwd`.
+pub fn cuzk_command(args: &[&str], cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuzk"));
+    cmd.args(args).current_dir(cwd);
+    cmd
+}
+
+/// Runs `cuzk args` in `cwd` and prints the command, its exit code and its output, so a
+/// failing assertion has the whole story above it.
+pub fn cuzk(args: &[&str], cwd: &Path, envs: &[(&str, &Path)]) -> Output {
+    let mut cmd = cuzk_command(args, cwd);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("running cuzk");
+    show(args, cwd, &out);
+    out
+}
+
+/// Prints what a finished `cuzk` run did.
+pub fn show(args: &[&str], cwd: &Path, out: &Output) {
+    eprintln!(
+        "$ cuzk {}\n(cwd {})\nexit: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        args.join(" "),
+        cwd.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Sorted names in `dir` (empty if it does not exist).
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A fresh spool with an empty inbox.
+pub fn spool() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inbox = dir.path().join("inbox");
+    fs::create_dir(&inbox).expect("inbox");
+    (dir, inbox)
+}
+
+/// Every C1 file name in the spool with the directory it is in: inbox, the owner
+/// directories of work/, done and failed (reason files excluded).
+pub fn c1_locations(root: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut look = |dir: PathBuf, label: &str| {
+        for name in names(&dir) {
+            let path = dir.join(&name);
+            if name.starts_with('.') || name.ends_with(".error.json") || path.is_dir() {
+                continue;
+            }
+            found.push((name, label.to_owned()));
+        }
+    };
+    look(root.join("inbox"), "inbox");
+    look(root.join("work"), "work");
+    for owner in names(&root.join("work")) {
+        let dir = root.join("work").join(&owner);
+        if dir.is_dir() {
+            look(dir, "work");
+        }
+    }
+    look(root.join("done"), "done");
+    look(root.join("failed"), "failed");
+    found.sort();
+    found
+}
+
+/// Waits up to `secs` for `path` to contain `needle`.
+pub fn wait_for_text(path: &Path, needle: &str, secs: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}

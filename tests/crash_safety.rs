@@ -1,0 +1,190 @@
+//! Crash safety and signals on real C1 files: kill -9 at random moments, a double Ctrl-C,
+//! a graceful SIGTERM, a file still being written, and an outbox that stops accepting
+//! results. After every interruption each C1 file is in exactly one place, and at the end
+//! each valid one is exactly one verified proof.
+
+mod common;
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{c1_locations, cuzk, cuzk_command, fixture, names, require_params, show, spool, wait_for_text};
+use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
+use filecoin_proofs_api::seal::verify_seal;
+use filecoin_proofs_api::SectorId;
+
+const ONCE: [&str; 7] = [
+    "prove-dir", "inbox", "--once", "--settle-secs", "0", "--incomplete-grace-secs", "0",
+];
+
+fn spawn(args: &[&str], cwd: &Path) -> Child {
+    cuzk_command(args, cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cuzk")
+}
+
+fn signal(child: &Child, signal: libc::c_int) {
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+}
+
+/// Each of `expected` is in exactly one place, and the outbox holds only whole results.
+fn assert_nothing_lost(root: &Path, expected: &[&str], when: &str) {
+    let found = c1_locations(root);
+    for name in expected {
+        let places: Vec<_> = found.iter().filter(|(n, _)| n == name).collect();
+        assert_eq!(places.len(), 1, "{when}: {name} is in {places:?} (all: {found:?})");
+    }
+    for name in names(&root.join("outbox")) {
+        if name.starts_with('.') {
+            continue; // a temporary file of the killed run, never a result
+        }
+        let path = root.join("outbox").join(&name);
+        if let Some(job) = name.strip_suffix(".json") {
+            let proof = fs::read(root.join("outbox").join(format!("{job}.proof")))
+                .unwrap_or_else(|_| panic!("{when}: {name} without its proof"));
+            assert_eq!(proof.len(), 192, "{when}: {job}.proof is whole");
+        } else {
+            assert!(name.ends_with(".proof"), "{when}: stray {}", path.display());
+        }
+    }
+}
+
+fn verifies(c1_path: &Path, proof: &[u8]) -> bool {
+    let c1 = read_c1_file(c1_path, DEFAULT_MAX_C1_BYTES).expect("C1");
+    let id = resolve_identity(c1_path, &c1, None).expect("identity");
+    let o = &c1.output;
+    verify_seal(
+        o.registered_proof, o.comm_r, o.comm_d, id.prover_id(), SectorId::from(id.sector_num),
+        o.ticket, o.seed, proof,
+    )
+    .unwrap_or(false)
+}
+
+#[test]
+fn kill_nine_at_random_moments_loses_nothing() {
+    require_params();
+    let (dir, inbox) = spool();
+    let root = dir.path();
+    let files = ["s-t01000-1.json", "s-t02000-7.json", "garbage.json"];
+    fs::copy(fixture(files[0]), inbox.join(files[0])).expect("copy");
+    fs::copy(fixture(files[1]), inbox.join(files[1])).expect("copy");
+    fs::write(inbox.join(files[2]), b"not json").expect("garbage");
+
+    // A small generator seeded by the clock; the seed is printed to replay a failure.
+    let mut seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1;
+    eprintln!("kill schedule seed: {seed}");
+    let mut next_ms = |max: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % max
+    };
+    for round in 0..6 {
+        let child = spawn(&ONCE, root);
+        // Early kills land in claim/parse/synthesis, later ones in parameter loading and proving.
+        let delay = Duration::from_millis(next_ms(if round % 2 == 0 { 3_000 } else { 30_000 }));
+        std::thread::sleep(delay);
+        let mut child = child;
+        let _ = child.kill(); // SIGKILL
+        let out = child.wait_with_output().expect("wait");
+        show(&["prove-dir (killed after", &format!("{delay:?})")], root, &out);
+        assert_nothing_lost(root, &files, &format!("after kill {round} at {delay:?}"));
+    }
+
+    // Ctrl-C twice: the second aborts at once, claimed work stays for the next run.
+    let child = spawn(&ONCE, root);
+    // Long enough to claim and start synthesis, short of finishing a proof.
+    std::thread::sleep(Duration::from_millis(2_500));
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().expect("wait");
+    show(&["prove-dir (two SIGINTs)"], root, &out);
+    assert_eq!(out.status.code(), Some(130), "the second SIGINT aborts at once");
+    assert_nothing_lost(root, &files, "after two SIGINTs");
+
+    // A clean run finishes everything, resuming what the dead runs claimed.
+    let out = cuzk(&ONCE, root, &[]);
+    assert_eq!(out.status.code(), Some(1), "the garbage file fails");
+    assert_nothing_lost(root, &files, "at the end");
+    assert_eq!(c1_locations(root).iter().filter(|(_, at)| at == "done").count(), 2);
+    assert!(names(&root.join("failed")).contains(&"garbage.json".to_owned()));
+    for name in &files[..2] {
+        let job = name.trim_end_matches(".json");
+        let proof = fs::read(root.join("outbox").join(format!("{job}.proof"))).expect("proof");
+        assert!(verifies(&root.join("done").join(name), &proof), "{job} verifies");
+    }
+    assert!(names(&root.join("work")).is_empty(), "no claims left: {:?}", names(&root.join("work")));
+}
+
+#[test]
+fn sigterm_stops_a_watching_run_cleanly() {
+    let (dir, _inbox) = spool();
+    let mut child = spawn(&["prove-dir", "inbox", "--poll-secs", "0.2"], dir.path());
+    assert!(wait_for_text(&dir.path().join("timeline.csv"), "RUN_START", 30));
+    let started = Instant::now();
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped promptly");
+    let timeline = fs::read_to_string(dir.path().join("timeline.csv")).expect("timeline");
+    assert!(timeline.contains(",STOP,") && timeline.contains(",RUN_END,"), "{timeline}");
+}
+
+#[test]
+fn a_file_still_being_written_is_waited_for_then_proved() {
+    require_params();
+    let (dir, inbox) = spool();
+    let bytes = fs::read(fixture("s-t01000-1.json")).expect("fixture");
+    let path = inbox.join("s-t01000-1.json");
+    let (head, tail) = bytes.split_at(bytes.len() / 2);
+    let mut writer = fs::File::create(&path).expect("create");
+    writer.write_all(head).expect("head");
+    writer.flush().expect("flush");
+    let mut child = spawn(
+        &["prove-dir", "inbox", "--poll-secs", "0.2", "--settle-secs", "0.1"],
+        dir.path(),
+    );
+    let timeline = dir.path().join("timeline.csv");
+    assert!(wait_for_text(&timeline, ",DEFERRED,", 60), "the half file is deferred");
+    writer.write_all(tail).expect("tail");
+    drop(writer);
+    let proved = wait_for_text(&timeline, ",DONE,", 600);
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().expect("wait");
+    assert!(proved, "the completed file is proved");
+    assert!(status.success(), "{status:?}");
+    assert!(names(&dir.path().join("failed")).is_empty(), "nothing failed");
+    let proof = fs::read(dir.path().join("outbox/s-t01000-1.proof")).expect("proof");
+    assert!(verifies(&dir.path().join("done/s-t01000-1.json"), &proof));
+}
+
+#[test]
+fn an_outbox_that_stops_taking_results_hands_the_file_back() {
+    require_params();
+    let (dir, inbox) = spool();
+    fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("copy");
+    let child = spawn(&ONCE, dir.path());
+    let timeline = dir.path().join("timeline.csv");
+    assert!(wait_for_text(&timeline, ",GPU_START,", 300), "proving started");
+    // The outbox disappears under the run (as a full or unmounted disk would fail writes).
+    let outbox = dir.path().join("outbox");
+    fs::remove_dir_all(&outbox).expect("remove outbox");
+    fs::write(&outbox, b"not a directory").expect("block outbox");
+    let out = child.wait_with_output().expect("wait");
+    show(&ONCE, dir.path(), &out);
+    assert_eq!(out.status.code(), Some(2), "the run stops with an error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot write results"), "{stderr}");
+    assert_eq!(names(&inbox), vec!["s-t01000-1.json"], "handed back, not lost or failed");
+    assert!(names(&dir.path().join("failed")).is_empty());
+}
