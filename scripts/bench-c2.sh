@@ -57,5 +57,5 @@ print(f"| prover | wall s | s/proof | synthesis s/partition | prove s/partition 
 print(f"|---|---|---|---|---|")
 print(f"| filecoin-proofs seal_commit_phase2 (one at a time) | {ref_wall:.1f} | {ref_mean:.2f} | - | - |")
 print(f"| cuzk prove-dir --once | {cuzk_wall:.1f} | {cuzk_wall / n:.2f} | {avg(synth):.2f} | {avg(prove):.2f} |")
-print(f"speedup (s/proof): {ref_mean / (cuzk_wall / n):.2}x")
+print(f"speedup (s/proof): {ref_mean / (cuzk_wall / n):.2f}x")
 PY

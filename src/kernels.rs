@@ -92,7 +92,9 @@ impl ProverKernels {
         let bases = bases.get();
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &mut self.gpu {
-            if let Some(sum) = gpu::multiexp(&mut gpu.g1, &self.name, worker, &bases, &density, &exps) {
+            if let Some(sum) =
+                gpu::multiexp(&mut gpu.g1, &self.name, worker, &bases, &density, &exps)
+            {
                 return Ok(sum);
             }
         }
@@ -115,7 +117,9 @@ impl ProverKernels {
         let bases = bases.get();
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &mut self.gpu {
-            if let Some(sum) = gpu::multiexp(&mut gpu.g2, &self.name, worker, &bases, &density, &exps) {
+            if let Some(sum) =
+                gpu::multiexp(&mut gpu.g2, &self.name, worker, &bases, &density, &exps)
+            {
                 return Ok(sum);
             }
         }
@@ -160,9 +164,9 @@ impl std::str::FromStr for GpuSelection {
             list => list
                 .split(',')
                 .map(|i| {
-                    i.trim()
-                        .parse::<usize>()
-                        .map_err(|_| format!("--gpus {s:?}: expected all, none or indices like 0,1"))
+                    i.trim().parse::<usize>().map_err(|_| {
+                        format!("--gpus {s:?}: expected all, none or indices like 0,1")
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(GpuSelection::Indices),
@@ -173,7 +177,10 @@ impl std::str::FromStr for GpuSelection {
 /// The provers for a selection: `per_gpu` per usable GPU (more than one lets one prover's
 /// CPU-side work overlap another's kernels), or one CPU prover when no GPU is usable. The
 /// second value explains a fallback to the CPU, for the user.
-pub fn provers_for(selection: &GpuSelection, per_gpu: usize) -> (Vec<ProverKernels>, Option<String>) {
+pub fn provers_for(
+    selection: &GpuSelection,
+    per_gpu: usize,
+) -> (Vec<ProverKernels>, Option<String>) {
     #[cfg(feature = "cuda")]
     {
         if *selection != GpuSelection::None {
@@ -226,7 +233,10 @@ mod gpu {
         let mut problems = Vec::new();
         for index in indices {
             let Some(device) = devices.get(index).copied() else {
-                problems.push(format!("GPU {index} does not exist ({} found)", devices.len()));
+                problems.push(format!(
+                    "GPU {index} does not exist ({} found)",
+                    devices.len()
+                ));
                 continue;
             };
             for k in 0..per_gpu {
@@ -251,7 +261,11 @@ mod gpu {
             }
         }
         let note = (!problems.is_empty()).then(|| {
-            let fallback = if provers.is_empty() { "; proving on the CPU" } else { "" };
+            let fallback = if provers.is_empty() {
+                "; proving on the CPU"
+            } else {
+                ""
+            };
             format!("{}{fallback}", problems.join("; "))
         });
         (provers, note)

@@ -255,8 +255,7 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let fed = feeder.feed();
     feeder.drain();
     drop(feeder);
-    let prover_result: Result<Vec<()>, _> =
-        prover_threads.into_iter().map(|t| t.join()).collect();
+    let prover_result: Result<Vec<()>, _> = prover_threads.into_iter().map(|t| t.join()).collect();
     let finisher_result = finisher.join();
     events.emit(EventKind::RunFinished {
         proved: finisher_result.as_ref().map_or(0, |c| c.proved),
@@ -681,7 +680,11 @@ impl Feeder<'_> {
         if !self.preloading.insert(path.clone()) {
             return;
         }
-        let (cache, events, size) = (self.params_cache.clone(), self.events.clone(), sector.sector_size);
+        let (cache, events, size) = (
+            self.params_cache.clone(),
+            self.events.clone(),
+            sector.sector_size,
+        );
         std::thread::spawn(move || {
             let Ok(mut cache) = cache.lock() else { return };
             if cache.is_loaded(&path) {
@@ -785,7 +788,9 @@ fn not_a_c1_file(path: &Path) -> Option<String> {
     if kind.is_symlink() {
         Some(format!("{name} is a symbolic link; cuzk never follows links out of the spool (hint: copy the C1 file into the inbox instead)"))
     } else if kind.is_dir() {
-        Some(format!("{name} is a directory, not a C1 file (hint: put the C1 files themselves in the inbox)"))
+        Some(format!(
+            "{name} is a directory, not a C1 file (hint: put the C1 files themselves in the inbox)"
+        ))
     } else if !kind.is_file() {
         Some(format!("{name} is not a regular file (a FIFO, socket or device); cuzk only reads regular files"))
     } else {

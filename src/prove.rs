@@ -179,7 +179,11 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         c: g_c.to_affine(),
     };
     timings.cpu_tail_ms += ms_since(started);
-    debug!("{}: proved partition: {}", kernels.name(), timings.to_detail());
+    debug!(
+        "{}: proved partition: {}",
+        kernels.name(),
+        timings.to_detail()
+    );
     Ok((proof, timings))
 }
 
@@ -293,7 +297,8 @@ mod tests {
         })
         .expect("synthesis");
         let (r, s) = fresh_randomness();
-        let (proof, timings) = prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
+        let (proof, timings) =
+            prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
         assert!(timings.fft_ms >= 0.0 && timings.msm_g1_ms >= 0.0);
         assert!(verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
         assert!(!verify_proof(&pvk, &proof, &[Fr::from(36u64)]).expect("verify"));
@@ -337,7 +342,8 @@ mod tests {
         .expect("synthesis");
         partition.aux_assignment[0] += Fr::ONE;
         let (r, s) = fresh_randomness();
-        let (proof, _) = prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
+        let (proof, _) =
+            prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
         assert!(!verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
     }
 }

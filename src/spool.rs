@@ -136,7 +136,13 @@ pub fn host_name() -> String {
     let cleaned: String = name
         .trim()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if cleaned.is_empty() {
         "localhost".into()
@@ -261,7 +267,7 @@ impl Spool {
                     continue;
                 };
                 let target = self.claims.join(file_name);
-                if target.exists() {
+                if is_present(&target) {
                     log::warn!(
                         "{}: not taken over, {} already holds a job of that name",
                         path.display(),
@@ -311,10 +317,10 @@ impl Spool {
             .with_context(|| format!("{}: file name is not UTF-8", path.display()))?
             .to_owned();
         let target = self.claims.join(&file_name);
-        if !path.exists() {
+        if !is_present(path) {
             return Ok(None);
         }
-        if target.exists() {
+        if is_present(&target) {
             anyhow::bail!(
                 "{}: a job of the same name is already in {} (hint: wait for it to finish, or rename the new file)",
                 path.display(),
@@ -470,15 +476,21 @@ fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files.into_iter().map(|(_, path)| path).collect())
 }
 
+/// True if an entry named `path` exists, links included (a dangling link exists too; `Path::
+/// exists` would follow it and say no).
+fn is_present(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
+}
+
 /// `dir/name`, or `dir/name.N` if that exists, so a retired file never overwrites another.
 fn unique_target(dir: &Path, name: &str) -> PathBuf {
     let first = dir.join(name);
-    if !first.exists() {
+    if !is_present(&first) {
         return first;
     }
     (1..)
         .map(|n| dir.join(format!("{name}.{n}")))
-        .find(|p| !p.exists())
+        .find(|p| !is_present(p))
         .unwrap_or(first)
 }
 
@@ -603,7 +615,10 @@ mod tests {
         assert_eq!(spool.claim(&c1).expect("claim"), None);
         assert_eq!(spool.own_claims().expect("own claims"), vec![job.clone()]);
         // A live run's own claims are never "orphans".
-        assert!(spool.take_over_orphans(Duration::ZERO).expect("orphans").is_empty());
+        assert!(spool
+            .take_over_orphans(Duration::ZERO)
+            .expect("orphans")
+            .is_empty());
         spool.hand_back(&job).expect("hand back");
         assert!(c1.exists() && !job.path.exists());
     }
@@ -616,15 +631,30 @@ mod tests {
         let plant = |owner: &Owner, file: &str| {
             let dir = work.join(owner.dir_name());
             fs::create_dir_all(&dir).expect("owner dir");
-            fs::write(dir.join(OWNER_FILE), serde_json::to_vec(owner).expect("json"))
-                .expect("owner");
+            fs::write(
+                dir.join(OWNER_FILE),
+                serde_json::to_vec(owner).expect("json"),
+            )
+            .expect("owner");
             fs::write(dir.join(file), b"{}").expect("c1");
         };
         // A process of this host that is gone (pid beyond pid_max), one that is alive
         // (pid 1), another host's run with a fresh heartbeat, and a loose file.
-        let dead = Owner { host: host_name(), pid: 4_999_999, started_at: "x".into() };
-        let alive = Owner { host: host_name(), pid: 1, started_at: "x".into() };
-        let remote = Owner { host: "elsewhere".into(), pid: 1, started_at: "x".into() };
+        let dead = Owner {
+            host: host_name(),
+            pid: 4_999_999,
+            started_at: "x".into(),
+        };
+        let alive = Owner {
+            host: host_name(),
+            pid: 1,
+            started_at: "x".into(),
+        };
+        let remote = Owner {
+            host: "elsewhere".into(),
+            pid: 1,
+            started_at: "x".into(),
+        };
         plant(&dead, "a.json");
         plant(&alive, "b.json");
         plant(&remote, "c.json");
@@ -637,7 +667,10 @@ mod tests {
             .collect();
         taken.sort();
         assert_eq!(taken, vec!["a.json", "d.json"]);
-        assert!(!work.join(dead.dir_name()).exists(), "dead owner's directory removed");
+        assert!(
+            !work.join(dead.dir_name()).exists(),
+            "dead owner's directory removed"
+        );
         assert!(work.join(alive.dir_name()).join("b.json").exists());
         // Once the lease runs out, the silent remote run's work is taken too.
         let taken = spool.take_over_orphans(Duration::ZERO).expect("take over");

@@ -89,8 +89,12 @@ pub fn run(args: StatusArgs) -> Result<u8> {
     );
     let layout = SpoolLayout::beside(&inbox);
     let timeline = args.timeline.unwrap_or_else(|| root.join("timeline.csv"));
-    let lease = Duration::try_from_secs_f64(args.lease_secs)
-        .with_context(|| format!("--lease-secs {} is not a number of seconds", args.lease_secs))?;
+    let lease = Duration::try_from_secs_f64(args.lease_secs).with_context(|| {
+        format!(
+            "--lease-secs {} is not a number of seconds",
+            args.lease_secs
+        )
+    })?;
     let status = inspect(&layout, &timeline, lease)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&status)?);
@@ -103,13 +107,14 @@ pub fn run(args: StatusArgs) -> Result<u8> {
 /// Collects the status of the spool at `layout`.
 pub fn inspect(layout: &SpoolLayout, timeline: &Path, lease: Duration) -> Result<SpoolStatus> {
     let inbox = files(&layout.inbox, |_| true)?;
-    let oldest_waiting = inbox
-        .iter()
-        .min_by_key(|(_, modified)| *modified)
-        .map(|(name, modified)| {
-            let age = modified.elapsed().unwrap_or_default().as_secs_f64();
-            (name.clone(), age)
-        });
+    let oldest_waiting =
+        inbox
+            .iter()
+            .min_by_key(|(_, modified)| *modified)
+            .map(|(name, modified)| {
+                let age = modified.elapsed().unwrap_or_default().as_secs_f64();
+                (name.clone(), age)
+            });
     let owners = if layout.work.is_dir() {
         crate::spool::owner_states(&layout.work, lease)?
     } else {
@@ -151,9 +156,16 @@ fn files(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, SystemT
 fn last_run(timeline: &Path) -> Option<LastRun> {
     let timeline = read_timeline(timeline).ok()?;
     let run_id = timeline.rows.last()?.run_id.clone();
-    let rows: Vec<_> = timeline.rows.iter().filter(|r| r.run_id == run_id).collect();
+    let rows: Vec<_> = timeline
+        .rows
+        .iter()
+        .filter(|r| r.run_id == run_id)
+        .collect();
     Some(LastRun {
-        started: rows.first().map(|r| r.wall_clock.clone()).unwrap_or_default(),
+        started: rows
+            .first()
+            .map(|r| r.wall_clock.clone())
+            .unwrap_or_default(),
         proved: rows.iter().filter(|r| r.event == "DONE").count(),
         failed: rows.iter().filter(|r| r.event == "FAILED").count(),
         elapsed_s: rows.iter().map(|r| r.t_ms).fold(0.0, f64::max) / 1e3,
@@ -176,7 +188,11 @@ fn render(status: &SpoolStatus) -> String {
             .as_ref()
             .map(|o| format!("{} pid {}", o.host, o.pid))
             .unwrap_or_else(|| owner.dir.display().to_string());
-        let state = if owner.is_dead { "dead, will be taken over" } else { "alive" };
+        let state = if owner.is_dead {
+            "dead, will be taken over"
+        } else {
+            "alive"
+        };
         out += &format!(
             "claims: {who}: {} job(s), heartbeat {:.0} s ago, {state}\n",
             owner.jobs, owner.heartbeat_age_s
@@ -184,7 +200,11 @@ fn render(status: &SpoolStatus) -> String {
     }
     match &status.last_run {
         Some(run) => {
-            let state = if run.is_finished { "finished" } else { "running or interrupted" };
+            let state = if run.is_finished {
+                "finished"
+            } else {
+                "running or interrupted"
+            };
             out += &format!(
                 "last run {} ({}): {} proved, {} failed in {:.1} s, {state}\n",
                 run.run_id, run.started, run.proved, run.failed, run.elapsed_s

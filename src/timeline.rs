@@ -305,7 +305,9 @@ pub fn read_timeline(path: &Path) -> Result<Timeline> {
             }
         } else {
             match std::str::from_utf8(&line) {
-                Ok(text) => csv::StringRecord::from(text.trim_end_matches('\r').split(',').collect::<Vec<_>>()),
+                Ok(text) => csv::StringRecord::from(
+                    text.trim_end_matches('\r').split(',').collect::<Vec<_>>(),
+                ),
                 Err(e) => {
                     timeline.skipped.push(format!("line {line_no}: {e}"));
                     continue;

@@ -20,8 +20,10 @@ fn b64(bytes: &[u8]) -> String {
 
 fn wrapper(inner: &Value, sector_num: Value, sector_size: Value) -> Vec<u8> {
     let phase1 = serde_json::to_vec(inner).expect("json");
-    serde_json::to_vec(&json!({"SectorNum": sector_num, "Phase1Out": b64(&phase1), "SectorSize": sector_size}))
-        .expect("json")
+    serde_json::to_vec(
+        &json!({"SectorNum": sector_num, "Phase1Out": b64(&phase1), "SectorSize": sector_size}),
+    )
+    .expect("json")
 }
 
 /// Writes the corpus into `inbox` and returns what each file must fail with.
@@ -35,48 +37,220 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
     )
     .expect("inner");
     let bare_2: Value =
-        serde_json::from_slice(&fs::read(fixture("s-t01000-2.json")).expect("fixture")).expect("bare");
+        serde_json::from_slice(&fs::read(fixture("s-t01000-2.json")).expect("fixture"))
+            .expect("bare");
     let with = |base: &Value, edit: &dyn Fn(&mut Value)| {
         let mut v = base.clone();
         edit(&mut v);
         serde_json::to_vec(&v).expect("json")
     };
-    let zero = json!([0u8; 32]);
+    let zero = json!(vec![0u8; 32]);
     let mut cases: Vec<(String, Vec<u8>, &'static str, &'static str)> = vec![
         ("empty.json".into(), vec![], "parse", "ends early"),
-        ("truncated.json".into(), wrapped_bytes[..wrapped_bytes.len() / 2].to_vec(), "parse", "ends early"),
-        ("text.json".into(), b"hello, world".to_vec(), "parse", "not a C1 JSON file"),
-        ("binary.json".into(), (0..=255u8).cycle().take(4096).collect(), "parse", "not a C1 JSON file"),
-        ("array.json".into(), b"[1, 2, 3]".to_vec(), "parse", "not an object"),
-        ("number.json".into(), b"42".to_vec(), "parse", "not an object"),
-        ("empty-object.json".into(), b"{}".to_vec(), "parse", "neither a lotus-bench"),
-        ("bom.json".into(), [b"\xef\xbb\xbf".as_slice(), &wrapped_bytes].concat(), "parse", "not a C1 JSON file"),
-        ("trailing.json".into(), [wrapped_bytes.as_slice(), b" garbage"].concat(), "parse", "trailing"),
-        ("deep.json".into(), vec![b'['; 100_000], "parse", "recursion limit"),
-        ("bad-base64.json".into(), br#"{"SectorNum":1,"Phase1Out":"!!not base64!!","SectorSize":2048}"#.to_vec(), "parse", "not base64"),
-        ("base64-garbage.json".into(), format!(r#"{{"SectorNum":1,"Phase1Out":"{}","SectorSize":2048}}"#, b64(b"garbage")).into_bytes(), "parse", "decoded Phase1Out"),
-        ("null-phase1.json".into(), br#"{"SectorNum":1,"Phase1Out":null,"SectorSize":2048}"#.to_vec(), "parse", "Phase1Out is null"),
-        ("size-mismatch.json".into(), wrapper(&inner_1, json!(1), json!(8u64 << 20)), "parse", "disagrees"),
-        ("negative-sector.json".into(), wrapper(&inner_1, json!(-1), json!(2048)), "parse", "negative"),
-        ("unknown-proof.json".into(), with(&bare_2, &|v| v["registered_proof"] = json!("StackedDrg3KiBV1")), "parse", "unknown variant"),
-        ("wrong-size-vanilla.json".into(), with(&bare_2, &|v| v["registered_proof"] = json!("StackedDrg8MiBV1_1")), "parse", "vanilla proofs are for 2KiB"),
-        ("extra-partition.json".into(), with(&bare_2, &|v| {
-            let p = v["vanilla_proofs"]["StackedDrg2KiBV1"][0].clone();
-            v["vanilla_proofs"]["StackedDrg2KiBV1"].as_array_mut().expect("array").push(p);
-        }), "parse", "partitions"),
-        ("no-partition.json".into(), with(&bare_2, &|v| v["vanilla_proofs"]["StackedDrg2KiBV1"] = json!([])), "parse", "partitions"),
-        ("no-vanilla-field.json".into(), with(&bare_2, &|v| { v.as_object_mut().expect("object").remove("vanilla_proofs"); }), "parse", "vanilla_proofs"),
-        ("s-t01001-1.json".into(), wrapped_bytes.clone(), "bind", "replica id"),
-        ("s-t01000-99.json".into(), serde_json::to_vec(&bare_2).expect("json"), "bind", "replica id"),
-        ("s-t01000-5.json".into(), wrapped_bytes.clone(), "identity", "SectorNum is 1"),
-        ("nameless.json".into(), wrapped_bytes.clone(), "identity", "no miner id"),
-        ("s-t01000-2.zero-comm-r.json".into(), with(&bare_2, &|v| v["comm_r"] = zero.clone()), "bind", "comm_r is all zeros"),
-        ("s-t01000-2.zero-seed.json".into(), with(&bare_2, &|v| v["seed"] = zero.clone()), "bind", "seed is all zeros"),
-        ("s-t01000-2.other-comm-d.json".into(), with(&bare_2, &|v| v["comm_d"][0] = json!((v["comm_d"][0].as_u64().unwrap_or(0) + 1) % 256)), "bind", "replica id"),
-        ("s-t01000-2.other-ticket.json".into(), with(&bare_2, &|v| v["ticket"][5] = json!((v["ticket"][5].as_u64().unwrap_or(0) + 1) % 256)), "bind", "replica id"),
-        ("s-t01000-2.ni-porep.json".into(), with(&bare_2, &|v| v["registered_proof"] = json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep")), "bind", "non-interactive"),
-        ("big.json".into(), vec![b' '; 200_000], "parse", "over the 150000-byte cap"),
-        ("s-t01000-7.json".into(), b"{}".to_vec(), "spool", "already in"),
+        (
+            "truncated.json".into(),
+            wrapped_bytes[..wrapped_bytes.len() / 2].to_vec(),
+            "parse",
+            "ends early",
+        ),
+        (
+            "text.json".into(),
+            b"hello, world".to_vec(),
+            "parse",
+            "not a C1 JSON file",
+        ),
+        (
+            "binary.json".into(),
+            (0..=255u8).cycle().take(4096).collect(),
+            "parse",
+            "not a C1 JSON file",
+        ),
+        (
+            "array.json".into(),
+            b"[1, 2, 3]".to_vec(),
+            "parse",
+            "not an object",
+        ),
+        (
+            "number.json".into(),
+            b"42".to_vec(),
+            "parse",
+            "not an object",
+        ),
+        (
+            "empty-object.json".into(),
+            b"{}".to_vec(),
+            "parse",
+            "neither a lotus-bench",
+        ),
+        (
+            "bom.json".into(),
+            [b"\xef\xbb\xbf".as_slice(), &wrapped_bytes].concat(),
+            "parse",
+            "not a C1 JSON file",
+        ),
+        (
+            "trailing.json".into(),
+            [wrapped_bytes.as_slice(), b" garbage"].concat(),
+            "parse",
+            "trailing",
+        ),
+        (
+            "deep.json".into(),
+            vec![b'['; 100_000],
+            "parse",
+            "recursion limit",
+        ),
+        (
+            "bad-base64.json".into(),
+            br#"{"SectorNum":1,"Phase1Out":"!!not base64!!","SectorSize":2048}"#.to_vec(),
+            "parse",
+            "not base64",
+        ),
+        (
+            "base64-garbage.json".into(),
+            format!(
+                r#"{{"SectorNum":1,"Phase1Out":"{}","SectorSize":2048}}"#,
+                b64(b"garbage")
+            )
+            .into_bytes(),
+            "parse",
+            "decoded Phase1Out",
+        ),
+        (
+            "null-phase1.json".into(),
+            br#"{"SectorNum":1,"Phase1Out":null,"SectorSize":2048}"#.to_vec(),
+            "parse",
+            "Phase1Out is null",
+        ),
+        (
+            "size-mismatch.json".into(),
+            wrapper(&inner_1, json!(1), json!(8u64 << 20)),
+            "parse",
+            "disagrees",
+        ),
+        (
+            "negative-sector.json".into(),
+            wrapper(&inner_1, json!(-1), json!(2048)),
+            "parse",
+            "negative",
+        ),
+        (
+            "unknown-proof.json".into(),
+            with(&bare_2, &|v| {
+                v["registered_proof"] = json!("StackedDrg3KiBV1")
+            }),
+            "parse",
+            "unknown variant",
+        ),
+        (
+            "wrong-size-vanilla.json".into(),
+            with(&bare_2, &|v| {
+                v["registered_proof"] = json!("StackedDrg8MiBV1_1")
+            }),
+            "parse",
+            "vanilla proofs are for 2KiB",
+        ),
+        (
+            "extra-partition.json".into(),
+            with(&bare_2, &|v| {
+                let p = v["vanilla_proofs"]["StackedDrg2KiBV1"][0].clone();
+                v["vanilla_proofs"]["StackedDrg2KiBV1"]
+                    .as_array_mut()
+                    .expect("array")
+                    .push(p);
+            }),
+            "parse",
+            "partitions",
+        ),
+        (
+            "no-partition.json".into(),
+            with(&bare_2, &|v| {
+                v["vanilla_proofs"]["StackedDrg2KiBV1"] = json!([])
+            }),
+            "parse",
+            "partitions",
+        ),
+        (
+            "no-vanilla-field.json".into(),
+            with(&bare_2, &|v| {
+                v.as_object_mut().expect("object").remove("vanilla_proofs");
+            }),
+            "parse",
+            "vanilla_proofs",
+        ),
+        (
+            "s-t01001-1.json".into(),
+            wrapped_bytes.clone(),
+            "bind",
+            "replica id",
+        ),
+        (
+            "s-t01000-99.json".into(),
+            serde_json::to_vec(&bare_2).expect("json"),
+            "bind",
+            "replica id",
+        ),
+        (
+            "s-t01000-5.json".into(),
+            wrapped_bytes.clone(),
+            "identity",
+            "SectorNum is 1",
+        ),
+        (
+            "nameless.json".into(),
+            wrapped_bytes.clone(),
+            "identity",
+            "no miner id",
+        ),
+        (
+            "s-t01000-2.zero-comm-r.json".into(),
+            with(&bare_2, &|v| v["comm_r"] = zero.clone()),
+            "bind",
+            "comm_r is all zeros",
+        ),
+        (
+            "s-t01000-2.zero-seed.json".into(),
+            with(&bare_2, &|v| v["seed"] = zero.clone()),
+            "bind",
+            "seed is all zeros",
+        ),
+        (
+            "s-t01000-2.other-comm-d.json".into(),
+            with(&bare_2, &|v| {
+                v["comm_d"][0] = json!((v["comm_d"][0].as_u64().unwrap_or(0) + 1) % 256)
+            }),
+            "bind",
+            "replica id",
+        ),
+        (
+            "s-t01000-2.other-ticket.json".into(),
+            with(&bare_2, &|v| {
+                v["ticket"][5] = json!((v["ticket"][5].as_u64().unwrap_or(0) + 1) % 256)
+            }),
+            "bind",
+            "replica id",
+        ),
+        (
+            "s-t01000-2.ni-porep.json".into(),
+            with(&bare_2, &|v| {
+                v["registered_proof"] = json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep")
+            }),
+            "bind",
+            "non-interactive",
+        ),
+        (
+            "big.json".into(),
+            vec![b' '; 300_000],
+            "parse",
+            "over the 250000-byte cap",
+        ),
+        (
+            "s-t01000-7.json".into(),
+            b"{}".to_vec(),
+            "spool",
+            "already in",
+        ),
     ];
     // A finished result of the same name is already in the outbox.
     fs::create_dir_all(outbox).expect("outbox");
@@ -95,7 +269,8 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
     fs::create_dir(inbox.join("dir.json")).expect("dir");
     fs::write(inbox.join("dir.json").join("inner.json"), b"{}").expect("inner");
     expected.push(("dir.json".into(), "spool", "directory"));
-    let fifo = std::ffi::CString::new(inbox.join("fifo.json").to_string_lossy().as_bytes()).expect("path");
+    let fifo =
+        std::ffi::CString::new(inbox.join("fifo.json").to_string_lossy().as_bytes()).expect("path");
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0, "mkfifo");
     expected.push(("fifo.json".into(), "spool", "not a regular file"));
@@ -108,14 +283,24 @@ fn every_broken_input_is_quarantined_with_its_reason_and_the_valid_one_is_proved
     let (dir, inbox) = spool();
     let outbox = dir.path().join("outbox");
     let expected = write_corpus(&inbox, &outbox);
-    assert!(expected.len() >= 30, "a corpus of at least 30 broken inputs");
+    assert!(
+        expected.len() >= 30,
+        "a corpus of at least 30 broken inputs"
+    );
     fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("valid");
     let passwd_before = fs::read("/etc/passwd").expect("passwd");
 
     let out = cuzk(
         &[
-            "prove-dir", "inbox", "--once", "--settle-secs", "0", "--incomplete-grace-secs", "0",
-            "--max-c1-bytes", "150000",
+            "prove-dir",
+            "inbox",
+            "--once",
+            "--settle-secs",
+            "0",
+            "--incomplete-grace-secs",
+            "0",
+            "--max-c1-bytes",
+            "250000",
         ],
         dir.path(),
         &[],
@@ -151,12 +336,25 @@ fn every_broken_input_is_quarantined_with_its_reason_and_the_valid_one_is_proved
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
     // The valid file was proved and checked; the links' targets were never touched.
-    assert!(outbox.join("s-t01000-1.proof").is_file(), "valid file proved");
-    assert_eq!(fs::read(outbox.join("s-t01000-7.proof")).expect("old proof"), vec![1u8; 192]);
+    assert!(
+        outbox.join("s-t01000-1.proof").is_file(),
+        "valid file proved"
+    );
+    assert_eq!(
+        fs::read(outbox.join("s-t01000-7.proof")).expect("old proof"),
+        vec![1u8; 192]
+    );
     assert_eq!(fs::read("/etc/passwd").expect("passwd"), passwd_before);
-    assert!(fs::symlink_metadata(failed.join("link.json")).expect("link").file_type().is_symlink());
+    assert!(fs::symlink_metadata(failed.join("link.json"))
+        .expect("link")
+        .file_type()
+        .is_symlink());
     assert!(!dir.path().join("outside.json").exists());
-    assert!(names(&inbox).is_empty(), "inbox drained: {:?}", names(&inbox));
+    assert!(
+        names(&inbox).is_empty(),
+        "inbox drained: {:?}",
+        names(&inbox)
+    );
     let work: Vec<_> = names(&dir.path().join("work"));
     assert!(work.is_empty(), "work left: {work:?}");
 }

@@ -11,13 +11,21 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{c1_locations, cuzk, cuzk_command, fixture, names, require_params, show, spool, wait_for_text};
+use common::{
+    c1_locations, cuzk, cuzk_command, fixture, names, require_params, show, spool, wait_for_text,
+};
 use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
 use filecoin_proofs_api::seal::verify_seal;
 use filecoin_proofs_api::SectorId;
 
 const ONCE: [&str; 7] = [
-    "prove-dir", "inbox", "--once", "--settle-secs", "0", "--incomplete-grace-secs", "0",
+    "prove-dir",
+    "inbox",
+    "--once",
+    "--settle-secs",
+    "0",
+    "--incomplete-grace-secs",
+    "0",
 ];
 
 fn spawn(args: &[&str], cwd: &Path) -> Child {
@@ -38,7 +46,11 @@ fn assert_nothing_lost(root: &Path, expected: &[&str], when: &str) {
     let found = c1_locations(root);
     for name in expected {
         let places: Vec<_> = found.iter().filter(|(n, _)| n == name).collect();
-        assert_eq!(places.len(), 1, "{when}: {name} is in {places:?} (all: {found:?})");
+        assert_eq!(
+            places.len(),
+            1,
+            "{when}: {name} is in {places:?} (all: {found:?})"
+        );
     }
     for name in names(&root.join("outbox")) {
         if name.starts_with('.') {
@@ -60,8 +72,14 @@ fn verifies(c1_path: &Path, proof: &[u8]) -> bool {
     let id = resolve_identity(c1_path, &c1, None).expect("identity");
     let o = &c1.output;
     verify_seal(
-        o.registered_proof, o.comm_r, o.comm_d, id.prover_id(), SectorId::from(id.sector_num),
-        o.ticket, o.seed, proof,
+        o.registered_proof,
+        o.comm_r,
+        o.comm_d,
+        id.prover_id(),
+        SectorId::from(id.sector_num),
+        o.ticket,
+        o.seed,
+        proof,
     )
     .unwrap_or(false)
 }
@@ -96,7 +114,11 @@ fn kill_nine_at_random_moments_loses_nothing() {
         let mut child = child;
         let _ = child.kill(); // SIGKILL
         let out = child.wait_with_output().expect("wait");
-        show(&["prove-dir (killed after", &format!("{delay:?})")], root, &out);
+        show(
+            &["prove-dir (killed after", &format!("{delay:?})")],
+            root,
+            &out,
+        );
         assert_nothing_lost(root, &files, &format!("after kill {round} at {delay:?}"));
     }
 
@@ -109,35 +131,63 @@ fn kill_nine_at_random_moments_loses_nothing() {
     signal(&child, libc::SIGINT);
     let out = child.wait_with_output().expect("wait");
     show(&["prove-dir (two SIGINTs)"], root, &out);
-    assert_eq!(out.status.code(), Some(130), "the second SIGINT aborts at once");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "the second SIGINT aborts at once"
+    );
     assert_nothing_lost(root, &files, "after two SIGINTs");
 
     // A clean run finishes everything, resuming what the dead runs claimed.
     let out = cuzk(&ONCE, root, &[]);
-    assert_eq!(out.status.code(), Some(1), "the garbage file fails");
+    // 1 if the garbage file fails in this run, 0 if a killed run already failed it.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{:?}", out.status);
     assert_nothing_lost(root, &files, "at the end");
-    assert_eq!(c1_locations(root).iter().filter(|(_, at)| at == "done").count(), 2);
+    assert_eq!(
+        c1_locations(root)
+            .iter()
+            .filter(|(_, at)| at == "done")
+            .count(),
+        2
+    );
     assert!(names(&root.join("failed")).contains(&"garbage.json".to_owned()));
     for name in &files[..2] {
         let job = name.trim_end_matches(".json");
         let proof = fs::read(root.join("outbox").join(format!("{job}.proof"))).expect("proof");
-        assert!(verifies(&root.join("done").join(name), &proof), "{job} verifies");
+        assert!(
+            verifies(&root.join("done").join(name), &proof),
+            "{job} verifies"
+        );
     }
-    assert!(names(&root.join("work")).is_empty(), "no claims left: {:?}", names(&root.join("work")));
+    assert!(
+        names(&root.join("work")).is_empty(),
+        "no claims left: {:?}",
+        names(&root.join("work"))
+    );
 }
 
 #[test]
 fn sigterm_stops_a_watching_run_cleanly() {
     let (dir, _inbox) = spool();
     let mut child = spawn(&["prove-dir", "inbox", "--poll-secs", "0.2"], dir.path());
-    assert!(wait_for_text(&dir.path().join("timeline.csv"), "RUN_START", 30));
+    assert!(wait_for_text(
+        &dir.path().join("timeline.csv"),
+        "RUN_START",
+        30
+    ));
     let started = Instant::now();
     signal(&child, libc::SIGTERM);
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status:?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "stopped promptly");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "stopped promptly"
+    );
     let timeline = fs::read_to_string(dir.path().join("timeline.csv")).expect("timeline");
-    assert!(timeline.contains(",STOP,") && timeline.contains(",RUN_END,"), "{timeline}");
+    assert!(
+        timeline.contains(",STOP,") && timeline.contains(",RUN_END,"),
+        "{timeline}"
+    );
 }
 
 #[test]
@@ -151,11 +201,21 @@ fn a_file_still_being_written_is_waited_for_then_proved() {
     writer.write_all(head).expect("head");
     writer.flush().expect("flush");
     let mut child = spawn(
-        &["prove-dir", "inbox", "--poll-secs", "0.2", "--settle-secs", "0.1"],
+        &[
+            "prove-dir",
+            "inbox",
+            "--poll-secs",
+            "0.2",
+            "--settle-secs",
+            "0.1",
+        ],
         dir.path(),
     );
     let timeline = dir.path().join("timeline.csv");
-    assert!(wait_for_text(&timeline, ",DEFERRED,", 60), "the half file is deferred");
+    assert!(
+        wait_for_text(&timeline, ",DEFERRED,", 60),
+        "the half file is deferred"
+    );
     writer.write_all(tail).expect("tail");
     drop(writer);
     let proved = wait_for_text(&timeline, ",DONE,", 600);
@@ -163,7 +223,10 @@ fn a_file_still_being_written_is_waited_for_then_proved() {
     let status = child.wait().expect("wait");
     assert!(proved, "the completed file is proved");
     assert!(status.success(), "{status:?}");
-    assert!(names(&dir.path().join("failed")).is_empty(), "nothing failed");
+    assert!(
+        names(&dir.path().join("failed")).is_empty(),
+        "nothing failed"
+    );
     let proof = fs::read(dir.path().join("outbox/s-t01000-1.proof")).expect("proof");
     assert!(verifies(&dir.path().join("done/s-t01000-1.json"), &proof));
 }
@@ -175,7 +238,10 @@ fn an_outbox_that_stops_taking_results_hands_the_file_back() {
     fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("copy");
     let child = spawn(&ONCE, dir.path());
     let timeline = dir.path().join("timeline.csv");
-    assert!(wait_for_text(&timeline, ",GPU_START,", 300), "proving started");
+    assert!(
+        wait_for_text(&timeline, ",GPU_START,", 300),
+        "proving started"
+    );
     // The outbox disappears under the run (as a full or unmounted disk would fail writes).
     let outbox = dir.path().join("outbox");
     fs::remove_dir_all(&outbox).expect("remove outbox");
@@ -185,6 +251,49 @@ fn an_outbox_that_stops_taking_results_hands_the_file_back() {
     assert_eq!(out.status.code(), Some(2), "the run stops with an error");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot write results"), "{stderr}");
-    assert_eq!(names(&inbox), vec!["s-t01000-1.json"], "handed back, not lost or failed");
+    assert_eq!(
+        names(&inbox),
+        vec!["s-t01000-1.json"],
+        "handed back, not lost or failed"
+    );
     assert!(names(&dir.path().join("failed")).is_empty());
+}
+
+#[test]
+fn two_runs_on_one_spool_prove_each_file_exactly_once() {
+    require_params();
+    let (dir, inbox) = spool();
+    let files = ["s-t01000-1.json", "s-t01000-2.json", "s-t02000-7.json"];
+    for name in files {
+        fs::copy(fixture(name), inbox.join(name)).expect("copy");
+    }
+    let first = spawn(&ONCE, dir.path());
+    let second = spawn(&ONCE, dir.path());
+    for (i, child) in [first, second].into_iter().enumerate() {
+        let out = child.wait_with_output().expect("wait");
+        show(&["prove-dir (run", &format!("{i})")], dir.path(), &out);
+        assert_eq!(out.status.code(), Some(0), "run {i}");
+    }
+    let timeline = fs::read_to_string(dir.path().join("timeline.csv")).expect("timeline");
+    for name in files {
+        let job = name.trim_end_matches(".json");
+        let done = timeline
+            .lines()
+            .filter(|l| l.contains(",DONE,") && l.contains(&format!(",{job},")))
+            .count();
+        assert_eq!(done, 1, "{job} proved once across both runs:\n{timeline}");
+        let proof =
+            fs::read(dir.path().join("outbox").join(format!("{job}.proof"))).expect("proof");
+        assert!(
+            verifies(&dir.path().join("done").join(name), &proof),
+            "{job} verifies"
+        );
+    }
+    assert_nothing_lost(dir.path(), &files, "after both runs");
+    let runs: std::collections::BTreeSet<&str> = timeline
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(runs.len(), 2, "both runs appended to one timeline");
 }

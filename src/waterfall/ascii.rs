@@ -1,0 +1,557 @@
+//! The ASCII drawing: header, waterfall, phase table, throughput, prover lanes and verdict.
+//! It computes nothing; its time-axis ticks serve the SVG drawing too.
+
+use super::metrics::{Basis, Phases, RunMetrics, Stage, FAILED_GLYPH};
+use super::spans::Outcome;
+use super::{plural, ratio};
+
+/// Maps times onto `cols` character columns.
+struct Scale {
+    start: f64,
+    length: f64,
+    cols: usize,
+}
+
+impl Scale {
+    fn new(start: f64, end: f64, cols: usize) -> Scale {
+        Scale {
+            start,
+            // A run whose events all share one instant still needs an axis.
+            length: if end > start { end - start } else { 1e-3 },
+            cols: cols.max(1),
+        }
+    }
+
+    fn col(&self, t: f64) -> usize {
+        let x = ((t - self.start) / self.length * self.cols as f64).floor();
+        if x.is_nan() || x < 0.0 {
+            0
+        } else {
+            (x as usize).min(self.cols - 1)
+        }
+    }
+
+    /// The time a column covers; the outer columns reach to infinity so nothing falls off.
+    fn bounds(&self, col: usize) -> (f64, f64) {
+        let at = |c: usize| self.start + self.length * c as f64 / self.cols as f64;
+        let lo = if col == 0 { f64::NEG_INFINITY } else { at(col) };
+        let hi = if col + 1 >= self.cols {
+            f64::INFINITY
+        } else {
+            at(col + 1)
+        };
+        (lo, hi)
+    }
+}
+
+/// Draws segments into columns: each column shows the stage covering most of it, so the
+/// picture stays proportional; a column that nothing covers is blank.
+fn paint(scale: &Scale, segments: impl IntoIterator<Item = (f64, f64, Stage)>) -> Vec<char> {
+    let mut cover = vec![[0.0_f64; Stage::ALL.len()]; scale.cols];
+    for (start, end, stage) in segments {
+        if end <= start {
+            continue;
+        }
+        for (col, cell) in cover
+            .iter_mut()
+            .enumerate()
+            .take(scale.col(end) + 1)
+            .skip(scale.col(start))
+        {
+            let (lo, hi) = scale.bounds(col);
+            let overlap = end.min(hi) - start.max(lo);
+            if overlap > 0.0 {
+                cell[stage.index()] += overlap;
+            }
+        }
+    }
+    cover
+        .iter()
+        .map(|cell| {
+            Stage::ALL
+                .iter()
+                .filter(|stage| cell[stage.index()] > 0.0)
+                .max_by(|a, b| cell[a.index()].total_cmp(&cell[b.index()]))
+                .map_or(' ', |stage| stage.glyph())
+        })
+        .collect()
+}
+
+/// Tick times every 1, 2 or 5 times a power of ten, at most `max_ticks` of them.
+pub(super) fn ticks(start: f64, end: f64, max_ticks: usize) -> (Vec<f64>, f64) {
+    let length = if end > start { end - start } else { 1e-3 };
+    let raw = length / max_ticks.max(1) as f64;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|&step| step >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let first = (start / step - 1e-9).ceil() as i64;
+    let last = (end / step + 1e-9).floor() as i64;
+    ((first..=last).map(|k| k as f64 * step).collect(), step)
+}
+
+/// `12s`, `1.5s`, `0.25s`: as many decimals as the tick step needs.
+pub(super) fn tick_label(t: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        ((-step.log10()).ceil() as usize).min(6)
+    };
+    format!("{t:.decimals$}s")
+}
+
+/// `label` in exactly `width` characters: padded, or cut from the left (job names differ at
+/// their end) behind `..`.
+fn fit(label: &str, width: usize) -> String {
+    let chars: Vec<char> = label.chars().collect();
+    if chars.len() <= width {
+        return format!("{label:<width$}");
+    }
+    if width < 3 {
+        return chars[..width].iter().collect();
+    }
+    let tail: String = chars[chars.len() - (width - 2)..].iter().collect();
+    format!("..{tail}")
+}
+
+/// `items` after `prefix`, two spaces apart, wrapped at `width` with a hanging indent.
+fn wrap(prefix: &str, items: &[String], width: usize) -> Vec<String> {
+    let indent = " ".repeat(prefix.chars().count());
+    let mut lines = vec![prefix.to_owned()];
+    let mut fresh = true;
+    for item in items {
+        let Some(line) = lines.last_mut() else { break };
+        let needed = if fresh { 0 } else { 2 } + item.chars().count();
+        if !fresh && line.chars().count() + needed > width {
+            lines.push(format!("{indent}{item}"));
+        } else {
+            if !fresh {
+                line.push_str("  ");
+            }
+            line.push_str(item);
+        }
+        fresh = false;
+    }
+    lines
+}
+
+/// Draws each run in turn, separated by a rule.
+pub(super) fn render_ascii(runs: &[RunMetrics], width: usize) -> String {
+    let mut lines = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        if i > 0 {
+            lines.push(String::new());
+            lines.push("=".repeat(width));
+            lines.push(String::new());
+        }
+        ascii_header(run, &mut lines);
+        lines.push(String::new());
+        ascii_waterfall(run, width, &mut lines);
+        lines.push(String::new());
+        ascii_table(run, &mut lines);
+        lines.push(String::new());
+        ascii_throughput(run, &mut lines);
+        lines.push(String::new());
+        ascii_lanes(run, &mut lines);
+        lines.push(format!("verdict: {}", run.verdict.text));
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+fn ascii_header(run: &RunMetrics, lines: &mut Vec<String>) {
+    let mut counts = vec![
+        plural(run.jobs, "job"),
+        format!("{} proved", run.proved),
+        format!("{} failed", run.failed),
+    ];
+    if run.unfinished > 0 {
+        counts.push(format!("{} unfinished", run.unfinished));
+    }
+    if run.deferred > 0 {
+        counts.push(format!("{} deferred", run.deferred));
+    }
+    lines.push(format!(
+        "run {} ({} of {} in the file): {}; wall {:.2} s; {}",
+        run.run_id,
+        run.position,
+        run.runs_in_file,
+        counts.join(", "),
+        run.wall_s,
+        plural(run.synthesis_workers.len(), "synthesis worker"),
+    ));
+}
+
+/// The picture: time axis, one bar per row, one per lane, and the legend. Every line of it
+/// fits in `width` columns.
+fn ascii_waterfall(run: &RunMetrics, width: usize, lines: &mut Vec<String>) {
+    const LANES_HEADING: &str = "prover lanes";
+    let longest = run
+        .rows
+        .iter()
+        .map(|row| row.label.chars().count())
+        .chain(run.lanes.iter().map(|lane| lane.name.chars().count()))
+        .chain([LANES_HEADING.len()])
+        .max()
+        .unwrap_or(0);
+    // Labels take at most a third of the line and always leave ten columns of bar.
+    let label_w = longest
+        .min((width / 3).max(4))
+        .min(width.saturating_sub(13))
+        .max(1);
+    let cols = width.saturating_sub(label_w + 3).max(1);
+    let scale = Scale::new(run.start_s, run.end_s, cols);
+
+    let (tick_times, step) = ticks(run.start_s, run.end_s, (cols / 10).max(1));
+    let mut marks = vec!['-'; cols];
+    let mut labels = vec![' '; label_w + 2 + cols];
+    let mut free_from = label_w + 2;
+    for &t in &tick_times {
+        let col = scale.col(t);
+        marks[col] = '+';
+        let text: Vec<char> = tick_label(t, step).chars().collect();
+        let at = label_w + 2 + col;
+        if at >= free_from && at + text.len() <= labels.len() {
+            labels[at..at + text.len()].copy_from_slice(&text);
+            free_from = at + text.len() + 1;
+        }
+    }
+    let marks: String = marks.into_iter().collect();
+    lines.push(labels.into_iter().collect::<String>().trim_end().to_owned());
+    lines.push(format!("{} |{marks}|", fit("", label_w)));
+
+    for row in &run.rows {
+        let segments = row.segments.iter().map(|s| (s.start_s, s.end_s, s.stage));
+        let mut bar = paint(&scale, segments);
+        if let Outcome::Failed { at_s, .. } = row.outcome {
+            bar[scale.col(at_s)] = FAILED_GLYPH;
+        }
+        let bar: String = bar.into_iter().collect();
+        lines.push(format!("{} |{bar}|", fit(&row.label, label_w)));
+    }
+
+    lines.push(format!("{} |{marks}|", fit(LANES_HEADING, label_w)));
+    for lane in &run.lanes {
+        let stretches = [
+            (&lane.proving, Stage::Prove),
+            (&lane.loading, Stage::Params),
+            (&lane.idle_spans, Stage::Idle),
+        ];
+        let segments = stretches
+            .iter()
+            .flat_map(|(set, stage)| set.spans().iter().map(move |&(a, b)| (a, b, *stage)));
+        let bar: String = paint(&scale, segments).into_iter().collect();
+        lines.push(format!("{} |{bar}|", fit(&lane.name, label_w)));
+    }
+
+    let legend = |stages: &[Stage]| -> Vec<String> {
+        stages
+            .iter()
+            .map(|s| format!("{} {}", s.glyph(), s.legend()))
+            .collect()
+    };
+    let mut jobs = legend(&Stage::JOB);
+    jobs.push(format!("{FAILED_GLYPH} failed"));
+    lines.extend(wrap("legend rows:  ", &jobs, width));
+    lines.extend(wrap("legend lanes: ", &legend(&Stage::LANE), width));
+}
+
+/// Per-row phases with min/avg/max over the proved jobs.
+fn ascii_table(run: &RunMetrics, lines: &mut Vec<String>) {
+    let label_w = run
+        .rows
+        .iter()
+        .map(|row| row.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(9, 40);
+    let heading = if run.rows.iter().any(|r| r.partition.is_some()) {
+        "partition"
+    } else {
+        "job"
+    };
+    let cells =
+        |columns: [f64; 7]| -> String { columns.iter().map(|v| format!("{v:>8.2}")).collect() };
+    let headings: String = Phases::HEADINGS.iter().map(|h| format!("{h:>8}")).collect();
+    lines.push(format!("{} {headings}   (seconds)", fit(heading, label_w)));
+    for row in &run.rows {
+        let note = match &row.outcome {
+            Outcome::Proved => String::new(),
+            Outcome::Failed { reason, .. } => format!("  FAILED {}", clip(reason, 60)),
+            Outcome::Unfinished => "  unfinished".to_owned(),
+        };
+        lines.push(format!(
+            "{} {}{note}",
+            fit(&row.label, label_w),
+            cells(row.phases.columns())
+        ));
+    }
+    match &run.summary {
+        Some(summary) => {
+            let rule = "-".repeat(label_w + 1 + 8 * Phases::HEADINGS.len());
+            lines.push(rule);
+            for (name, phases) in [
+                ("min", &summary.min),
+                ("avg", &summary.avg),
+                ("max", &summary.max),
+            ] {
+                lines.push(format!(
+                    "{} {}",
+                    fit(name, label_w),
+                    cells(phases.columns())
+                ));
+            }
+            lines.push(format!(
+                "(min/avg/max over the {} of proved jobs)",
+                plural(summary.rows, "row")
+            ));
+        }
+        None => lines.push("(no job was proved: no min/avg/max)".to_owned()),
+    }
+}
+
+/// At most `max` characters of `text`.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn ascii_throughput(run: &RunMetrics, lines: &mut Vec<String>) {
+    lines.push(match &run.throughput {
+        None => "throughput: no proof finished".to_owned(),
+        Some(t) => {
+            let basis = match &t.basis {
+                Basis::SteadyState {
+                    from_s,
+                    to_s,
+                    partitions,
+                    partitions_per_proof,
+                } => format!(
+                    "steady state {from_s:.2} s -> {to_s:.2} s, first GPU_END to last: {} after \
+                     the first{}",
+                    plural(*partitions, "partition proof"),
+                    if *partitions_per_proof == 1.0 {
+                        String::new()
+                    } else {
+                        format!(", {partitions_per_proof:.1} per proof")
+                    }
+                ),
+                Basis::WholeRun { proofs } => format!(
+                    "whole span over {}: too few proofs for a steady state",
+                    plural(*proofs, "proof")
+                ),
+            };
+            format!(
+                "throughput: {:.2} s/proof, {:.1} proofs/h ({basis})",
+                t.seconds_per_proof, t.proofs_per_hour
+            )
+        }
+    });
+    let q = &run.queue;
+    lines.push(format!(
+        "queue: a partition was queued {:.2} s ({:.0}% of the span), {:.2} s summed over \
+         partitions; {:.2} s ({:.0}%) of it with every lane occupied",
+        q.queued_s,
+        q.queued_fraction * 100.0,
+        q.partition_wait_s,
+        q.prover_bound_s,
+        q.prover_bound_fraction * 100.0
+    ));
+}
+
+/// Gaps listed per lane before "and N more".
+const GAPS_SHOWN: usize = 20;
+
+fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
+    lines.push(format!(
+        "prover lanes over the span {:.2} s -> {:.2} s ({:.2} s); idle gaps of at least {:.2} s:",
+        run.span_start_s, run.span_end_s, run.span_s, run.gap_threshold_s
+    ));
+    if run.lanes.is_empty() {
+        lines.push("  (no prover lane in this run)".to_owned());
+    }
+    let name_w = run.lanes.iter().map(|l| l.name.len()).max().unwrap_or(0);
+    let indent = " ".repeat(name_w + 3);
+    for lane in &run.lanes {
+        let idle = &lane.idle;
+        lines.push(format!(
+            "  {:<name_w$} busy {:.1}% ({:.2} s, {}), params {:.2} s; idle: synthesis {:.2} s, \
+             scheduling {:.2} s, drain {:.2} s, input {:.2} s",
+            lane.name,
+            lane.busy_fraction * 100.0,
+            lane.busy_s,
+            plural(lane.partitions, "partition"),
+            lane.params_s,
+            idle.synthesis_s,
+            idle.scheduling_s,
+            idle.drain_s,
+            idle.input_s
+        ));
+        if let Some(s) = &lane.steps {
+            let share = |x: f64| ratio(x, s.prove_s) * 100.0;
+            lines.push(format!(
+                "{indent}prover time {:.2} s over {}: kernels {:.2} s ({:.0}%: fft {:.2} + msm G1 \
+                 {:.2} + msm G2 {:.2}), CPU tail {:.2} s ({:.0}%), other {:.2} s ({:.0}%); \
+                 kernels ran {:.0}% of the span against {:.0}% busy",
+                s.prove_s,
+                plural(s.partitions, "partition"),
+                s.kernel_s,
+                share(s.kernel_s),
+                s.fft_s,
+                s.msm_g1_s,
+                s.msm_g2_s,
+                s.cpu_tail_s,
+                share(s.cpu_tail_s),
+                s.other_s,
+                share(s.other_s),
+                ratio(s.kernel_s, run.span_s) * 100.0,
+                lane.busy_fraction * 100.0
+            ));
+        }
+        for gap in lane.gaps.iter().take(GAPS_SHOWN) {
+            lines.push(format!(
+                "{indent}gap {:.2} s -> {:.2} s ({:.2} s) {}",
+                gap.start_s,
+                gap.end_s,
+                gap.length_s,
+                gap.waiting_for.describe()
+            ));
+        }
+        if lane.gaps.len() > GAPS_SHOWN {
+            lines.push(format!(
+                "{indent}... and {} more (all of them with --json)",
+                plural(lane.gaps.len() - GAPS_SHOWN, "gap")
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::waterfall::test_support::{analysis, metrics, options};
+    use crate::waterfall::{Options, Selection};
+
+    /// Lines of the picture: the axis, rows and lanes, all framed by `|`.
+    fn bars(text: &str) -> Vec<&str> {
+        text.lines()
+            .filter(|line| line.ends_with('|') && line.contains(" |"))
+            .collect()
+    }
+
+    #[test]
+    fn ascii_has_one_row_per_job_lane_rows_and_respects_the_width() {
+        let run = metrics("gpu_bound.csv");
+        for width in [20, 60, 100, 181] {
+            let text = render_ascii(std::slice::from_ref(&run), width);
+            let bars = bars(&text);
+            // Two axis lines, four jobs, one lane.
+            assert_eq!(bars.len(), 7, "{text}");
+            assert!(
+                bars.iter().all(|line| line.chars().count() == width),
+                "{text}"
+            );
+            // From the tick labels to the legend; a legend entry is never split, so a very
+            // narrow picture may be as wide as the longest entry.
+            let legend_end = text.lines().position(|l| l.starts_with("legend lanes:"));
+            let picture = text.lines().take(legend_end.expect("legend") + 1).skip(2);
+            assert!(
+                picture
+                    .into_iter()
+                    .all(|line| line.chars().count() <= width.max(30)),
+                "{text}"
+            );
+        }
+        let text = render_ascii(std::slice::from_ref(&run), 100);
+        let job_rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("s-t01000-"))
+            .collect();
+        // The table repeats each job once.
+        assert_eq!(job_rows.len(), 8, "{text}");
+        let first = bars(&text)[1];
+        assert!(first.starts_with("s-t01000-1"), "{text}");
+        let bar = &first[first.find('|').expect("bar") + 1..first.len() - 1];
+        // Job 1: synthesis [0, 1), proving [1, 3), verify [3, 4) on a 10 s axis.
+        let glyphs: String = bar.chars().filter(|c| *c != ' ').collect();
+        assert!(glyphs.starts_with("SSS"), "{bar}");
+        assert!(glyphs.contains("GGGG") && glyphs.ends_with('V'), "{bar}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("gpu-0") && l.contains("G-")),
+            "{text}"
+        );
+        assert!(text.contains("\nverdict: GPU-bound"), "{text}");
+    }
+
+    #[test]
+    fn ascii_marks_failures_and_labels_partitions() {
+        let per_partition = Options {
+            per_partition: true,
+            ..options()
+        };
+        let runs = analysis("partitions.csv", Selection::Last, &per_partition).runs;
+        let text = render_ascii(&runs, 80);
+        let failed = bars(&text)
+            .into_iter()
+            .find(|line| line.starts_with("s-t01000-8"))
+            .expect("failed row");
+        assert!(failed.contains('X'), "{text}");
+        assert!(text.contains("s-t01000-7 p1 |"), "{text}");
+        assert!(text.contains("FAILED parse: expected value"), "{text}");
+    }
+
+    #[test]
+    fn all_runs_are_drawn_one_after_another() {
+        let runs = analysis("runs.csv", Selection::All, &options()).runs;
+        let text = render_ascii(&runs, 80);
+        let r1 = text.find("run r1 (1 of 2 in the file)").expect("r1");
+        let r2 = text.find("run r2 (2 of 2 in the file)").expect("r2");
+        assert!(r1 < r2);
+        assert_eq!(text.matches("verdict:").count(), 2);
+        assert!(text.contains(&"=".repeat(80)));
+    }
+
+    #[test]
+    fn paint_shows_the_stage_covering_most_of_each_column() {
+        let scale = Scale::new(0.0, 10.0, 10);
+        let bar: String = paint(
+            &scale,
+            [
+                (0.0, 2.6, Stage::Synthesis),
+                (2.6, 3.0, Stage::Channel),
+                (3.0, 3.01, Stage::Prove),
+                (9.0, 10.0, Stage::Verify),
+            ],
+        )
+        .into_iter()
+        .collect();
+        // Column 2 is 60% synthesis, 40% channel; a 10 ms proof alone shows in column 3.
+        assert_eq!(bar, "SSSG     V");
+        assert_eq!(scale.col(-1.0), 0);
+        assert_eq!(scale.col(10.0), 9);
+    }
+
+    #[test]
+    fn ticks_are_round_numbers_of_seconds() {
+        let (times, step) = ticks(0.0, 10.0, 5);
+        assert_eq!((times, step), (vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0], 2.0));
+        let (times, step) = ticks(0.3, 1.2, 4);
+        assert_eq!(step, 0.5);
+        assert_eq!(times, [0.5, 1.0]);
+        assert_eq!(tick_label(0.5, 0.5), "0.5s");
+        assert_eq!(tick_label(120.0, 20.0), "120s");
+    }
+
+    #[test]
+    fn labels_keep_their_distinguishing_end() {
+        assert_eq!(fit("abcdefghij", 6), "..ghij");
+        assert_eq!(fit("abc", 6), "abc   ");
+        assert_eq!(clip("abcdef", 3), "abc...");
+    }
+}
