@@ -12,11 +12,9 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::{
-    c1_locations, cuzk, cuzk_command, fixture, names, require_params, show, spool, wait_for_text,
+    c1_locations, cuzk, cuzk_command, fixture, names, require_params, show, spool,
+    verifies_for_sector, wait_for_text,
 };
-use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
-use filecoin_proofs_api::seal::verify_seal;
-use filecoin_proofs_api::SectorId;
 
 const ONCE: [&str; 7] = [
     "prove-dir",
@@ -68,20 +66,7 @@ fn assert_nothing_lost(root: &Path, expected: &[&str], when: &str) {
 }
 
 fn verifies(c1_path: &Path, proof: &[u8]) -> bool {
-    let c1 = read_c1_file(c1_path, DEFAULT_MAX_C1_BYTES).expect("C1");
-    let id = resolve_identity(c1_path, &c1, None).expect("identity");
-    let o = &c1.output;
-    verify_seal(
-        o.registered_proof,
-        o.comm_r,
-        o.comm_d,
-        id.prover_id(),
-        SectorId::from(id.sector_num),
-        o.ticket,
-        o.seed,
-        proof,
-    )
-    .unwrap_or(false)
+    verifies_for_sector(c1_path, proof, 0)
 }
 
 #[test]

@@ -4,77 +4,11 @@
 //! Needs the 2KiB Groth16 parameters in the parameter cache (`cuzk params gen --sector-size
 //! 2KiB`, which `.ci/run` does first).
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
-use filecoin_proofs_api::seal::verify_seal;
-use filecoin_proofs_api::SectorId;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/c1")
-        .join(name)
-}
-
-fn require_params() {
-    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
-    assert!(
-        params.is_file() && vk.is_file(),
-        "2KiB parameters missing at {}: run `cargo run -- params gen --sector-size 2KiB` first (.ci/run does)",
-        params.display()
-    );
-}
-
-/// Runs the real binary and prints everything about it if `check` fails.
-fn cuzk(args: &[&str], cwd: &Path, envs: &[(&str, &Path)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuzk"));
-    cmd.args(args).current_dir(cwd);
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("running cuzk");
-    eprintln!(
-        "$ cuzk {}\n(cwd {})\nexit: {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        args.join(" "),
-        cwd.display(),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// `verify_seal` on `proof` for the sector the C1 file at `c1_path` belongs to.
-fn verify_with_filecoin_proofs(c1_path: &Path, proof: &[u8], sector_offset: u64) -> bool {
-    let c1 = read_c1_file(c1_path, DEFAULT_MAX_C1_BYTES).expect("C1");
-    let id = resolve_identity(c1_path, &c1, None).expect("identity");
-    let out = &c1.output;
-    verify_seal(
-        out.registered_proof,
-        out.comm_r,
-        out.comm_d,
-        id.prover_id(),
-        SectorId::from(id.sector_num + sector_offset),
-        out.ticket,
-        out.seed,
-        proof,
-    )
-    .unwrap_or(false)
-}
+use common::{cuzk, fixture, names, require_params, verifies_for_sector};
 
 #[test]
 fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
@@ -105,19 +39,16 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
         let proof = fs::read(outbox.join(format!("{job}.proof"))).expect("proof written");
         assert_eq!(proof.len(), 192, "{job}: one partition, 192 bytes");
         let done = dir.path().join("done").join(name);
-        assert!(
-            verify_with_filecoin_proofs(&done, &proof, 0),
-            "{job} verifies"
-        );
+        assert!(verifies_for_sector(&done, &proof, 0), "{job} verifies");
         // The same proof for another sector, or with one byte flipped, must not verify.
         assert!(
-            !verify_with_filecoin_proofs(&done, &proof, 1),
+            !verifies_for_sector(&done, &proof, 1),
             "{job}: wrong sector"
         );
         let mut flipped = proof.clone();
         flipped[100] ^= 1;
         assert!(
-            !verify_with_filecoin_proofs(&done, &flipped, 0),
+            !verifies_for_sector(&done, &flipped, 0),
             "{job}: flipped byte"
         );
         let meta: serde_json::Value =

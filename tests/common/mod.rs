@@ -114,3 +114,22 @@ pub fn wait_for_text(path: &Path, needle: &str, secs: u64) -> bool {
     }
     false
 }
+
+/// filecoin-proofs' `verify_seal` on `proof` for the sector of the C1 file at `c1_path`,
+/// with `sector_offset` added to its sector number (non-zero: a proof for the wrong sector).
+pub fn verifies_for_sector(c1_path: &Path, proof: &[u8], sector_offset: u64) -> bool {
+    let c1 = cuzk::c1::read_c1_file(c1_path, cuzk::c1::DEFAULT_MAX_C1_BYTES).expect("C1");
+    let id = cuzk::c1::resolve_identity(c1_path, &c1, None).expect("identity");
+    let out = &c1.output;
+    filecoin_proofs_api::seal::verify_seal(
+        out.registered_proof,
+        out.comm_r,
+        out.comm_d,
+        id.prover_id(),
+        filecoin_proofs_api::SectorId::from(id.sector_num + sector_offset),
+        out.ticket,
+        out.seed,
+        proof,
+    )
+    .unwrap_or(false)
+}
