@@ -586,7 +586,13 @@ fn lane_metrics(
     steps.other_s = (steps.prove_s - steps.kernel_s - steps.cpu_tail_s).max(0.0);
 
     let proving = Intervals::new(proving).intersect(window);
-    let loaded = spans.params.get(name).into_iter().flatten().copied();
+    // A lane waits on its own loads and on those started ahead of all provers.
+    let loaders = [name, super::spans::PARAMS_LOADER];
+    let loaded = loaders
+        .iter()
+        .filter_map(|worker| spans.params.get(*worker))
+        .flatten()
+        .copied();
     let loading = Intervals::new(loaded).intersect(window).subtract(&proving);
     let idle_spans = window.subtract(&proving.union(&loading));
     // Each idle moment gets the first cause that fits: a queued partition says the lane
@@ -818,6 +824,19 @@ mod tests {
             (actual - expected).abs() < 1e-9,
             "{actual} is not {expected}"
         );
+    }
+
+    #[test]
+    fn loads_ahead_of_the_provers_count_as_loading_for_every_lane() {
+        // The shared loader ran 0-4 s; gpu-0 proved 4-6 s. Its wait is loading, not idle,
+        // and there is no lane named after the loader.
+        let run = metrics("params_preload.csv");
+        assert_eq!(run.lanes.len(), 1);
+        let lane = &run.lanes[0];
+        assert_eq!(lane.name, "gpu-0");
+        assert_close(lane.params_s, 4.0);
+        assert_close(lane.busy_s, 2.0);
+        assert!(lane.gaps.is_empty(), "{:?}", lane.gaps);
     }
 
     #[test]

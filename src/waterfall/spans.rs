@@ -245,8 +245,11 @@ pub(super) struct RunSpans {
 /// Parameter loads ahead of the provers are recorded under the worker `params`, which is
 /// not a prover lane and must not count as an idle one.
 fn is_prover_lane(worker: &str) -> bool {
-    worker != "params"
+    worker != PARAMS_LOADER
 }
+
+/// The worker name of parameter loads started ahead of the provers; every lane waits on them.
+pub(super) const PARAMS_LOADER: &str = "params";
 
 impl RunSpans {
     pub(super) fn from_events(id: &str, events: &[Event<'_>]) -> RunSpans {
