@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G2Affine, Scalar as Fr};
 use ec_gpu_gen::fft_cpu;
 use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, QueryDensity, SourceBuilder};
 use ec_gpu_gen::threadpool::Worker;
@@ -76,54 +76,58 @@ impl ProverKernels {
         }
     }
 
-    /// `sum_i exps[i] * bases[i]` in G1 over the bases the density selects.
-    pub fn multiexp_g1<S, D, Q>(
+    /// `sum_i exps[i] * bases[i]` in G1 or G2 over the bases the density selects.
+    pub(crate) fn multiexp<G, S, D, Q>(
         &mut self,
         worker: &Worker,
         bases: S,
         density: D,
         exps: Exponents,
-    ) -> Result<G1Projective, String>
+    ) -> Result<G::Curve, String>
     where
-        S: SourceBuilder<G1Affine>,
+        G: ProverGroup,
+        S: SourceBuilder<G>,
         for<'a> &'a Q: QueryDensity,
         D: Send + Sync + 'static + Clone + AsRef<Q>,
     {
         let bases = bases.get();
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &mut self.gpu {
-            if let Some(sum) =
-                gpu::multiexp(&mut gpu.g1, &self.name, worker, &bases, &density, &exps)
-            {
+            let kernel = G::kernel(gpu);
+            if let Some(sum) = gpu::multiexp(kernel, &self.name, worker, &bases, &density, &exps) {
                 return Ok(sum);
             }
         }
         cpu_multiexp(worker, bases, density, exps)
     }
+}
 
-    /// `sum_i exps[i] * bases[i]` in G2 over the bases the density selects.
-    pub fn multiexp_g2<S, D, Q>(
-        &mut self,
-        worker: &Worker,
-        bases: S,
-        density: D,
-        exps: Exponents,
-    ) -> Result<G2Projective, String>
-    where
-        S: SourceBuilder<G2Affine>,
-        for<'a> &'a Q: QueryDensity,
-        D: Send + Sync + 'static + Clone + AsRef<Q>,
-    {
-        let bases = bases.get();
-        #[cfg(feature = "cuda")]
-        if let Some(gpu) = &mut self.gpu {
-            if let Some(sum) =
-                gpu::multiexp(&mut gpu.g2, &self.name, worker, &bases, &density, &exps)
-            {
-                return Ok(sum);
-            }
-        }
-        cpu_multiexp(worker, bases, density, exps)
+/// A group a Groth16 proof has multiexps in (G1 or G2), and which of a GPU's kernels serves it.
+pub(crate) trait ProverGroup:
+    PrimeCurveAffine<Scalar = Fr> + bellperson::gpu::GpuName
+{
+    /// The multiexp kernel for this group on `gpu`.
+    #[cfg(feature = "cuda")]
+    fn kernel(
+        gpu: &mut gpu::GpuKernels,
+    ) -> &mut bellperson::gpu::CpuGpuMultiexpKernel<'static, Self>;
+}
+
+impl ProverGroup for G1Affine {
+    #[cfg(feature = "cuda")]
+    fn kernel(
+        gpu: &mut gpu::GpuKernels,
+    ) -> &mut bellperson::gpu::CpuGpuMultiexpKernel<'static, Self> {
+        &mut gpu.g1
+    }
+}
+
+impl ProverGroup for G2Affine {
+    #[cfg(feature = "cuda")]
+    fn kernel(
+        gpu: &mut gpu::GpuKernels,
+    ) -> &mut bellperson::gpu::CpuGpuMultiexpKernel<'static, Self> {
+        &mut gpu.g2
     }
 }
 

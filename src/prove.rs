@@ -124,22 +124,22 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     )?;
     // sum_j h_j H_j, with H_j = tau^j t(tau) / delta.
     let h_g1 = kernels
-        .multiexp_g1(&worker, params.get_h(h.len())?, FullDensity, h)
+        .multiexp(&worker, params.get_h(h.len())?, FullDensity, h)
         .map_err(msm)?;
     // sum_aux w_i L_i, with L_i = (beta A_i + alpha B_i + C_i)(tau) / delta.
     let l_g1 = kernels
-        .multiexp_g1(&worker, params.get_l(aux.len())?, FullDensity, aux.clone())
+        .multiexp(&worker, params.get_l(aux.len())?, FullDensity, aux.clone())
         .map_err(msm)?;
     // sum_i w_i A_i(tau): every input is in A (input constraints), aux only where used.
     let a_g1 = kernels
-        .multiexp_g1(&worker, a_inputs_bases, FullDensity, inputs.clone())
+        .multiexp(&worker, a_inputs_bases, FullDensity, inputs.clone())
         .map_err(msm)?
         + kernels
-            .multiexp_g1(&worker, a_aux_bases, a_aux_density, aux.clone())
+            .multiexp(&worker, a_aux_bases, a_aux_density, aux.clone())
             .map_err(msm)?;
     // sum_i w_i B_i(tau) in G1, needed for C.
     let b_g1 = kernels
-        .multiexp_g1(
+        .multiexp(
             &worker,
             b_g1_inputs_bases,
             b_input_density.clone(),
@@ -147,7 +147,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         )
         .map_err(msm)?
         + kernels
-            .multiexp_g1(&worker, b_g1_aux_bases, b_aux_density.clone(), aux.clone())
+            .multiexp(&worker, b_g1_aux_bases, b_aux_density.clone(), aux.clone())
             .map_err(msm)?;
     timings.msm_g1_ms = ms_since(started);
 
@@ -158,10 +158,10 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         b_aux_density.get_total_density(),
     )?;
     let b_g2 = kernels
-        .multiexp_g2(&worker, b_g2_inputs_bases, b_input_density, inputs)
+        .multiexp(&worker, b_g2_inputs_bases, b_input_density, inputs)
         .map_err(msm)?
         + kernels
-            .multiexp_g2(&worker, b_g2_aux_bases, b_aux_density, aux)
+            .multiexp(&worker, b_g2_aux_bases, b_aux_density, aux)
             .map_err(msm)?;
     timings.msm_g2_ms = ms_since(started);
 
