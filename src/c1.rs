@@ -173,7 +173,8 @@ pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
             }
         }
     };
-    // One pass to learn the form; the vanilla proofs are skipped, not built.
+    // A first pass into a generic JSON map tells the two forms apart by their keys; the
+    // typed parse then reads that map, so the bytes are tokenized once.
     let probe: serde_json::Map<String, serde_json::Value> = match serde_json::from_slice(data) {
         Ok(serde_json::Value::Object(map)) => map,
         Ok(_) => {

@@ -1,17 +1,22 @@
-//! Command line: parses arguments once into checked settings and runs the chosen command.
+//! Command line: every flag of every command, checked once into the settings of the module
+//! that does the work, and the short function that runs each command.
 //!
-//! Each command is a short function that hands its settings to the module that does the
-//! work; nothing here proves, parses C1 files or draws.
+//! Nothing here proves, parses C1 files or draws. Output to stdout goes through [`print`],
+//! so `cuzk status | head` ends quietly when the pipe closes, as ripgrep does.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use crate::c1::{parse_sector_size, SectorSizeName};
+use crate::c1::{self, parse_sector_size, SectorSizeName};
+use crate::kernels::GpuSelection;
 use crate::params;
+use crate::pipeline::{self, RunSettings};
+use crate::spool::SpoolLayout;
+use crate::{reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
 #[derive(Debug, Parser)]
@@ -31,32 +36,149 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Prove every C1 file that lands in an inbox directory.
-    ProveDir(crate::pipeline::ProveDirArgs),
+    ProveDir(ProveDirArgs),
     /// Show what a spool holds and how its last run went.
-    Status(crate::status::StatusArgs),
+    Status(StatusArgs),
     /// Draw a timeline CSV as an ASCII waterfall with per-job and prover statistics.
-    Waterfall(crate::waterfall::WaterfallArgs),
+    Waterfall(WaterfallArgs),
     /// Prove C1 files with filecoin-proofs' own seal_commit_phase2, one at a time, for
     /// comparison.
-    Reference(crate::reference::ReferenceArgs),
+    Reference(ReferenceArgs),
     /// Manage Groth16 parameters.
     #[command(subcommand)]
     Params(ParamsCommand),
+}
+
+/// Arguments of `cuzk prove-dir`.
+#[derive(Debug, Args)]
+pub struct ProveDirArgs {
+    /// The inbox: C1 files (lotus-bench wrapper or bare SealCommitPhase1Output JSON).
+    pub inbox: PathBuf,
+    /// Where proofs go [default: ../outbox beside the inbox].
+    #[arg(long, value_name = "DIR")]
+    pub outbox: Option<PathBuf>,
+    /// Where unprovable C1 files go, with a reason [default: ../failed].
+    #[arg(long, value_name = "DIR")]
+    pub failed: Option<PathBuf>,
+    /// Where claimed C1 files wait while being proved [default: ../work].
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    /// Where C1 files go once their proof is written [default: ../done].
+    #[arg(long, value_name = "DIR")]
+    pub done: Option<PathBuf>,
+    /// The timeline CSV, appended to [default: ../timeline.csv].
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// Exit once the inbox is drained instead of watching it.
+    #[arg(long)]
+    pub once: bool,
+    /// Miner actor id for files whose name is not a lotus sector name s-t0<miner>-<sector>.
+    #[arg(long, value_name = "ID")]
+    pub miner_id: Option<u64>,
+    /// Partitions synthesized at once [default: a quarter of the cores, at least 1].
+    #[arg(long, value_name = "N")]
+    pub synth_jobs: Option<usize>,
+    /// GPUs to prove on: all, none (CPU), or indices like 0,1; one prover thread per GPU.
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub gpus: GpuSelection,
+    /// Prover threads per GPU; two let one partition's CPU-side work overlap another's
+    /// kernels on the same GPU (measured 1.3x on an H200).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub provers_per_gpu: usize,
+    /// Synthesized partitions that may wait for the prover.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub queue_depth: usize,
+    /// Seconds between inbox rescans (file-system events also wake the scan).
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub poll_secs: f64,
+    /// Files modified more recently than this many seconds are left for a later scan.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub settle_secs: f64,
+    /// A file whose JSON ends early is waited for this long after its last change, then
+    /// failed as truncated.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub incomplete_grace_secs: f64,
+    /// Largest C1 file accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
+    pub max_c1_bytes: u64,
+    /// Seconds without a heartbeat after which another host's claims are taken over (a
+    /// dead process on this host is taken over at once).
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    pub lease_secs: f64,
+    /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
+    /// random ones instead of stopping (2KiB: about 18 minutes on 2 cores).
+    #[arg(long)]
+    pub gen_test_params: bool,
+}
+
+/// Arguments of `cuzk status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The spool directory (the one holding inbox/), or the inbox itself.
+    pub spool: PathBuf,
+    /// The timeline [default: timeline.csv in the spool directory].
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// Seconds without a heartbeat after which a run's claims count as orphaned.
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    pub lease_secs: f64,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `cuzk waterfall`.
+#[derive(Debug, Args)]
+pub struct WaterfallArgs {
+    /// The timeline CSV written by `cuzk prove-dir`.
+    pub timeline: PathBuf,
+    /// Show the run with this id instead of the last one in the file.
+    #[arg(long, value_name = "ID", conflicts_with = "all")]
+    pub run: Option<String>,
+    /// Show every run in the file, one after another, each on its own time axis.
+    #[arg(long)]
+    pub all: bool,
+    /// Width of the drawing in columns [default: $COLUMNS, else 100; at least 20].
+    #[arg(long, value_name = "N")]
+    pub width: Option<usize>,
+    /// One row per partition instead of one per job.
+    #[arg(long)]
+    pub partitions: bool,
+    /// List the prover lanes' idle gaps at least this long, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000.0)]
+    pub gap_ms: f64,
+    /// Also write the waterfall as a standalone SVG image to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Print the computed metrics as JSON instead of drawing them.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `cuzk reference`.
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// Miner actor id for files without a lotus sector name.
+    #[arg(long, value_name = "ID")]
+    pub miner_id: Option<u64>,
+    /// C1 files to prove.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 /// `cuzk params ...`
 #[derive(Debug, Subcommand)]
 pub enum ParamsCommand {
     /// Generate INSECURE random parameters for a test sector size (2KiB, 8MiB, 512MiB).
-    Gen(ParamsGenArgs),
+    Gen(ParamsSizeArgs),
     /// Print where the parameter files for a sector size are expected.
-    Path(ParamsGenArgs),
+    Path(ParamsSizeArgs),
 }
 
-/// Arguments of `cuzk params gen` and `cuzk params path`.
+/// The sector size argument of `cuzk params gen` and `cuzk params path`.
 #[derive(Debug, Args)]
-pub struct ParamsGenArgs {
-    /// Sector size: 2KiB, 8MiB or 512MiB.
+pub struct ParamsSizeArgs {
+    /// Sector size: 2KiB, 8MiB or 512MiB (`path` also takes 32GiB and 64GiB).
     #[arg(long, value_parser = parse_sector_size, default_value = "2KiB")]
     pub sector_size: u64,
 }
@@ -67,17 +189,129 @@ pub fn run(cli: Cli) -> Result<u8> {
         params::use_params_dir(dir);
     }
     match cli.command {
-        Command::ProveDir(args) => crate::pipeline::prove_dir(args),
-        Command::Waterfall(args) => crate::waterfall::run(args),
-        Command::Status(args) => crate::status::run(args),
-        Command::Reference(args) => crate::reference::run(args),
+        Command::ProveDir(args) => prove_dir(args),
+        Command::Waterfall(args) => draw_waterfall(args),
+        Command::Status(args) => show_status(args),
+        Command::Reference(args) => run_reference(args),
         Command::Params(ParamsCommand::Gen(args)) => params_gen(args),
         Command::Params(ParamsCommand::Path(args)) => params_path(args),
     }
 }
 
+/// Writes `text` to stdout. A closed pipe (`cuzk status | head`) is not an error: the
+/// reader has what it wanted.
+pub fn print(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
+    }
+}
+
+fn seconds(flag: &str, value: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .with_context(|| format!("--{flag} {value} is not a number of seconds"))
+}
+
+/// The directory beside an inbox (`.` for a bare name).
+fn parent_of(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."))
+        .to_owned()
+}
+
+impl ProveDirArgs {
+    /// Checks the flags and fills in the defaults.
+    pub fn to_settings(&self) -> Result<RunSettings> {
+        let mut layout = SpoolLayout::beside(&self.inbox);
+        let or = |flag: &Option<PathBuf>, default: PathBuf| flag.clone().unwrap_or(default);
+        layout.outbox = or(&self.outbox, layout.outbox);
+        layout.failed = or(&self.failed, layout.failed);
+        layout.work = or(&self.work, layout.work);
+        layout.done = or(&self.done, layout.done);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let synth_jobs = self.synth_jobs.unwrap_or((cores / 4).max(1));
+        anyhow::ensure!(synth_jobs >= 1, "--synth-jobs must be at least 1");
+        Ok(RunSettings {
+            layout,
+            timeline: or(&self.timeline, parent_of(&self.inbox).join("timeline.csv")),
+            once: self.once,
+            miner_id: self.miner_id,
+            synth_jobs,
+            gpus: self.gpus.clone(),
+            provers_per_gpu: self.provers_per_gpu,
+            queue_depth: self.queue_depth,
+            poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
+            settle: seconds("settle-secs", self.settle_secs)?,
+            incomplete_grace: seconds("incomplete-grace-secs", self.incomplete_grace_secs)?,
+            max_c1_bytes: self.max_c1_bytes,
+            lease: seconds("lease-secs", self.lease_secs)?,
+            gen_test_params: self.gen_test_params,
+        })
+    }
+}
+
+/// The top-level entry point for `cuzk prove-dir`: 0 when every job was proved, 1 when some
+/// failed (they are in `failed/`), an error when the run itself could not go on.
+fn prove_dir(args: ProveDirArgs) -> Result<u8> {
+    let summary = pipeline::run(&args.to_settings()?)?;
+    Ok(if summary.failed > 0 { 1 } else { 0 })
+}
+
+/// The top-level entry point for `cuzk status`.
+fn show_status(args: StatusArgs) -> Result<u8> {
+    let lease = seconds("lease-secs", args.lease_secs)?;
+    let status = status::inspect_spool(&args.spool, args.timeline.as_deref(), lease)?;
+    if args.json {
+        print(&format!("{}\n", serde_json::to_string_pretty(&status)?))?;
+    } else {
+        print(&status::render(&status))?;
+    }
+    Ok(0)
+}
+
+/// The top-level entry point for `cuzk waterfall`.
+fn draw_waterfall(args: WaterfallArgs) -> Result<u8> {
+    if !(args.gap_ms.is_finite() && args.gap_ms >= 0.0) {
+        anyhow::bail!(
+            "--gap-ms wants a non-negative number of milliseconds, not {}",
+            args.gap_ms
+        );
+    }
+    let request = waterfall::Request {
+        selection: match (args.run, args.all) {
+            (Some(id), _) => waterfall::Selection::Run(id),
+            (None, true) => waterfall::Selection::All,
+            (None, false) => waterfall::Selection::Last,
+        },
+        per_partition: args.partitions,
+        gap_s: args.gap_ms / 1000.0,
+        width: resolve_width(args.width),
+        svg: args.svg,
+        is_json: args.json,
+    };
+    print(&waterfall::draw(&args.timeline, &request)?)?;
+    Ok(0)
+}
+
+/// `--width`, else `$COLUMNS`, else 100; narrower than 20 columns cannot hold a row.
+fn resolve_width(flag: Option<usize>) -> usize {
+    flag.or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .unwrap_or(100)
+        .max(20)
+}
+
+/// The top-level entry point for `cuzk reference`.
+fn run_reference(args: ReferenceArgs) -> Result<u8> {
+    reference::run(&args.files, args.miner_id, &mut |line| print(line))
+}
+
 /// The top-level entry point for `cuzk params gen`.
-fn params_gen(args: ParamsGenArgs) -> Result<u8> {
+fn params_gen(args: ParamsSizeArgs) -> Result<u8> {
     let size = SectorSizeName(args.sector_size);
     let (params_path, vk_path) = params::param_paths(args.sector_size)?;
     if params_path.is_file() && vk_path.is_file() {
@@ -113,10 +347,13 @@ fn params_gen(args: ParamsGenArgs) -> Result<u8> {
 }
 
 /// The top-level entry point for `cuzk params path`.
-fn params_path(args: ParamsGenArgs) -> Result<u8> {
+fn params_path(args: ParamsSizeArgs) -> Result<u8> {
     let (params_path, vk_path) = params::param_paths(args.sector_size)?;
-    println!("{}", params_path.display());
-    println!("{}", vk_path.display());
+    print(&format!(
+        "{}\n{}\n",
+        params_path.display(),
+        vk_path.display()
+    ))?;
     Ok(0)
 }
 

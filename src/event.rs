@@ -3,12 +3,22 @@
 //! The pipeline stamps each [`Event`] when it happens and sends it down a channel; the
 //! reporter thread turns events into timeline rows, progress and the final summary. Nothing
 //! else flows from the pipeline to its consumers.
+//!
+//! This module is also the one definition of what an event is called: [`EventName`] is the
+//! name written to the timeline and read back by `cuzk waterfall` and `cuzk status`, and
+//! [`Stage`] names the step a job failed in, in the timeline and in `failed/<job>.error.json`.
+//! How each event's fields are laid out in a timeline row is `timeline`'s business.
 
+use std::fmt;
 use std::time::{Instant, SystemTime};
 
 use crossbeam_channel::Sender;
 
 use crate::prove::ProveTimings;
+
+/// The worker name of parameter loads started ahead of the provers (while the first
+/// partitions are synthesized): not a prover lane, and every prover waits on it.
+pub const PRELOAD_WORKER: &str = "params";
 
 /// Something that happened during a run.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,23 +84,23 @@ pub enum EventKind {
         /// The prover (`gpu-0`, `cpu-0`).
         worker: String,
     },
-    /// A prover began loading a parameter file.
-    ParamsLoadStarted {
-        /// The prover.
-        worker: String,
-        /// The parameter file.
-        path: String,
-    },
-    /// A prover finished loading a parameter file.
-    ParamsLoadFinished {
-        /// The prover.
-        worker: String,
-        /// The parameter file.
-        path: String,
-    },
     /// Insecure test parameters are being generated because `--gen-test-params` was given.
     ParamsGenerating {
         /// The parameter file being made.
+        path: String,
+    },
+    /// A prover (or [`PRELOAD_WORKER`]) began loading a parameter file.
+    ParamsLoadStarted {
+        /// The prover, or [`PRELOAD_WORKER`].
+        worker: String,
+        /// The parameter file.
+        path: String,
+    },
+    /// The parameter file is loaded.
+    ParamsLoadFinished {
+        /// The prover, or [`PRELOAD_WORKER`].
+        worker: String,
+        /// The parameter file.
         path: String,
     },
     /// Groth16 proving of a partition began.
@@ -110,8 +120,8 @@ pub enum EventKind {
         partition: usize,
         /// The prover.
         worker: String,
-        /// Time per prover step.
-        timings: ProveTimings,
+        /// Time per prover step; `None` only when read from a timeline that lacks them.
+        timings: Option<ProveTimings>,
     },
     /// The assembled proof is being checked with `verify_seal`.
     VerifyStarted {
@@ -136,8 +146,8 @@ pub enum EventKind {
     JobFailed {
         /// The job.
         job: String,
-        /// The stage that failed (`parse`, `identity`, `synthesis`, ...).
-        stage: String,
+        /// The stage that failed.
+        stage: Stage,
         /// What went wrong.
         message: String,
     },
@@ -157,6 +167,239 @@ pub enum EventKind {
         /// Jobs failed.
         failed: usize,
     },
+}
+
+/// The name of an event in a timeline: one per [`EventKind`] variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventName {
+    /// [`EventKind::RunStarted`].
+    RunStart,
+    /// [`EventKind::JobClaimed`].
+    Claim,
+    /// [`EventKind::JobParsed`].
+    Parsed,
+    /// [`EventKind::SynthStarted`].
+    SynthStart,
+    /// [`EventKind::SynthFinished`].
+    SynthEnd,
+    /// [`EventKind::PartitionQueued`].
+    ChanSend,
+    /// [`EventKind::ProverPickedUp`].
+    GpuPickup,
+    /// [`EventKind::ParamsGenerating`].
+    ParamsGen,
+    /// [`EventKind::ParamsLoadStarted`].
+    ParamsStart,
+    /// [`EventKind::ParamsLoadFinished`].
+    ParamsEnd,
+    /// [`EventKind::ProveStarted`].
+    GpuStart,
+    /// [`EventKind::ProveFinished`].
+    GpuEnd,
+    /// [`EventKind::VerifyStarted`].
+    VerifyStart,
+    /// [`EventKind::VerifyFinished`].
+    VerifyEnd,
+    /// [`EventKind::ProofWritten`].
+    Done,
+    /// [`EventKind::JobFailed`].
+    Failed,
+    /// [`EventKind::FileDeferred`].
+    Deferred,
+    /// [`EventKind::StopRequested`].
+    Stop,
+    /// [`EventKind::RunFinished`].
+    RunEnd,
+}
+
+impl EventName {
+    /// Every name, in pipeline order.
+    pub const ALL: [EventName; 19] = [
+        EventName::RunStart,
+        EventName::Claim,
+        EventName::Parsed,
+        EventName::SynthStart,
+        EventName::SynthEnd,
+        EventName::ChanSend,
+        EventName::GpuPickup,
+        EventName::ParamsGen,
+        EventName::ParamsStart,
+        EventName::ParamsEnd,
+        EventName::GpuStart,
+        EventName::GpuEnd,
+        EventName::VerifyStart,
+        EventName::VerifyEnd,
+        EventName::Done,
+        EventName::Failed,
+        EventName::Deferred,
+        EventName::Stop,
+        EventName::RunEnd,
+    ];
+
+    /// The name as written in the timeline's `event` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventName::RunStart => "RUN_START",
+            EventName::Claim => "CLAIM",
+            EventName::Parsed => "PARSED",
+            EventName::SynthStart => "SYNTH_START",
+            EventName::SynthEnd => "SYNTH_END",
+            EventName::ChanSend => "CHAN_SEND",
+            EventName::GpuPickup => "GPU_PICKUP",
+            EventName::ParamsGen => "PARAMS_GEN",
+            EventName::ParamsStart => "PARAMS_START",
+            EventName::ParamsEnd => "PARAMS_END",
+            EventName::GpuStart => "GPU_START",
+            EventName::GpuEnd => "GPU_END",
+            EventName::VerifyStart => "VERIFY_START",
+            EventName::VerifyEnd => "VERIFY_END",
+            EventName::Done => "DONE",
+            EventName::Failed => "FAILED",
+            EventName::Deferred => "DEFERRED",
+            EventName::Stop => "STOP",
+            EventName::RunEnd => "RUN_END",
+        }
+    }
+
+    /// The name for a timeline's `event` column, if it is one.
+    pub fn parse(text: &str) -> Option<EventName> {
+        EventName::ALL
+            .into_iter()
+            .find(|name| name.as_str() == text)
+    }
+}
+
+impl fmt::Display for EventName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl EventKind {
+    /// The event's name in the timeline.
+    pub fn name(&self) -> EventName {
+        match self {
+            EventKind::RunStarted { .. } => EventName::RunStart,
+            EventKind::JobClaimed { .. } => EventName::Claim,
+            EventKind::JobParsed { .. } => EventName::Parsed,
+            EventKind::SynthStarted { .. } => EventName::SynthStart,
+            EventKind::SynthFinished { .. } => EventName::SynthEnd,
+            EventKind::PartitionQueued { .. } => EventName::ChanSend,
+            EventKind::ProverPickedUp { .. } => EventName::GpuPickup,
+            EventKind::ParamsGenerating { .. } => EventName::ParamsGen,
+            EventKind::ParamsLoadStarted { .. } => EventName::ParamsStart,
+            EventKind::ParamsLoadFinished { .. } => EventName::ParamsEnd,
+            EventKind::ProveStarted { .. } => EventName::GpuStart,
+            EventKind::ProveFinished { .. } => EventName::GpuEnd,
+            EventKind::VerifyStarted { .. } => EventName::VerifyStart,
+            EventKind::VerifyFinished { .. } => EventName::VerifyEnd,
+            EventKind::ProofWritten { .. } => EventName::Done,
+            EventKind::JobFailed { .. } => EventName::Failed,
+            EventKind::FileDeferred { .. } => EventName::Deferred,
+            EventKind::StopRequested => EventName::Stop,
+            EventKind::RunFinished { .. } => EventName::RunEnd,
+        }
+    }
+
+    /// The job the event is about, if it is about one.
+    pub fn job(&self) -> Option<&str> {
+        match self {
+            EventKind::JobClaimed { job, .. }
+            | EventKind::JobParsed { job, .. }
+            | EventKind::SynthStarted { job, .. }
+            | EventKind::SynthFinished { job, .. }
+            | EventKind::PartitionQueued { job, .. }
+            | EventKind::ProverPickedUp { job, .. }
+            | EventKind::ProveStarted { job, .. }
+            | EventKind::ProveFinished { job, .. }
+            | EventKind::VerifyStarted { job }
+            | EventKind::VerifyFinished { job, .. }
+            | EventKind::ProofWritten { job, .. }
+            | EventKind::JobFailed { job, .. }
+            | EventKind::FileDeferred { job, .. } => Some(job),
+            EventKind::RunStarted { .. }
+            | EventKind::ParamsGenerating { .. }
+            | EventKind::ParamsLoadStarted { .. }
+            | EventKind::ParamsLoadFinished { .. }
+            | EventKind::StopRequested
+            | EventKind::RunFinished { .. } => None,
+        }
+    }
+}
+
+/// The step of a job's journey that failed: named in the timeline's `FAILED` rows and in
+/// `failed/<job>.error.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// The spool: the entry is not a C1 file, or its result already exists.
+    Spool,
+    /// Reading and parsing the C1 file.
+    Parse,
+    /// Finding the miner and sector the file belongs to.
+    Identity,
+    /// Binding the file to its sector's circuits (replica id, shapes).
+    Bind,
+    /// Finding or loading the Groth16 parameters.
+    Params,
+    /// Synthesizing a partition.
+    Synthesis,
+    /// Proving a partition.
+    Prove,
+    /// Checking the assembled proof with `verify_seal`.
+    Verify,
+    /// Writing the proof to the outbox.
+    Write,
+    /// The job took the prover down (killed for memory, a driver fault) too many times.
+    Crash,
+}
+
+impl Stage {
+    /// Every stage, in the order a job meets them.
+    pub const ALL: [Stage; 10] = [
+        Stage::Spool,
+        Stage::Parse,
+        Stage::Identity,
+        Stage::Bind,
+        Stage::Params,
+        Stage::Synthesis,
+        Stage::Prove,
+        Stage::Verify,
+        Stage::Write,
+        Stage::Crash,
+    ];
+
+    /// The stage's name in timelines and failure records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Spool => "spool",
+            Stage::Parse => "parse",
+            Stage::Identity => "identity",
+            Stage::Bind => "bind",
+            Stage::Params => "params",
+            Stage::Synthesis => "synthesis",
+            Stage::Prove => "prove",
+            Stage::Verify => "verify",
+            Stage::Write => "write",
+            Stage::Crash => "crash",
+        }
+    }
+
+    /// The stage with this name, if there is one.
+    pub fn parse(text: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|stage| stage.as_str() == text)
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Stage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// An [`EventKind`] stamped with when it happened.
@@ -194,5 +437,127 @@ impl EventSink {
             wall: SystemTime::now(),
             kind,
         });
+    }
+}
+
+/// One example of every event, in [`EventName::ALL`] order, for tests that must cover them all.
+#[cfg(test)]
+pub(crate) fn one_of_each() -> Vec<EventKind> {
+    let job = || "s-t01000-1".to_owned();
+    let worker = || "gpu-0".to_owned();
+    EventName::ALL
+        .into_iter()
+        .map(|name| match name {
+            EventName::RunStart => EventKind::RunStarted {
+                settings: "cuzk=0.1.0;provers=gpu-0".into(),
+            },
+            EventName::Claim => EventKind::JobClaimed {
+                job: job(),
+                is_resumed: true,
+            },
+            EventName::Parsed => EventKind::JobParsed {
+                job: job(),
+                sector: "s-t01000-1".into(),
+                sector_size: 32 << 30,
+                partitions: 10,
+            },
+            EventName::SynthStart => EventKind::SynthStarted {
+                job: job(),
+                partition: 3,
+                worker: "synth-1".into(),
+            },
+            EventName::SynthEnd => EventKind::SynthFinished {
+                job: job(),
+                partition: 3,
+                worker: "synth-1".into(),
+                constraints: 130_278_869,
+            },
+            EventName::ChanSend => EventKind::PartitionQueued {
+                job: job(),
+                partition: 3,
+                worker: "synth-1".into(),
+            },
+            EventName::GpuPickup => EventKind::ProverPickedUp {
+                job: job(),
+                partition: 3,
+                worker: worker(),
+            },
+            EventName::ParamsGen => EventKind::ParamsGenerating {
+                path: "/p/v28.params".into(),
+            },
+            EventName::ParamsStart => EventKind::ParamsLoadStarted {
+                worker: PRELOAD_WORKER.into(),
+                path: "/p/v28.params".into(),
+            },
+            EventName::ParamsEnd => EventKind::ParamsLoadFinished {
+                worker: worker(),
+                path: "/p/v28.params".into(),
+            },
+            EventName::GpuStart => EventKind::ProveStarted {
+                job: job(),
+                partition: 3,
+                worker: worker(),
+            },
+            EventName::GpuEnd => EventKind::ProveFinished {
+                job: job(),
+                partition: 3,
+                worker: worker(),
+                timings: Some(ProveTimings {
+                    fft_ms: 1.5,
+                    msm_g1_ms: 20.0,
+                    msm_g2_ms: 7.5, // the timeline keeps 0.1 ms
+                    cpu_tail_ms: 0.5,
+                }),
+            },
+            EventName::VerifyStart => EventKind::VerifyStarted { job: job() },
+            EventName::VerifyEnd => EventKind::VerifyFinished {
+                job: job(),
+                is_valid: true,
+            },
+            EventName::Done => EventKind::ProofWritten {
+                job: job(),
+                path: "/o/s-t01000-1.proof".into(),
+            },
+            EventName::Failed => EventKind::JobFailed {
+                job: "s-t01000-2".into(),
+                stage: Stage::Verify,
+                message: "did not verify: a, b; c=d".into(),
+            },
+            EventName::Deferred => EventKind::FileDeferred {
+                job: "s-t01000-3".into(),
+                reason: "JSON ends early".into(),
+            },
+            EventName::Stop => EventKind::StopRequested,
+            EventName::RunEnd => EventKind::RunFinished {
+                proved: 1,
+                failed: 1,
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_has_its_event() {
+        let events = one_of_each();
+        assert_eq!(events.len(), EventName::ALL.len());
+        for (event, name) in events.iter().zip(EventName::ALL) {
+            assert_eq!(event.name(), name);
+        }
+    }
+
+    #[test]
+    fn names_and_stages_parse_back() {
+        for name in EventName::ALL {
+            assert_eq!(EventName::parse(name.as_str()), Some(name));
+        }
+        for stage in Stage::ALL {
+            assert_eq!(Stage::parse(stage.as_str()), Some(stage));
+        }
+        assert_eq!(EventName::parse("GPU_WARMUP"), None);
+        assert_eq!(Stage::parse("lunch"), None);
     }
 }

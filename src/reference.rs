@@ -11,26 +11,19 @@ use filecoin_proofs_api::SectorId;
 
 use crate::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
 
-/// Arguments of `cuzk reference`.
-#[derive(Debug, clap::Args)]
-pub struct ReferenceArgs {
-    /// Miner actor id for files without a lotus sector name.
-    #[arg(long, value_name = "ID")]
-    pub miner_id: Option<u64>,
-    /// C1 files to prove.
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-}
-
-/// The top-level entry point for `cuzk reference`: prints `file, seconds, verified` as
-/// tab-separated lines and the mean; exit 1 if a proof did not verify.
-pub fn run(args: ReferenceArgs) -> Result<u8> {
+/// Proves `files` one at a time and hands `print` a tab-separated line per file (`file,
+/// seconds, verified`) and the mean; the code is 1 if a proof did not verify.
+pub fn run(
+    files: &[PathBuf],
+    miner_id: Option<u64>,
+    print: &mut dyn FnMut(&str) -> Result<()>,
+) -> Result<u8> {
     let mut total_s = 0.0;
     let mut all_valid = true;
-    println!("file\tseal_commit_phase2_s\tverified");
-    for path in &args.files {
+    print("file\tseal_commit_phase2_s\tverified\n")?;
+    for path in files {
         let c1 = read_c1_file(path, DEFAULT_MAX_C1_BYTES)?;
-        let id = resolve_identity(path, &c1, args.miner_id)?;
+        let id = resolve_identity(path, &c1, miner_id)?;
         let out = c1.output.clone();
         let sector_id = SectorId::from(id.sector_num);
         let started = Instant::now();
@@ -49,8 +42,11 @@ pub fn run(args: ReferenceArgs) -> Result<u8> {
         )?;
         all_valid &= is_valid;
         total_s += seconds;
-        println!("{}\t{seconds:.2}\t{is_valid}", path.display());
+        print(&format!("{}\t{seconds:.2}\t{is_valid}\n", path.display()))?;
     }
-    println!("mean\t{:.2}", total_s / args.files.len() as f64);
+    print(&format!(
+        "mean\t{:.2}\n",
+        total_s / files.len().max(1) as f64
+    ))?;
     Ok(if all_valid { 0 } else { 1 })
 }

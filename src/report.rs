@@ -111,8 +111,8 @@ impl Display {
                 worker,
                 timings,
             } => self.line(&format!(
-                "[{secs:7.1}s] {job}: partition {partition} proved on {worker} ({})",
-                timings.to_detail()
+                "[{secs:7.1}s] {job}: partition {partition} proved on {worker}{}",
+                timings.map(|t| format!(" ({t})")).unwrap_or_default()
             )),
             EventKind::ProofWritten { job, path } => {
                 self.in_flight = self.in_flight.saturating_sub(1);

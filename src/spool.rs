@@ -22,7 +22,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
+use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
+
+use crate::event::Stage;
 
 /// The directories of a spool.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,15 +77,31 @@ pub struct FailureRecord<'a> {
     pub job: &'a str,
     /// The C1 file's name, now in `failed/`.
     pub c1_file: &'a str,
-    /// The stage that failed: `parse`, `identity`, `bind`, `synthesis`, `prove`, `verify`,
-    /// `write` or `spool`.
-    pub stage: &'a str,
+    /// The stage that failed.
+    pub stage: Stage,
     /// What went wrong and, where known, how to fix it.
     pub message: &'a str,
     /// The run that failed it.
     pub run_id: &'a str,
     /// When, RFC 3339 UTC.
     pub failed_at: String,
+}
+
+/// Why a proof could not be put in the outbox.
+#[derive(Debug, thiserror::Error)]
+pub enum FinishJobError {
+    /// A result of the same name is there already (another file of the same name was proved
+    /// meanwhile): the job fails, the run goes on.
+    #[error("a proof named {job} is already in {outbox}; it was not overwritten (hint: two C1 files had the same name; rename one and put it back in the inbox)")]
+    AlreadyProved {
+        /// The job.
+        job: String,
+        /// The outbox.
+        outbox: PathBuf,
+    },
+    /// The outbox could not be written (disk full, permissions): the run stops.
+    #[error(transparent)]
+    Io(#[from] anyhow::Error),
 }
 
 /// Who holds the claims in an owner directory of `work/`.
@@ -164,6 +183,11 @@ fn is_process_alive(pid: u32) -> bool {
 
 const OWNER_FILE: &str = ".owner.json";
 
+/// Beats while alive: see [`Spool::keep_alive`].
+pub struct Heartbeat {
+    _stop: Sender<()>,
+}
+
 /// An open spool.
 #[derive(Clone, Debug)]
 pub struct Spool {
@@ -210,6 +234,24 @@ impl Spool {
     pub fn heartbeat(&self) -> Result<()> {
         let record = serde_json::to_vec_pretty(&self.owner).context("encoding owner record")?;
         write_atomically(&self.claims.join(OWNER_FILE), &record)
+    }
+
+    /// Keeps this run's owner record fresh until the returned guard is dropped, so other runs
+    /// sharing the spool do not take over its claims.
+    pub fn keep_alive(&self, lease: Duration) -> Heartbeat {
+        let (stop, stopped) = bounded::<()>(0);
+        let every = (lease / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let spool = self.clone();
+        std::thread::spawn(move || {
+            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(every)
+            {
+                if let Err(err) = spool.heartbeat() {
+                    log::warn!("heartbeat: {err:#}");
+                }
+            }
+        });
+        Heartbeat { _stop: stop }
     }
 
     /// Every owner directory in `work/` (this run's included) and whether it is dead:
@@ -368,13 +410,21 @@ impl Spool {
     }
 
     /// Writes a proof and its metadata to the outbox, then moves the C1 file to `done/`.
+    /// A finished result of the same name is never overwritten (a proof without its
+    /// metadata is a crash's leftover and is replaced).
     pub fn finish(
         &self,
         job: &ClaimedJob,
         proof: &[u8],
         metadata: &impl Serialize,
-    ) -> Result<PathBuf> {
+    ) -> Result<PathBuf, FinishJobError> {
         let (proof_path, meta_path) = self.outbox_paths(&job.name);
+        if is_present(&meta_path) {
+            return Err(FinishJobError::AlreadyProved {
+                job: job.name.clone(),
+                outbox: self.layout.outbox.clone(),
+            });
+        }
         write_atomically(&proof_path, proof)?;
         let meta = serde_json::to_vec_pretty(metadata).context("encoding proof metadata")?;
         write_atomically(&meta_path, &meta)?;
@@ -681,23 +731,37 @@ mod tests {
     fn finish_and_quarantine_leave_results_and_never_overwrite() {
         let (_dir, spool) = spool();
         let layout = spool.layout().clone();
-        for round in 0..2 {
+        let claim = |round: u8| {
             let c1 = layout.inbox.join("a.json");
             fs::write(&c1, format!("{round}")).expect("write");
-            let job = spool.claim(&c1).expect("claim").expect("claimed");
-            spool
-                .finish(&job, &[7u8; 192], &serde_json::json!({"round": round}))
-                .expect("finish");
-        }
+            spool.claim(&c1).expect("claim").expect("claimed")
+        };
+        let first = claim(0);
+        spool
+            .finish(&first, &[7u8; 192], &serde_json::json!({"round": 0}))
+            .expect("finish");
+        // A second file of the same name must not replace the first proof.
+        let second = claim(1);
+        let err = spool
+            .finish(&second, &[9u8; 192], &serde_json::json!({"round": 1}))
+            .expect_err("an existing proof is never overwritten");
+        assert!(matches!(err, FinishJobError::AlreadyProved { .. }), "{err}");
         assert!(spool.has_result("a"));
         assert_eq!(
             fs::read(layout.outbox.join("a.proof")).expect("proof"),
             vec![7u8; 192]
         );
+        assert!(fs::read_to_string(layout.outbox.join("a.json"))
+            .expect("metadata")
+            .contains("\"round\": 0"));
         assert_eq!(
             fs::read_to_string(layout.done.join("a.json")).expect("c1"),
             "0"
         );
+        // The refused file is still claimed, not lost.
+        assert_eq!(fs::read_to_string(&second.path).expect("c1"), "1");
+        // Retiring never overwrites either: a file of the same name in done/ gets a suffix.
+        spool.retire_finished(&second).expect("retire");
         assert_eq!(
             fs::read_to_string(layout.done.join("a.json.1")).expect("c1"),
             "1"
@@ -711,7 +775,7 @@ mod tests {
         let record = FailureRecord {
             job: &job.name,
             c1_file: &job.file_name,
-            stage: "parse",
+            stage: Stage::Parse,
             message: "not JSON",
             run_id: "r",
             failed_at: "now".into(),

@@ -3,30 +3,15 @@
 //! Read-only: it lists the spool's directories and reads the timeline, and never claims,
 //! moves or creates anything.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::event::EventName;
 use crate::spool::{is_temporary_name, OwnerState, SpoolLayout};
 use crate::timeline::read_timeline;
-
-/// Arguments of `cuzk status`.
-#[derive(Debug, clap::Args)]
-pub struct StatusArgs {
-    /// The spool directory (the one holding inbox/), or the inbox itself.
-    pub spool: PathBuf,
-    /// The timeline [default: timeline.csv in the spool directory].
-    #[arg(long, value_name = "FILE")]
-    pub timeline: Option<PathBuf>,
-    /// Seconds without a heartbeat after which a run's claims count as orphaned.
-    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
-    pub lease_secs: f64,
-    /// Print JSON for scripts.
-    #[arg(long)]
-    pub json: bool,
-}
 
 /// What `cuzk status` reports.
 #[derive(Debug, Serialize)]
@@ -66,42 +51,29 @@ pub struct LastRun {
     pub is_finished: bool,
 }
 
-/// The top-level entry point for `cuzk status`.
-pub fn run(args: StatusArgs) -> Result<u8> {
-    let root = if args.spool.join("inbox").is_dir() {
-        args.spool.clone()
+/// The status of the spool at `spool` (the directory holding `inbox/`, or the inbox itself),
+/// with the last run read from `timeline` (default: `timeline.csv` in the spool directory).
+pub fn inspect_spool(
+    spool: &Path,
+    timeline: Option<&Path>,
+    lease: Duration,
+) -> Result<SpoolStatus> {
+    let (root, inbox) = if spool.join("inbox").is_dir() {
+        (spool.to_owned(), spool.join("inbox"))
     } else {
-        args.spool
+        let parent = spool
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| Path::new("."))
-            .to_owned()
-    };
-    let inbox = if args.spool.join("inbox").is_dir() {
-        args.spool.join("inbox")
-    } else {
-        args.spool.clone()
+            .unwrap_or_else(|| Path::new("."));
+        (parent.to_owned(), spool.to_owned())
     };
     anyhow::ensure!(
         inbox.is_dir(),
         "{}: no inbox there (hint: pass the spool directory that holds inbox/)",
-        args.spool.display()
+        spool.display()
     );
-    let layout = SpoolLayout::beside(&inbox);
-    let timeline = args.timeline.unwrap_or_else(|| root.join("timeline.csv"));
-    let lease = Duration::try_from_secs_f64(args.lease_secs).with_context(|| {
-        format!(
-            "--lease-secs {} is not a number of seconds",
-            args.lease_secs
-        )
-    })?;
-    let status = inspect(&layout, &timeline, lease)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&status)?);
-    } else {
-        print!("{}", render(&status));
-    }
-    Ok(0)
+    let timeline = timeline.map_or_else(|| root.join("timeline.csv"), Path::to_owned);
+    inspect(&SpoolLayout::beside(&inbox), &timeline, lease)
 }
 
 /// Collects the status of the spool at `layout`.
@@ -166,15 +138,22 @@ fn last_run(timeline: &Path) -> Option<LastRun> {
             .first()
             .map(|r| r.wall_clock.clone())
             .unwrap_or_default(),
-        proved: rows.iter().filter(|r| r.event == "DONE").count(),
-        failed: rows.iter().filter(|r| r.event == "FAILED").count(),
+        proved: rows
+            .iter()
+            .filter(|r| r.event == EventName::Done.as_str())
+            .count(),
+        failed: rows
+            .iter()
+            .filter(|r| r.event == EventName::Failed.as_str())
+            .count(),
         elapsed_s: rows.iter().map(|r| r.t_ms).fold(0.0, f64::max) / 1e3,
-        is_finished: rows.iter().any(|r| r.event == "RUN_END"),
+        is_finished: rows.iter().any(|r| r.event == EventName::RunEnd.as_str()),
         run_id,
     })
 }
 
-fn render(status: &SpoolStatus) -> String {
+/// The status as the lines `cuzk status` prints.
+pub fn render(status: &SpoolStatus) -> String {
     let mut out = format!(
         "inbox {}  work {}  outbox {}  failed {}  done {}\n",
         status.inbox, status.work, status.outbox, status.failed, status.done

@@ -9,7 +9,7 @@
 //! | `run_id` | the run that wrote the row |
 //! | `t_ms` | milliseconds since that run started |
 //! | `wall_clock` | UTC time, RFC 3339 with milliseconds |
-//! | `event` | one of [`EVENT_NAMES`] |
+//! | `event` | an [`EventName`] |
 //! | `job` | the C1 file's name without `.json`, empty for run events |
 //! | `partition` | partition index, empty when the event is about the whole job |
 //! | `worker` | `synth-N`, `cpu-N` or `gpu-N`, empty when no worker is involved |
@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::c1::SectorSizeName;
-use crate::event::{Event, EventKind};
+use crate::c1::{parse_sector_size, SectorSizeName};
+use crate::event::{Event, EventKind, EventName, Stage};
+use crate::prove::ProveTimings;
 
 /// The header line, also the column order.
 pub const HEADER: [&str; 8] = [
@@ -34,29 +35,6 @@ pub const HEADER: [&str; 8] = [
     "partition",
     "worker",
     "detail",
-];
-
-/// Every event name a timeline may hold, in pipeline order.
-pub const EVENT_NAMES: [&str; 19] = [
-    "RUN_START",
-    "CLAIM",
-    "PARSED",
-    "SYNTH_START",
-    "SYNTH_END",
-    "CHAN_SEND",
-    "GPU_PICKUP",
-    "PARAMS_GEN",
-    "PARAMS_START",
-    "PARAMS_END",
-    "GPU_START",
-    "GPU_END",
-    "VERIFY_START",
-    "VERIFY_END",
-    "DONE",
-    "FAILED",
-    "DEFERRED",
-    "STOP",
-    "RUN_END",
 ];
 
 /// One row of a timeline.
@@ -83,119 +61,25 @@ pub struct TimelineRow {
 impl TimelineRow {
     /// The row for `event` in run `run_id`.
     pub fn from_event(run_id: &str, event: &Event) -> TimelineRow {
-        let (name, job, partition, worker, detail): (&str, &str, Option<usize>, &str, String) =
-            match &event.kind {
-                EventKind::RunStarted { settings } => ("RUN_START", "", None, "", settings.clone()),
-                EventKind::JobClaimed { job, is_resumed } => (
-                    "CLAIM",
-                    job,
-                    None,
-                    "",
-                    if *is_resumed {
-                        "resumed".into()
-                    } else {
-                        String::new()
-                    },
-                ),
-                EventKind::JobParsed {
-                    job,
-                    sector,
-                    sector_size,
-                    partitions,
-                } => (
-                    "PARSED",
-                    job,
-                    None,
-                    "",
-                    format!(
-                        "sector={sector};size={};partitions={partitions}",
-                        SectorSizeName(*sector_size)
-                    ),
-                ),
-                EventKind::SynthStarted {
-                    job,
-                    partition,
-                    worker,
-                } => ("SYNTH_START", job, Some(*partition), worker, String::new()),
-                EventKind::SynthFinished {
-                    job,
-                    partition,
-                    worker,
-                    constraints,
-                } => (
-                    "SYNTH_END",
-                    job,
-                    Some(*partition),
-                    worker,
-                    format!("constraints={constraints}"),
-                ),
-                EventKind::PartitionQueued {
-                    job,
-                    partition,
-                    worker,
-                } => ("CHAN_SEND", job, Some(*partition), worker, String::new()),
-                EventKind::ProverPickedUp {
-                    job,
-                    partition,
-                    worker,
-                } => ("GPU_PICKUP", job, Some(*partition), worker, String::new()),
-                EventKind::ParamsLoadStarted { worker, path } => {
-                    ("PARAMS_START", "", None, worker, path.clone())
-                }
-                EventKind::ParamsGenerating { path } => ("PARAMS_GEN", "", None, "", path.clone()),
-                EventKind::ParamsLoadFinished { worker, path } => {
-                    ("PARAMS_END", "", None, worker, path.clone())
-                }
-                EventKind::ProveStarted {
-                    job,
-                    partition,
-                    worker,
-                } => ("GPU_START", job, Some(*partition), worker, String::new()),
-                EventKind::ProveFinished {
-                    job,
-                    partition,
-                    worker,
-                    timings,
-                } => (
-                    "GPU_END",
-                    job,
-                    Some(*partition),
-                    worker,
-                    timings.to_detail(),
-                ),
-                EventKind::VerifyStarted { job } => ("VERIFY_START", job, None, "", String::new()),
-                EventKind::VerifyFinished { job, is_valid } => {
-                    ("VERIFY_END", job, None, "", format!("valid={is_valid}"))
-                }
-                EventKind::ProofWritten { job, path } => ("DONE", job, None, "", path.clone()),
-                EventKind::JobFailed {
-                    job,
-                    stage,
-                    message,
-                } => ("FAILED", job, None, "", format!("{stage}: {message}")),
-                EventKind::FileDeferred { job, reason } => {
-                    ("DEFERRED", job, None, "", reason.clone())
-                }
-                EventKind::StopRequested => ("STOP", "", None, "", String::new()),
-                EventKind::RunFinished { proved, failed } => (
-                    "RUN_END",
-                    "",
-                    None,
-                    "",
-                    format!("proved={proved};failed={failed}"),
-                ),
-            };
+        let fields = encode(&event.kind);
         TimelineRow {
             run_id: run_id.to_owned(),
             t_ms: (event.elapsed_ms * 10.0).round() / 10.0,
             wall_clock: humantime::format_rfc3339_millis(event.wall).to_string(),
-            event: name.to_owned(),
-            job: job.to_owned(),
-            partition,
-            worker: worker.to_owned(),
+            event: event.kind.name().as_str().to_owned(),
+            job: fields.job.to_owned(),
+            partition: fields.partition,
+            worker: fields.worker.to_owned(),
             // One row per line keeps torn-line recovery simple for readers.
-            detail: detail.replace(['\r', '\n'], " "),
+            detail: fields.detail.replace(['\r', '\n'], " "),
         }
+    }
+
+    /// The event this row records, or why it cannot be read as one (an unknown event name,
+    /// a field its event needs that is missing or malformed).
+    pub fn to_event_kind(&self) -> Result<EventKind, RowError> {
+        let name = EventName::parse(&self.event).ok_or(RowError::UnknownEvent)?;
+        decode(name, self).map_err(RowError::Unusable)
     }
 
     fn to_record(&self) -> [String; 8] {
@@ -210,6 +94,284 @@ impl TimelineRow {
             self.detail.clone(),
         ]
     }
+}
+
+/// Why a row cannot be read as an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowError {
+    /// The `event` column holds no [`EventName`] (a newer cuzk, or a foreign line).
+    UnknownEvent,
+    /// A field the event needs is missing or malformed; says which.
+    Unusable(&'static str),
+}
+
+/// An event's fields as they sit in a row's columns.
+struct Fields<'a> {
+    job: &'a str,
+    partition: Option<usize>,
+    worker: &'a str,
+    detail: String,
+}
+
+/// Lays an event out in a row's columns; [`decode`] reads it back.
+fn encode(kind: &EventKind) -> Fields<'_> {
+    let fields = |job: &'static str, partition, worker: &'static str, detail| Fields {
+        job,
+        partition,
+        worker,
+        detail,
+    };
+    match kind {
+        EventKind::RunStarted { settings } => fields("", None, "", settings.clone()),
+        EventKind::JobClaimed { job, is_resumed } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: if *is_resumed { "resumed" } else { "" }.to_owned(),
+        },
+        EventKind::JobParsed {
+            job,
+            sector,
+            sector_size,
+            partitions,
+        } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: format!(
+                "sector={sector};size={};partitions={partitions}",
+                SectorSizeName(*sector_size)
+            ),
+        },
+        EventKind::SynthStarted {
+            job,
+            partition,
+            worker,
+        }
+        | EventKind::PartitionQueued {
+            job,
+            partition,
+            worker,
+        }
+        | EventKind::ProverPickedUp {
+            job,
+            partition,
+            worker,
+        }
+        | EventKind::ProveStarted {
+            job,
+            partition,
+            worker,
+        } => Fields {
+            job,
+            partition: Some(*partition),
+            worker,
+            detail: String::new(),
+        },
+        EventKind::SynthFinished {
+            job,
+            partition,
+            worker,
+            constraints,
+        } => Fields {
+            job,
+            partition: Some(*partition),
+            worker,
+            detail: format!("constraints={constraints}"),
+        },
+        EventKind::ParamsGenerating { path } => fields("", None, "", path.clone()),
+        EventKind::ParamsLoadStarted { worker, path }
+        | EventKind::ParamsLoadFinished { worker, path } => Fields {
+            job: "",
+            partition: None,
+            worker,
+            detail: path.clone(),
+        },
+        EventKind::ProveFinished {
+            job,
+            partition,
+            worker,
+            timings,
+        } => Fields {
+            job,
+            partition: Some(*partition),
+            worker,
+            detail: timings.as_ref().map(encode_timings).unwrap_or_default(),
+        },
+        EventKind::VerifyStarted { job } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: String::new(),
+        },
+        EventKind::VerifyFinished { job, is_valid } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: format!("valid={is_valid}"),
+        },
+        EventKind::ProofWritten { job, path } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: path.clone(),
+        },
+        EventKind::JobFailed {
+            job,
+            stage,
+            message,
+        } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: format!("{stage}: {message}"),
+        },
+        EventKind::FileDeferred { job, reason } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: reason.clone(),
+        },
+        EventKind::StopRequested => fields("", None, "", String::new()),
+        EventKind::RunFinished { proved, failed } => {
+            fields("", None, "", format!("proved={proved};failed={failed}"))
+        }
+    }
+}
+
+/// Reads the event `name` back from `row`'s columns, as [`encode`] laid it out.
+fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str> {
+    let job = || -> Result<String, &'static str> {
+        (!row.job.is_empty())
+            .then(|| row.job.clone())
+            .ok_or("no job")
+    };
+    let partition = || row.partition.ok_or("no partition");
+    let worker = || -> Result<String, &'static str> {
+        (!row.worker.is_empty())
+            .then(|| row.worker.clone())
+            .ok_or("no worker")
+    };
+    let detail = || row.detail.clone();
+    let number = |key: &'static str| -> Result<usize, &'static str> {
+        detail_value(&row.detail, key)
+            .and_then(|v| v.parse().ok())
+            .ok_or(key)
+    };
+    Ok(match name {
+        EventName::RunStart => EventKind::RunStarted { settings: detail() },
+        EventName::Claim => EventKind::JobClaimed {
+            job: job()?,
+            is_resumed: row.detail == "resumed",
+        },
+        EventName::Parsed => EventKind::JobParsed {
+            job: job()?,
+            sector: detail_value(&row.detail, "sector")
+                .unwrap_or_default()
+                .to_owned(),
+            sector_size: detail_value(&row.detail, "size")
+                .and_then(|s| parse_sector_size(s).ok())
+                .unwrap_or_default(),
+            partitions: number("partitions")?,
+        },
+        EventName::SynthStart => EventKind::SynthStarted {
+            job: job()?,
+            partition: partition()?,
+            worker: row.worker.clone(),
+        },
+        EventName::SynthEnd => EventKind::SynthFinished {
+            job: job()?,
+            partition: partition()?,
+            worker: row.worker.clone(),
+            constraints: number("constraints").unwrap_or_default(),
+        },
+        EventName::ChanSend => EventKind::PartitionQueued {
+            job: job()?,
+            partition: partition()?,
+            worker: row.worker.clone(),
+        },
+        EventName::GpuPickup => EventKind::ProverPickedUp {
+            job: job()?,
+            partition: partition()?,
+            worker: row.worker.clone(),
+        },
+        EventName::ParamsGen => EventKind::ParamsGenerating { path: detail() },
+        EventName::ParamsStart => EventKind::ParamsLoadStarted {
+            worker: worker()?,
+            path: detail(),
+        },
+        EventName::ParamsEnd => EventKind::ParamsLoadFinished {
+            worker: worker()?,
+            path: detail(),
+        },
+        EventName::GpuStart => EventKind::ProveStarted {
+            job: job()?,
+            partition: partition()?,
+            worker: row.worker.clone(),
+        },
+        EventName::GpuEnd => EventKind::ProveFinished {
+            job: job()?,
+            partition: partition()?,
+            worker: row.worker.clone(),
+            timings: decode_timings(&row.detail),
+        },
+        EventName::VerifyStart => EventKind::VerifyStarted { job: job()? },
+        EventName::VerifyEnd => EventKind::VerifyFinished {
+            job: job()?,
+            is_valid: detail_value(&row.detail, "valid") == Some("true"),
+        },
+        EventName::Done => EventKind::ProofWritten {
+            job: job()?,
+            path: detail(),
+        },
+        EventName::Failed => {
+            let (stage, message) = row.detail.split_once(": ").ok_or("no stage")?;
+            EventKind::JobFailed {
+                job: job()?,
+                stage: Stage::parse(stage).ok_or("no stage")?,
+                message: message.to_owned(),
+            }
+        }
+        EventName::Deferred => EventKind::FileDeferred {
+            job: job()?,
+            reason: detail(),
+        },
+        EventName::Stop => EventKind::StopRequested,
+        EventName::RunEnd => EventKind::RunFinished {
+            proved: number("proved").unwrap_or_default(),
+            failed: number("failed").unwrap_or_default(),
+        },
+    })
+}
+
+/// The prover's step timings as `fft_ms=..;msm_g1_ms=..;msm_g2_ms=..;cpu_ms=..`.
+fn encode_timings(t: &ProveTimings) -> String {
+    format!(
+        "fft_ms={:.1};msm_g1_ms={:.1};msm_g2_ms={:.1};cpu_ms={:.1}",
+        t.fft_ms, t.msm_g1_ms, t.msm_g2_ms, t.cpu_tail_ms
+    )
+}
+
+/// Reads [`encode_timings`] back; `None` unless every step is there.
+fn decode_timings(detail: &str) -> Option<ProveTimings> {
+    let ms = |key: &str| -> Option<f64> {
+        let ms: f64 = detail_value(detail, key)?.parse().ok()?;
+        ms.is_finite().then_some(ms)
+    };
+    Some(ProveTimings {
+        fft_ms: ms("fft_ms")?,
+        msm_g1_ms: ms("msm_g1_ms")?,
+        msm_g2_ms: ms("msm_g2_ms")?,
+        cpu_tail_ms: ms("cpu_ms")?,
+    })
+}
+
+/// The value of `key` in a `key=value;key=value` detail.
+fn detail_value<'d>(detail: &'d str, key: &str) -> Option<&'d str> {
+    detail.split(';').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k.trim() == key).then_some(v.trim())
+    })
 }
 
 /// Appends a run's rows to a timeline file.
@@ -386,7 +548,7 @@ mod tests {
                 1.25,
                 EventKind::JobFailed {
                     job: "s-t01000-1".into(),
-                    stage: "parse".into(),
+                    stage: Stage::Parse,
                     message: "bad, \"quoted\"\nline".into(),
                 },
             ))
@@ -415,6 +577,60 @@ mod tests {
         assert_eq!(synth[1].partition, Some(3));
         assert_eq!(synth[1].t_ms, 2.0);
         assert_eq!(synth[1].wall_clock, "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn every_event_round_trips_through_a_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.csv");
+        let events = crate::event::one_of_each();
+        let mut w = TimelineWriter::open(&path, "r1").expect("open");
+        for (i, kind) in events.iter().enumerate() {
+            w.record(&event(i as f64, kind.clone())).expect("record");
+        }
+        let t = read_timeline(&path).expect("timeline");
+        assert!(t.skipped.is_empty(), "{:?}", t.skipped);
+        let read: Vec<EventKind> = t
+            .rows
+            .iter()
+            .map(|row| row.to_event_kind().expect("a known, usable row"))
+            .collect();
+        assert_eq!(read, events);
+    }
+
+    #[test]
+    fn rows_that_are_no_event_say_why() {
+        let row = |event: &str, partition: Option<usize>, detail: &str| TimelineRow {
+            run_id: "r".into(),
+            t_ms: 1.0,
+            wall_clock: String::new(),
+            event: event.into(),
+            job: "j".into(),
+            partition,
+            worker: String::new(),
+            detail: detail.into(),
+        };
+        assert_eq!(
+            row("GPU_WARMUP", None, "").to_event_kind(),
+            Err(RowError::UnknownEvent)
+        );
+        assert_eq!(
+            row("GPU_START", None, "").to_event_kind(),
+            Err(RowError::Unusable("no partition"))
+        );
+        assert_eq!(
+            row("PARAMS_START", None, "/p").to_event_kind(),
+            Err(RowError::Unusable("no worker"))
+        );
+        assert_eq!(
+            row("FAILED", None, "lunch: no").to_event_kind(),
+            Err(RowError::Unusable("no stage"))
+        );
+        // Timings are the prover's to give; a row without them still marks the proof.
+        assert!(matches!(
+            row("GPU_END", Some(0), "").to_event_kind(),
+            Ok(EventKind::ProveFinished { timings: None, .. })
+        ));
     }
 
     #[test]

@@ -42,8 +42,7 @@
 //! - **prover-bound time**: a partition was queued while every lane was busy or loading.
 //! - **steady-state throughput**: see [`throughput`](metrics::throughput).
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
@@ -66,98 +65,46 @@ use screen::{screen, Screened};
 use spans::RunSpans;
 use svg::render_svg;
 
-/// Arguments of `cuzk waterfall`.
-#[derive(Debug, clap::Args)]
-pub struct WaterfallArgs {
-    /// The timeline CSV written by `cuzk prove-dir`.
-    pub timeline: PathBuf,
-
-    /// Show the run with this id instead of the last one in the file.
-    #[arg(long, value_name = "ID", conflicts_with = "all")]
-    pub run: Option<String>,
-
-    /// Show every run in the file, one after another, each on its own time axis.
-    #[arg(long)]
-    pub all: bool,
-
-    /// Width of the drawing in columns [default: $COLUMNS, else 100; at least 20].
-    #[arg(long, value_name = "N")]
-    pub width: Option<usize>,
-
-    /// One row per partition instead of one per job.
-    #[arg(long)]
-    pub partitions: bool,
-
-    /// List the prover lanes' idle gaps at least this long, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 1000.0)]
-    pub gap_ms: f64,
-
-    /// Also write the waterfall as a standalone SVG image to FILE.
-    #[arg(long, value_name = "FILE")]
+/// What to draw from a timeline.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Which runs of the file.
+    pub selection: Selection,
+    /// One row per partition instead of per job.
+    pub per_partition: bool,
+    /// The shortest idle stretch listed as a gap, in seconds.
+    pub gap_s: f64,
+    /// Columns of the ASCII drawing (at least 20).
+    pub width: usize,
+    /// Also write an SVG image here.
     pub svg: Option<PathBuf>,
-
-    /// Print the computed metrics as JSON instead of drawing them.
-    #[arg(long)]
-    pub json: bool,
+    /// The metrics as JSON instead of the drawing.
+    pub is_json: bool,
 }
 
-/// The top-level entry point for `cuzk waterfall`; returns the exit code.
-pub fn run(args: WaterfallArgs) -> Result<u8> {
-    if !(args.gap_ms.is_finite() && args.gap_ms >= 0.0) {
-        bail!(
-            "--gap-ms wants a non-negative number of milliseconds, not {}",
-            args.gap_ms
-        );
-    }
-    let timeline = read_timeline(&args.timeline)?;
-    let selection = match (&args.run, args.all) {
-        (Some(id), _) => Selection::Run(id.clone()),
-        (None, true) => Selection::All,
-        (None, false) => Selection::Last,
-    };
+/// Reads the timeline at `path` and draws what `request` asks for: the text for stdout.
+/// Warnings about unusable lines go to stderr first; they may explain an empty result.
+pub fn draw(path: &Path, request: &Request) -> Result<String> {
+    let timeline = read_timeline(path)?;
     let options = Options {
-        per_partition: args.partitions,
-        gap_s: args.gap_ms / 1000.0,
+        per_partition: request.per_partition,
+        gap_s: request.gap_s,
     };
     let screened = screen(&timeline);
-    // Warnings first: they may explain why nothing could be shown.
     for warning in &screened.warnings {
         eprintln!("warning: {warning}");
     }
-    let analysis = analyze(&screened, &selection, &options)
-        .with_context(|| format!("{}", args.timeline.display()))?;
-    if let Some(path) = &args.svg {
-        std::fs::write(path, render_svg(&analysis.runs))
-            .with_context(|| format!("writing SVG {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+    let analysis = analyze(&screened, &request.selection, &options)
+        .with_context(|| format!("{}", path.display()))?;
+    if let Some(svg) = &request.svg {
+        std::fs::write(svg, render_svg(&analysis.runs))
+            .with_context(|| format!("writing SVG {}", svg.display()))?;
+        eprintln!("wrote {}", svg.display());
     }
-    let text = if args.json {
-        render_json(&args.timeline.display().to_string(), &analysis)?
+    if request.is_json {
+        render_json(&path.display().to_string(), &analysis)
     } else {
-        render_ascii(&analysis.runs, resolve_width(args.width))
-    };
-    print(&text)?;
-    Ok(0)
-}
-
-/// `--width`, else `$COLUMNS`, else 100; narrower than 20 columns cannot hold a row.
-fn resolve_width(flag: Option<usize>) -> usize {
-    flag.or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
-        .unwrap_or(100)
-        .max(MIN_WIDTH)
-}
-
-const MIN_WIDTH: usize = 20;
-
-/// Writes `text` to stdout; a closed pipe (`cuzk waterfall t.csv | head`) is not an error.
-fn print(text: &str) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing to stdout"),
+        Ok(render_ascii(&analysis.runs, request.width))
     }
 }
 
@@ -166,7 +113,7 @@ fn print(text: &str) -> Result<()> {
 
 /// Which runs of the file to show.
 #[derive(Clone, Debug, PartialEq)]
-enum Selection {
+pub enum Selection {
     /// The run that appears last in the file (the most recently started one).
     Last,
     /// The run with this id.
@@ -287,6 +234,33 @@ mod tests {
             error.to_string(),
             "no run \"r9\" in this timeline; its runs are: r1, r2"
         );
+    }
+
+    #[test]
+    fn every_event_a_run_writes_is_understood() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.csv");
+        let mut writer = crate::timeline::TimelineWriter::open(&path, "r1").expect("open");
+        let events = crate::event::one_of_each();
+        for (i, kind) in events.iter().enumerate() {
+            writer
+                .record(&crate::event::Event {
+                    elapsed_ms: 100.0 * i as f64,
+                    wall: std::time::SystemTime::UNIX_EPOCH,
+                    kind: kind.clone(),
+                })
+                .expect("record");
+        }
+        let timeline = read_timeline(&path).expect("read");
+        let screened = screen(&timeline);
+        assert!(screened.warnings.is_empty(), "{:?}", screened.warnings);
+        assert_eq!(screened.runs.len(), 1);
+        let kinds: Vec<_> = screened.runs[0].events.iter().map(|e| &e.kind).collect();
+        assert_eq!(kinds, events.iter().collect::<Vec<_>>());
+        let analysis = analyze(&screened, &Selection::Last, &options()).expect("analysis");
+        // s-t01000-3 was only deferred, never claimed: not a job of the run.
+        let run = &analysis.runs[0];
+        assert_eq!((run.jobs, run.proved, run.failed), (2, 1, 1));
     }
 
     #[test]

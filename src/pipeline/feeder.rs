@@ -1,158 +1,210 @@
-//! The feeder: finds files in the inbox, claims them, binds them to their sectors and
-//! starts one synthesis task per partition, holding a permit until the partition is queued.
+//! The feeder: finds files in the inbox, claims them, admits them as jobs and starts their
+//! partitions on the synthesis pool as room frees up.
+//!
+//! It never blocks for long: claiming, intake and starting a partition are quick, and
+//! everything that takes time (synthesis, generating test parameters, loading parameters)
+//! runs elsewhere and wakes it when done. So a stop signal is seen within a fraction of a
+//! second even while a ten-partition sector is being fed. Partitions start in job order:
+//! a sector already started goes before the next one, which bounds each sector's latency.
 
-use super::*;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
 
-/// A counting semaphore on a bounded channel: `acquire` blocks while all are out.
-#[derive(Clone)]
-pub(super) struct Permits {
-    out: Sender<()>,
-    back: Receiver<()>,
-    size: usize,
+use anyhow::Result;
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::event::{EventKind, EventSink};
+use crate::params::{self, ParamSets};
+use crate::porep::Sector;
+use crate::spool::{ClaimedJob, Spool};
+
+use super::intake::{self, IntakeError, IntakeRules};
+use super::job::{quarantine, Job, JobError, Outcome};
+use super::settings::RunSettings;
+use super::stop::{is_stopping, Halt};
+use super::synthesis::{SynthesisPool, SynthesisSlots};
+
+/// How long the feeder sleeps at most while partitions wait for room.
+const TICK: Duration = Duration::from_millis(200);
+
+/// A job whose partitions are not all started yet.
+struct Admitted {
+    job: Arc<Job>,
+    /// The next partition to start.
+    next_partition: usize,
+    /// Its parameter file.
+    params_path: PathBuf,
 }
 
-/// One partition's claim on memory; returned when dropped.
-pub(super) struct Permit(Receiver<()>);
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        let _ = self.0.try_recv();
-    }
+/// The feeder's view of an inbox entry.
+enum Readiness {
+    /// Claim it.
+    Ready,
+    /// Changed too recently, or incomplete and unchanged since: look again later.
+    Waiting,
 }
 
-impl Permits {
-    pub(super) fn new(size: usize) -> Permits {
-        let (out, back) = bounded(size);
-        Permits { out, back, size }
-    }
+/// The feeder and what it owns.
+pub struct Feeder<'a> {
+    settings: &'a RunSettings,
+    spool: &'a Spool,
+    events: EventSink,
+    run_id: &'a str,
+    synthesis: SynthesisPool,
+    slots: SynthesisSlots,
+    params: Arc<ParamSets>,
+    outcome_tx: Sender<Outcome>,
+    halt: Halt,
+    /// Woken by the inbox watcher, returned slots and finished parameter generation.
+    wake: (Sender<()>, Receiver<()>),
+    /// Files that looked unfinished, with the (size, mtime) they had then.
+    deferred: HashMap<PathBuf, (u64, SystemTime)>,
+    /// Jobs in order, with partitions still to start.
+    admitted: VecDeque<Admitted>,
+    /// Test parameters being generated, by parameter file.
+    generating: HashMap<PathBuf, JoinHandle<Result<()>>>,
+}
 
-    fn acquire(&self) -> Permit {
-        // The receiver lives in self, so the channel never disconnects.
-        let _ = self.out.send(());
-        Permit(self.back.clone())
-    }
+/// Where the feeder sends its work, and what it shares with the other stages.
+pub struct FeederLinks {
+    /// The synthesis pool partitions start on.
+    pub synthesis: SynthesisPool,
+    /// Room in the pool.
+    pub slots: SynthesisSlots,
+    /// The run's parameter sets, preloaded as jobs are admitted.
+    pub params: Arc<ParamSets>,
+    /// To the finisher, for jobs abandoned at a halt.
+    pub outcome_tx: Sender<Outcome>,
+    /// Set when the run must stop.
+    pub halt: Halt,
+    /// Wakes the feeder; the slots hold the sending side too.
+    pub wake: (Sender<()>, Receiver<()>),
+}
 
-    /// Waits until every permit is back, i.e. every synthesis task has ended.
-    fn wait_all(&self) {
-        for _ in 0..self.size {
-            let _ = self.out.send(());
+impl<'a> Feeder<'a> {
+    /// A feeder for `spool` under `settings`.
+    pub fn new(
+        settings: &'a RunSettings,
+        spool: &'a Spool,
+        events: EventSink,
+        run_id: &'a str,
+        links: FeederLinks,
+    ) -> Feeder<'a> {
+        Feeder {
+            settings,
+            spool,
+            events,
+            run_id,
+            synthesis: links.synthesis,
+            slots: links.slots,
+            params: links.params,
+            outcome_tx: links.outcome_tx,
+            halt: links.halt,
+            wake: links.wake,
+            deferred: HashMap::new(),
+            admitted: VecDeque::new(),
+            generating: HashMap::new(),
         }
     }
-}
-
-static NEXT_JOB_ID: AtomicU64 = AtomicU64::new(0);
-
-/// The feeder: finds files, claims them and starts their partitions.
-pub(super) struct Feeder<'a> {
-    pub(super) settings: &'a RunSettings,
-    pub(super) spool: &'a Spool,
-    pub(super) events: EventSink,
-    pub(super) run_id: &'a str,
-    pub(super) pool: rayon::ThreadPool,
-    pub(super) permits: Permits,
-    pub(super) synthesized_tx: Sender<SynthesizedMsg>,
-    pub(super) outcome_tx: Sender<Outcome>,
-    /// Files that looked unfinished, with the (size, mtime) they had then.
-    pub(super) deferred: HashMap<PathBuf, (u64, SystemTime)>,
-    /// Parameters shared with the provers.
-    pub(super) params_cache: Arc<Mutex<ParamsCache>>,
-    /// Parameter files already being loaded ahead of the provers.
-    pub(super) preloading: HashSet<PathBuf>,
-    /// Set when the run must stop.
-    pub(super) halt: Halt,
-}
-
-/// Why a job could not be started.
-pub(super) enum StartError {
-    /// The job failed: quarantine it and go on.
-    Job {
-        stage: &'static str,
-        message: String,
-    },
-    /// The file is not complete yet: hand it back and look again later.
-    NotReady(String),
-    /// The run cannot go on (missing parameters): hand the file back and stop.
-    Fatal(anyhow::Error),
 }
 
 impl Feeder<'_> {
-    pub(super) fn feed(&mut self) -> Result<()> {
-        for job in self.spool.own_claims()? {
-            self.start(job, true)?;
+    /// Feeds the pipeline until the inbox is drained (`--once`), a stop signal, or a halt.
+    /// Returns an error when the run cannot go on (missing parameters, an unreadable spool).
+    pub fn feed(&mut self) -> Result<()> {
+        for claimed in self.spool.own_claims()? {
+            self.admit(claimed, true)?;
         }
-        let wake = self.watch_inbox();
+        let _watcher = self.watch_inbox();
+        let mut announced_stop = false;
         loop {
             if self.halt.reason().is_some() {
+                self.abandon_all();
                 return Ok(());
             }
-            if is_stopping() {
+            if is_stopping() && !announced_stop {
                 self.events.emit(EventKind::StopRequested);
-                return Ok(());
+                announced_stop = true;
             }
-            let mut started = 0;
-            // Work of runs that died, here or on another host sharing the spool.
-            for job in self.spool.take_over_orphans(self.settings.lease)? {
-                self.start(job, true)?;
-                started += 1;
-            }
-            for path in self.spool.scan_inbox()? {
-                if is_stopping() || self.halt.reason().is_some() {
-                    break;
+            let mut is_inbox_waiting = false;
+            if !is_stopping() && self.admitted.is_empty() {
+                // Work of runs that died, here or on another host sharing the spool.
+                for claimed in self.spool.take_over_orphans(self.settings.lease)? {
+                    self.admit(claimed, true)?;
                 }
-                if !self.is_ready(&path) {
-                    continue;
+                is_inbox_waiting = self.claim_from_inbox()?;
+            }
+            self.start_partitions();
+            if self.admitted.is_empty() && self.generating.is_empty() {
+                if is_stopping() {
+                    return Ok(());
                 }
-                let claimed = match self.spool.claim(&path) {
-                    Ok(Some(claimed)) => claimed,
-                    Ok(None) => continue,
-                    Err(err) => {
-                        log::warn!("{err:#}");
-                        continue;
-                    }
-                };
-                self.start(claimed, false)?;
-                started += 1;
+                if self.settings.once && !is_inbox_waiting && self.deferred.is_empty() {
+                    return Ok(());
+                }
             }
-            if self.settings.once && started == 0 && self.deferred.is_empty() {
-                return Ok(());
-            }
-            self.wait_for_inbox(wake.as_ref().map(|(_, rx)| rx));
+            self.wait();
         }
     }
 
-    /// Waits for a file-system event, the next rescan or a stop signal, whichever is first.
-    fn wait_for_inbox(&self, wake: Option<&Receiver<()>>) {
-        let deadline = Instant::now() + self.settings.poll;
-        let slice = Duration::from_millis(200);
+    /// Claims and admits inbox files while the pool could use more work. True when files
+    /// were left that a later scan may claim (still settling, or more than the pool wants).
+    fn claim_from_inbox(&mut self) -> Result<bool> {
+        let mut is_waiting = false;
+        for path in self.spool.scan_inbox()? {
+            if !self.admitted.is_empty() || is_stopping() || self.halt.reason().is_some() {
+                return Ok(true);
+            }
+            if let Readiness::Waiting = self.readiness(&path) {
+                is_waiting = true;
+                continue;
+            }
+            let claimed = match self.spool.claim(&path) {
+                Ok(Some(claimed)) => claimed,
+                Ok(None) => continue,
+                Err(err) => {
+                    log::warn!("{err:#}");
+                    continue;
+                }
+            };
+            self.admit(claimed, false)?;
+            self.start_partitions();
+        }
+        Ok(is_waiting)
+    }
+
+    /// Sleeps until woken (a file arrived, a slot came back, parameters were made), the
+    /// next rescan is due, or a stop signal arrives.
+    fn wait(&self) {
+        let period = if self.admitted.is_empty() && self.generating.is_empty() {
+            self.settings.poll
+        } else {
+            TICK
+        };
+        let deadline = Instant::now() + period;
         while !is_stopping() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
             }
-            let woke = match wake {
-                Some(rx) => rx.recv_timeout(left.min(slice)).is_ok(),
-                None => {
-                    std::thread::sleep(left.min(slice));
-                    false
-                }
-            };
-            if woke {
-                // Let the writer finish its burst of events before rescanning.
-                if let Some(rx) = wake {
-                    while rx.try_recv().is_ok() {}
-                }
+            if self.wake.1.recv_timeout(left.min(TICK)).is_ok() {
+                // Let a writer finish its burst of events before rescanning.
+                while self.wake.1.try_recv().is_ok() {}
                 return;
             }
         }
     }
 
-    /// A watcher that signals when the inbox changes; `None` if the platform has none
-    /// (polling still works; watchers also miss events on network file systems).
-    fn watch_inbox(&self) -> Option<(notify::RecommendedWatcher, Receiver<()>)> {
+    /// A watcher that wakes the feeder when the inbox changes; `None` if the platform has
+    /// none (polling still works; watchers also miss events on network file systems).
+    fn watch_inbox(&self) -> Option<notify::RecommendedWatcher> {
         use notify::Watcher;
-        let (tx, rx) = unbounded();
+        let wake = self.wake.0.clone();
         let mut watcher = notify::recommended_watcher(move |_| {
-            let _ = tx.send(());
+            let _ = wake.try_send(());
         })
         .ok()?;
         watcher
@@ -161,33 +213,34 @@ impl Feeder<'_> {
                 notify::RecursiveMode::NonRecursive,
             )
             .ok()?;
-        Some((watcher, rx))
+        Some(watcher)
     }
 
-    /// False for files changed too recently, or deferred and unchanged since.
-    fn is_ready(&mut self, path: &Path) -> bool {
+    /// Files changed too recently, or deferred and unchanged since, are not claimed yet.
+    fn readiness(&mut self, path: &Path) -> Readiness {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
-            return false;
+            return Readiness::Ready;
         };
         let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         let age = modified.elapsed().unwrap_or_default();
         if age < self.settings.settle {
-            return false;
+            return Readiness::Waiting;
         }
         match self.deferred.get(path) {
             Some(&seen)
                 if seen == (meta.len(), modified) && age < self.settings.incomplete_grace =>
             {
-                false
+                Readiness::Waiting
             }
             _ => {
                 self.deferred.remove(path);
-                true
+                Readiness::Ready
             }
         }
     }
 
-    fn start(&mut self, claimed: ClaimedJob, is_resumed: bool) -> Result<()> {
+    /// Takes a claimed file in: the job joins the queue, fails, or goes back to the inbox.
+    fn admit(&mut self, claimed: ClaimedJob, is_resumed: bool) -> Result<()> {
         self.events.emit(EventKind::JobClaimed {
             job: claimed.name.clone(),
             is_resumed,
@@ -208,35 +261,18 @@ impl Feeder<'_> {
                 claimed.name,
                 self.spool.layout().outbox.display()
             );
-            return self.fail(&claimed, "spool", message);
-        }
-        if let Some(reason) = not_a_c1_file(&claimed.path) {
-            return self.fail(&claimed, "spool", reason);
+            return self.fail(&claimed, &JobError::Spool(message));
         }
         let started = Instant::now();
-        match self.bind(&claimed) {
-            Ok(sector) => {
-                self.events.emit(EventKind::JobParsed {
-                    job: claimed.name.clone(),
-                    sector: sector.identity.to_string(),
-                    sector_size: sector.sector_size,
-                    partitions: sector.circuits.partition_count(),
-                });
-                self.preload_params(&sector);
-                let job = Arc::new(Job {
-                    id: NEXT_JOB_ID.fetch_add(1, Ordering::Relaxed),
-                    claimed,
-                    sector,
-                    claimed_at: started,
-                    parse_ms: started.elapsed().as_secs_f64() * 1e3,
-                });
-                for partition in 0..job.sector.circuits.partition_count() {
-                    self.spawn_synthesis(job.clone(), partition);
-                }
-                Ok(())
-            }
-            Err(StartError::Job { stage, message }) => self.fail(&claimed, stage, message),
-            Err(StartError::NotReady(reason)) => {
+        let rules = IntakeRules {
+            max_c1_bytes: self.settings.max_c1_bytes,
+            incomplete_grace: self.settings.incomplete_grace,
+            miner_id: self.settings.miner_id,
+        };
+        match intake::bind_claimed(&claimed, &rules) {
+            Ok(sector) => self.enqueue(claimed, sector, started),
+            Err(IntakeError::Job(err)) => self.fail(&claimed, &err),
+            Err(IntakeError::NotReady(reason)) => {
                 self.spool.hand_back(&claimed)?;
                 let back = self.spool.layout().inbox.join(&claimed.file_name);
                 if let Ok(meta) = std::fs::metadata(&back) {
@@ -249,180 +285,132 @@ impl Feeder<'_> {
                 });
                 Ok(())
             }
-            Err(StartError::Fatal(err)) => {
-                self.spool.hand_back(&claimed)?;
-                Err(err)
-            }
-        }
-    }
-
-    /// Parse, identify and bind the claimed file, and check its parameters exist.
-    fn bind(&self, claimed: &ClaimedJob) -> Result<Sector, StartError> {
-        let job_err = |stage, err: &dyn std::fmt::Display| StartError::Job {
-            stage,
-            message: err.to_string(),
-        };
-        let c1 = match c1::read_c1_file(&claimed.path, self.settings.max_c1_bytes) {
-            Ok(c1) => c1,
-            Err(err) if err.is_incomplete() => {
-                let age = std::fs::metadata(&claimed.path)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|m| m.elapsed().ok())
-                    .unwrap_or_default();
-                if age < self.settings.incomplete_grace {
-                    return Err(StartError::NotReady(err.to_string()));
+            Err(IntakeError::MissingParams(sector, missing)) => {
+                if !(self.settings.gen_test_params && params::is_test_size(sector.sector_size)) {
+                    self.spool.hand_back(&claimed)?;
+                    return Err(missing.into());
                 }
-                return Err(job_err("parse", &err));
+                self.generate_params(&missing.path, sector.sector_size);
+                self.enqueue(claimed, *sector, started)
             }
-            Err(err) => return Err(job_err("parse", &err)),
-        };
-        let name_path = Path::new(&claimed.file_name);
-        let identity = c1::resolve_identity(name_path, &c1, self.settings.miner_id)
-            .map_err(|e| job_err("identity", &e))?;
-        let bound = catch_unwind(AssertUnwindSafe(|| {
-            porep::bind(c1, identity).map_err(anyhow::Error::from)
-        }));
-        let sector = flatten_panic(bound).map_err(|e| job_err("bind", &e))?;
-        let params_path = sector
-            .circuits
-            .params_path()
-            .map_err(|e| job_err("bind", &format!("{e:#}")))?;
-        if let Err(missing) = params::require(&params_path, sector.sector_size) {
-            if !(self.settings.gen_test_params && params::is_test_size(sector.sector_size)) {
-                return Err(StartError::Fatal(missing.into()));
-            }
-            self.events.emit(EventKind::ParamsGenerating {
-                path: params_path.display().to_string(),
-            });
-            params::generate(sector.sector_size).map_err(StartError::Fatal)?;
         }
-        Ok(sector)
     }
 
-    /// Starts loading a sector's parameters while its first partitions are synthesized, so
-    /// the provers do not wait for both one after the other.
-    fn preload_params(&mut self, sector: &Sector) {
-        let Ok(path) = sector.circuits.params_path() else {
-            return;
+    /// Queues a bound job and starts loading its parameters.
+    fn enqueue(&mut self, claimed: ClaimedJob, sector: Sector, started: Instant) -> Result<()> {
+        let params_path = match intake::params_path(&sector) {
+            Ok(path) => path,
+            Err(err) => return self.fail(&claimed, &err),
         };
-        if !self.preloading.insert(path.clone()) {
+        let job = Arc::new(Job::new(claimed, sector, started));
+        self.events.emit(EventKind::JobParsed {
+            job: job.name().to_owned(),
+            sector: job.sector.identity.to_string(),
+            sector_size: job.sector.sector_size,
+            partitions: job.partition_count(),
+        });
+        if !self.generating.contains_key(&params_path) {
+            self.params.preload(&params_path, &self.events);
+        }
+        self.admitted.push_back(Admitted {
+            job,
+            next_partition: 0,
+            params_path,
+        });
+        Ok(())
+    }
+
+    /// Generates missing test parameters on a thread of their own (minutes), once per file.
+    fn generate_params(&mut self, path: &Path, sector_size: u64) {
+        if self.generating.contains_key(path) {
             return;
         }
-        let (cache, events, size) = (
-            self.params_cache.clone(),
-            self.events.clone(),
-            sector.sector_size,
-        );
-        std::thread::spawn(move || {
-            let Ok(mut cache) = cache.lock() else { return };
-            if cache.is_loaded(&path) {
+        self.events.emit(EventKind::ParamsGenerating {
+            path: path.display().to_string(),
+        });
+        let wake = self.wake.0.clone();
+        let handle = std::thread::spawn(move || {
+            let made = params::generate(sector_size).map(|_| ());
+            let _ = wake.try_send(());
+            made
+        });
+        self.generating.insert(path.to_owned(), handle);
+    }
+
+    /// False while the parameters at `path` are still being generated; once they are made,
+    /// their load starts. A failed generation halts the run.
+    fn has_params(&mut self, path: &Path) -> bool {
+        let Some(handle) = self.generating.get(path) else {
+            return true;
+        };
+        if !handle.is_finished() {
+            return false;
+        }
+        let result = self
+            .generating
+            .remove(path)
+            .map(|handle| handle.join())
+            .unwrap_or(Ok(Ok(())));
+        match result {
+            Ok(Ok(())) => {
+                self.params.preload(path, &self.events);
+                true
+            }
+            Ok(Err(err)) => {
+                self.halt.set(format!(
+                    "generating test parameters {}: {err:#}",
+                    path.display()
+                ));
+                false
+            }
+            Err(_) => {
+                self.halt.set(format!(
+                    "generating test parameters {} panicked",
+                    path.display()
+                ));
+                false
+            }
+        }
+    }
+
+    /// Starts as many partitions as the pool has room for, oldest job first.
+    fn start_partitions(&mut self) {
+        while let Some(front) = self.admitted.front() {
+            if front.job.is_cancelled() {
+                self.admitted.pop_front();
+                continue;
+            }
+            let path = front.params_path.clone();
+            if !self.has_params(&path) {
                 return;
             }
-            let shown = path.display().to_string();
-            events.emit(EventKind::ParamsLoadStarted {
-                worker: "params".into(),
-                path: shown.clone(),
-            });
-            // A failure is reported by the prover that needs them, with its job.
-            let _ = cache.get(&path, size);
-            events.emit(EventKind::ParamsLoadFinished {
-                worker: "params".into(),
-                path: shown,
-            });
-        });
-    }
-
-    fn spawn_synthesis(&self, job: Arc<Job>, partition: usize) {
-        let permit = self.permits.acquire();
-        let (events, synthesized_tx, outcome_tx) = (
-            self.events.clone(),
-            self.synthesized_tx.clone(),
-            self.outcome_tx.clone(),
-        );
-        self.pool.spawn(move || {
-            let worker = format!("synth-{}", rayon::current_thread_index().unwrap_or(0));
-            let started = Instant::now();
-            events.emit(EventKind::SynthStarted {
-                job: job.claimed.name.clone(),
-                partition,
-                worker: worker.clone(),
-            });
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                job.sector.circuits.synthesize_partition(partition)
-            }));
-            let synthesized = match flatten_panic(result) {
-                Ok(synthesized) => synthesized,
-                Err(message) => {
-                    let _ = outcome_tx.send(Outcome::Failed {
-                        job,
-                        stage: "synthesis",
-                        message,
-                    });
-                    return;
-                }
-            };
-            events.emit(EventKind::SynthFinished {
-                job: job.claimed.name.clone(),
-                partition,
-                worker: worker.clone(),
-                constraints: synthesized.num_constraints(),
-            });
-            let msg = SynthesizedMsg {
-                job: job.clone(),
-                partition,
-                synthesized,
-                synth_ms: started.elapsed().as_secs_f64() * 1e3,
-            };
-            if synthesized_tx.send(msg).is_err() {
-                let _ = outcome_tx.send(Outcome::Failed {
-                    job,
-                    stage: "synthesis",
-                    message: "the prover stopped before taking this partition".into(),
-                });
+            let Some(slot) = self.slots.try_take() else {
                 return;
+            };
+            let Some(front) = self.admitted.front_mut() else {
+                return;
+            };
+            self.synthesis
+                .start(front.job.clone(), front.next_partition, slot);
+            front.next_partition += 1;
+            if front.next_partition == front.job.partition_count() {
+                self.admitted.pop_front();
             }
-            events.emit(EventKind::PartitionQueued {
-                job: job.claimed.name.clone(),
-                partition,
-                worker,
-            });
-            // Only now may another partition be synthesized in this one's memory.
-            drop(permit);
-        });
+        }
     }
 
-    fn fail(&self, claimed: &ClaimedJob, stage: &'static str, message: String) -> Result<()> {
-        fail_job(
-            self.spool,
-            &self.events,
-            self.run_id,
-            claimed,
-            stage,
-            &message,
-        )
+    /// The run halts: jobs not fully started go back to the inbox (through the finisher,
+    /// which owns every job once it is admitted).
+    fn abandon_all(&mut self) {
+        for admitted in self.admitted.drain(..) {
+            admitted.job.cancel();
+            let _ = self
+                .outcome_tx
+                .send(Outcome::Abandoned { job: admitted.job });
+        }
     }
 
-    /// Waits for every synthesis task to finish and closes the feeder's ends of the channels.
-    pub(super) fn drain(&self) {
-        self.permits.wait_all();
-    }
-}
-
-/// Why the claimed entry at `path` is not a C1 file at all, if it is not: links are never
-/// followed (they could point anywhere), and directories, FIFOs and devices are never opened.
-pub(super) fn not_a_c1_file(path: &Path) -> Option<String> {
-    let kind = std::fs::symlink_metadata(path).ok()?.file_type();
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    if kind.is_symlink() {
-        Some(format!("{name} is a symbolic link; cuzk never follows links out of the spool (hint: copy the C1 file into the inbox instead)"))
-    } else if kind.is_dir() {
-        Some(format!(
-            "{name} is a directory, not a C1 file (hint: put the C1 files themselves in the inbox)"
-        ))
-    } else if !kind.is_file() {
-        Some(format!("{name} is not a regular file (a FIFO, socket or device); cuzk only reads regular files"))
-    } else {
-        None
+    fn fail(&self, claimed: &ClaimedJob, error: &JobError) -> Result<()> {
+        quarantine(self.spool, &self.events, self.run_id, claimed, error)
     }
 }

@@ -1,26 +1,46 @@
 //! The finisher: collects each job's partition proofs, assembles them, checks them with
-//! `verify_seal` and writes them to the outbox, or quarantines the job.
+//! `verify_seal` and writes them to the outbox; or fails the job, or hands its file back.
+//!
+//! Once a job is admitted, the finisher alone decides its fate, so a C1 file is moved exactly
+//! once. The first failure of a job decides it: the job is cancelled (its other partitions
+//! are skipped) and later outcomes of it are ignored.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use bellperson::groth16::Proof;
+use blstrs::Bls12;
+use crossbeam_channel::Receiver;
+use serde::Serialize;
+
+use crate::c1::SectorSizeName;
+use crate::event::{EventKind, EventSink};
+use crate::params;
+use crate::spool::{FinishJobError, Spool};
+
+use super::job::{quarantine, Job, JobError, Outcome};
+use super::stop::Halt;
 
 /// Counts kept by the finisher.
 #[derive(Debug, Default)]
-pub(super) struct FinishCounts {
-    pub(super) proved: usize,
-    pub(super) failed: usize,
+pub struct FinishCounts {
+    /// Proofs written.
+    pub proved: usize,
+    /// Jobs failed.
+    pub failed: usize,
 }
 
 /// A job whose partitions are still arriving.
-pub(super) struct PendingJob {
+struct PendingJob {
     proofs: Vec<Option<Proof<Bls12>>>,
     provers: Vec<String>,
     synth_ms: f64,
     prove_ms: f64,
 }
 
-/// The finisher thread: assembles, verifies and writes each job once all its partitions
-/// are proved; quarantines a job on its first failure and ignores the rest of it.
-pub(super) fn finish_jobs(
+/// The finisher thread's loop; ends when every sender of `rx` is gone.
+pub fn finish_jobs(
     rx: Receiver<Outcome>,
     spool: Spool,
     events: EventSink,
@@ -28,15 +48,18 @@ pub(super) fn finish_jobs(
     halt: Halt,
 ) -> FinishCounts {
     let mut pending: HashMap<u64, PendingJob> = HashMap::new();
-    let mut failed: HashSet<u64> = HashSet::new();
+    let mut decided: HashSet<u64> = HashSet::new();
     let mut counts = FinishCounts::default();
     for outcome in rx {
         let (job, result) = match outcome {
-            Outcome::Failed {
-                job,
-                stage,
-                message,
-            } => (job, Err((stage, message))),
+            Outcome::Failed { job, error } => (job, Err(error)),
+            Outcome::Abandoned { job } => {
+                if decided.insert(job.id) {
+                    pending.remove(&job.id);
+                    hand_back(&spool, &events, &job, "the run stopped before proving it");
+                }
+                continue;
+            }
             Outcome::Proved {
                 job,
                 partition,
@@ -45,11 +68,11 @@ pub(super) fn finish_jobs(
                 synth_ms,
                 prove_ms,
             } => {
-                if failed.contains(&job.id) {
+                if decided.contains(&job.id) {
                     continue;
                 }
                 let entry = pending.entry(job.id).or_insert_with(|| PendingJob {
-                    proofs: vec![None; job.sector.circuits.partition_count()],
+                    proofs: vec![None; job.partition_count()],
                     provers: Vec::new(),
                     synth_ms: 0.0,
                     prove_ms: 0.0,
@@ -63,38 +86,30 @@ pub(super) fn finish_jobs(
                 if entry.proofs.iter().any(Option::is_none) {
                     continue;
                 }
-                let done = pending.remove(&job.id).expect("entry was just updated");
+                let Some(done) = pending.remove(&job.id) else {
+                    continue;
+                };
                 let result = write_proof(&spool, &events, &run_id, &job, done);
                 (job, result)
             }
         };
+        if !decided.insert(job.id) {
+            continue;
+        }
+        pending.remove(&job.id);
         match result {
             Ok(()) => counts.proved += 1,
-            Err(("write", message)) => {
-                // The outbox cannot take results (disk full, read-only, gone): the C1 file is
-                // not at fault. Hand it back and stop the run rather than fail every job.
-                failed.insert(job.id);
-                let kept = match spool.hand_back(&job.claimed) {
-                    Ok(()) => "handed back to the inbox".to_owned(),
-                    Err(err) => format!("left in {} ({err:#})", job.claimed.path.display()),
-                };
-                events.emit(EventKind::FileDeferred {
-                    job: job.claimed.name.clone(),
-                    reason: format!("proof not written, C1 file {kept}: {message}"),
-                });
-                halt.set(format!(
-                    "cannot write results: {message} (hint: free space or fix permissions on {}, then run again; unproved C1 files are kept)",
-                    spool.layout().outbox.display()
-                ));
+            Err(error) if error.is_run_fault() => {
+                // The outbox or the parameters failed, not the C1 file: hand it back and stop
+                // the run rather than fail every job after it.
+                job.cancel();
+                hand_back(&spool, &events, &job, &format!("{error:#}"));
+                halt.set(run_fault_reason(&spool, &error));
             }
-            Err((stage, message)) => {
-                if !failed.insert(job.id) {
-                    continue;
-                }
-                pending.remove(&job.id);
+            Err(error) => {
+                job.cancel();
                 counts.failed += 1;
-                if let Err(err) = fail_job(&spool, &events, &run_id, &job.claimed, stage, &message)
-                {
+                if let Err(err) = quarantine(&spool, &events, &run_id, &job.claimed, &error) {
                     log::error!("{err:#}");
                 }
             }
@@ -103,9 +118,32 @@ pub(super) fn finish_jobs(
     counts
 }
 
+/// Why the run stops after `error`, with the fix.
+fn run_fault_reason(spool: &Spool, error: &JobError) -> String {
+    match error {
+        JobError::Write(_) => format!(
+            "cannot write results: {error:#} (hint: free space or fix permissions on {}, then run again; unproved C1 files are kept)",
+            spool.layout().outbox.display()
+        ),
+        _ => format!("{error:#}"),
+    }
+}
+
+/// Puts a job's file back in the inbox for a later run, and says so.
+fn hand_back(spool: &Spool, events: &EventSink, job: &Job, why: &str) {
+    let kept = match spool.hand_back(&job.claimed) {
+        Ok(()) => "handed back to the inbox".to_owned(),
+        Err(err) => format!("left in {} ({err:#})", job.claimed.path.display()),
+    };
+    events.emit(EventKind::FileDeferred {
+        job: job.claimed.name.clone(),
+        reason: format!("not proved, C1 file {kept}: {why}"),
+    });
+}
+
 /// What `outbox/<job>.json` says about a proof.
 #[derive(Serialize)]
-pub(super) struct ProofRecord<'a> {
+struct ProofRecord<'a> {
     job: &'a str,
     c1_file: &'a str,
     miner_id: u64,
@@ -125,7 +163,7 @@ pub(super) struct ProofRecord<'a> {
 
 /// Per-stage milliseconds of one job.
 #[derive(Serialize)]
-pub(super) struct JobTimings {
+struct JobTimings {
     parse: f64,
     synthesis: f64,
     prove: f64,
@@ -134,19 +172,19 @@ pub(super) struct JobTimings {
 }
 
 /// Assembles the partition proofs in order, checks them with `verify_seal` and writes them.
-pub(super) fn write_proof(
+fn write_proof(
     spool: &Spool,
     events: &EventSink,
     run_id: &str,
-    job: &Job,
+    job: &Arc<Job>,
     done: PendingJob,
-) -> Result<(), (&'static str, String)> {
-    let name = job.claimed.name.clone();
+) -> Result<(), JobError> {
+    let name = job.name().to_owned();
     let mut bytes = Vec::with_capacity(192 * done.proofs.len());
     for proof in done.proofs.iter().flatten() {
         proof
             .write(&mut bytes)
-            .map_err(|e| ("prove", format!("encoding the proof: {e}")))?;
+            .map_err(|e| JobError::Verify(format!("encoding the proof: {e}")))?;
     }
     events.emit(EventKind::VerifyStarted { job: name.clone() });
     let started = Instant::now();
@@ -159,16 +197,13 @@ pub(super) fn write_proof(
     match verified {
         Ok(true) => {}
         Ok(false) => {
-            return Err((
-                "verify",
-                format!(
-                    "the proof for {} did not pass verify_seal; it was not written (hint: check that the parameters in {} belong to the verifying key beside them, then move the C1 file back to the inbox)",
-                    job.sector.identity,
-                    params::params_dir().display()
-                ),
-            ))
+            return Err(JobError::Verify(format!(
+                "the proof for {} did not pass verify_seal; it was not written (hint: check that the parameters in {} belong to the verifying key beside them, then move the C1 file back to the inbox)",
+                job.sector.identity,
+                params::params_dir().display()
+            )))
         }
-        Err(err) => return Err(("verify", format!("{err:#}"))),
+        Err(err) => return Err(JobError::Verify(format!("{err:#}"))),
     }
     use base64::Engine;
     let record = ProofRecord {
@@ -196,7 +231,10 @@ pub(super) fn write_proof(
     };
     let path = spool
         .finish(&job.claimed, &bytes, &record)
-        .map_err(|e| ("write", format!("{e:#}")))?;
+        .map_err(|err| match err {
+            FinishJobError::AlreadyProved { .. } => JobError::Spool(err.to_string()),
+            FinishJobError::Io(err) => JobError::Write(err),
+        })?;
     events.emit(EventKind::ProofWritten {
         job: name,
         path: path.display().to_string(),

@@ -1,88 +1,95 @@
 //! Prover threads: each owns its kernels (one GPU, or the CPU), takes synthesized partitions
-//! from the shared queue and proves them.
+//! from the shared queue and proves them with the run's shared parameters.
 
-use super::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
 
-/// A prover thread: owns its kernels (one GPU, or the CPU) and proves partitions from the
-/// shared queue; parameters are loaded once per run and shared by all provers.
-pub(super) fn prove_partitions(
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::event::{EventKind, EventSink};
+use crate::kernels::ProverKernels;
+use crate::params::ParamSets;
+use crate::prove;
+
+use super::intake;
+use super::job::{panic_message, JobError, Outcome, SynthesizedMsg};
+
+/// Proves partitions from `rx` until the queue is closed and empty.
+pub fn prove_partitions(
     mut kernels: ProverKernels,
     rx: Receiver<SynthesizedMsg>,
     outcome_tx: Sender<Outcome>,
     events: EventSink,
-    params_cache: Arc<Mutex<ParamsCache>>,
+    params: Arc<ParamSets>,
 ) {
     let worker = kernels.name().to_owned();
     for msg in rx {
-        let job = msg.job;
-        let name = job.claimed.name.clone();
+        let SynthesizedMsg {
+            job,
+            partition,
+            synthesized,
+            synth_ms,
+        } = msg;
+        // A sibling failed: proving this partition would be for nothing.
+        if job.is_cancelled() {
+            continue;
+        }
+        let name = job.name().to_owned();
         events.emit(EventKind::ProverPickedUp {
             job: name.clone(),
-            partition: msg.partition,
+            partition,
             worker: worker.clone(),
         });
-        let params = job.sector.circuits.params_path().and_then(|path| {
-            let mut cache = params_cache
-                .lock()
-                .map_err(|_| anyhow::anyhow!("another prover panicked while loading parameters"))?;
-            if cache.is_loaded(&path) {
-                return cache.get(&path, job.sector.sector_size);
-            }
-            let shown = path.display().to_string();
-            events.emit(EventKind::ParamsLoadStarted {
-                worker: worker.clone(),
-                path: shown.clone(),
-            });
-            let loaded = cache.get(&path, job.sector.sector_size);
-            events.emit(EventKind::ParamsLoadFinished {
-                worker: worker.clone(),
-                path: shown,
-            });
-            loaded
-        });
+        let params = intake::params_path(&job.sector)
+            .and_then(|path| params.get(&path, &worker, &events).map_err(JobError::from));
         let params = match params {
             Ok(params) => params,
-            Err(err) => {
-                let _ = outcome_tx.send(Outcome::Failed {
-                    job,
-                    stage: "params",
-                    message: format!("{err:#}"),
-                });
+            Err(error) => {
+                let _ = outcome_tx.send(Outcome::Failed { job, error });
                 continue;
             }
         };
         events.emit(EventKind::ProveStarted {
             job: name.clone(),
-            partition: msg.partition,
+            partition,
             worker: worker.clone(),
         });
         let started = Instant::now();
         let (r, s) = prove::fresh_randomness();
         let result = catch_unwind(AssertUnwindSafe(|| {
-            prove::prove_partition(msg.synthesized, &*params, r, s, &mut kernels)
-                .map_err(anyhow::Error::from)
+            prove::prove_partition(synthesized, &*params, r, s, &mut kernels)
         }));
-        let outcome = match flatten_panic(result) {
-            Ok((proof, timings)) => {
+        let outcome = match result {
+            Ok(Ok((proof, timings))) => {
                 events.emit(EventKind::ProveFinished {
                     job: name,
-                    partition: msg.partition,
+                    partition,
                     worker: worker.clone(),
-                    timings,
+                    timings: Some(timings),
                 });
                 Outcome::Proved {
                     job,
-                    partition: msg.partition,
+                    partition,
                     proof: Box::new(proof),
                     prover: worker.clone(),
-                    synth_ms: msg.synth_ms,
+                    synth_ms,
                     prove_ms: started.elapsed().as_secs_f64() * 1e3,
                 }
             }
-            Err(message) => Outcome::Failed {
+            Ok(Err(err)) => Outcome::Failed {
                 job,
-                stage: "prove",
-                message,
+                error: JobError::Prove {
+                    partition,
+                    message: err.to_string(),
+                },
+            },
+            Err(panic) => Outcome::Failed {
+                job,
+                error: JobError::Prove {
+                    partition,
+                    message: panic_message(panic.as_ref()),
+                },
             },
         };
         let _ = outcome_tx.send(outcome);

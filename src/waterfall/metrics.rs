@@ -575,10 +575,10 @@ fn lane_metrics(
             if let Some(s) = part.steps {
                 steps.partitions += 1;
                 steps.prove_s += stop - start;
-                steps.fft_s += s.fft;
-                steps.msm_g1_s += s.msm_g1;
-                steps.msm_g2_s += s.msm_g2;
-                steps.cpu_tail_s += s.cpu_tail;
+                steps.fft_s += s.fft_ms / 1e3;
+                steps.msm_g1_s += s.msm_g1_ms / 1e3;
+                steps.msm_g2_s += s.msm_g2_ms / 1e3;
+                steps.cpu_tail_s += s.cpu_tail_ms / 1e3;
             }
         }
     }
@@ -587,7 +587,7 @@ fn lane_metrics(
 
     let proving = Intervals::new(proving).intersect(window);
     // A lane waits on its own loads and on those started ahead of all provers.
-    let loaders = [name, super::spans::PARAMS_LOADER];
+    let loaders = [name, crate::event::PRELOAD_WORKER];
     let loaded = loaders
         .iter()
         .filter_map(|worker| spans.params.get(*worker))

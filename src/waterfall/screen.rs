@@ -3,97 +3,23 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::timeline::{Timeline, TimelineRow};
+use crate::event::EventKind;
+use crate::timeline::{RowError, Timeline};
 
 use super::plural;
 
-/// The events a timeline may hold; see [`crate::timeline::EVENT_NAMES`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum EventName {
-    RunStart,
-    RunEnd,
-    ParamsGen,
-    Claim,
-    Parsed,
-    SynthStart,
-    SynthEnd,
-    ChanSend,
-    Pickup,
-    ParamsStart,
-    ParamsEnd,
-    GpuStart,
-    GpuEnd,
-    VerifyStart,
-    VerifyEnd,
-    Done,
-    Failed,
-    Deferred,
-}
-
-impl EventName {
-    fn parse(name: &str) -> Option<EventName> {
-        Some(match name {
-            "RUN_START" => EventName::RunStart,
-            "RUN_END" => EventName::RunEnd,
-            "PARAMS_GEN" => EventName::ParamsGen,
-            "CLAIM" => EventName::Claim,
-            "PARSED" => EventName::Parsed,
-            "SYNTH_START" => EventName::SynthStart,
-            "SYNTH_END" => EventName::SynthEnd,
-            "CHAN_SEND" => EventName::ChanSend,
-            "GPU_PICKUP" => EventName::Pickup,
-            "PARAMS_START" => EventName::ParamsStart,
-            "PARAMS_END" => EventName::ParamsEnd,
-            "GPU_START" => EventName::GpuStart,
-            "GPU_END" => EventName::GpuEnd,
-            "VERIFY_START" => EventName::VerifyStart,
-            "VERIFY_END" => EventName::VerifyEnd,
-            "DONE" => EventName::Done,
-            "FAILED" => EventName::Failed,
-            "DEFERRED" => EventName::Deferred,
-            _ => return None,
-        })
-    }
-
-    /// Why `row` cannot be used for this event, if it cannot.
-    fn unusable(self, row: &TimelineRow) -> Option<&'static str> {
-        use EventName::*;
-        let needs_job = !matches!(
-            self,
-            RunStart | RunEnd | ParamsGen | ParamsStart | ParamsEnd
-        );
-        let needs_partition = matches!(
-            self,
-            SynthStart | SynthEnd | ChanSend | Pickup | GpuStart | GpuEnd
-        );
-        let needs_worker = matches!(self, ParamsStart | ParamsEnd);
-        if !row.t_ms.is_finite() {
-            Some("t_ms is not a finite number")
-        } else if needs_job && row.job.is_empty() {
-            Some("no job")
-        } else if needs_partition && row.partition.is_none() {
-            Some("no partition")
-        } else if needs_worker && row.worker.is_empty() {
-            Some("no worker")
-        } else {
-            None
-        }
-    }
-}
-
-/// A usable row: its event and its time in seconds.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Event<'a> {
-    pub(super) name: EventName,
+/// A usable row: its event and its time in seconds since the run started.
+#[derive(Clone, Debug)]
+pub(super) struct Event {
+    pub(super) kind: EventKind,
     pub(super) t: f64,
-    pub(super) row: &'a TimelineRow,
 }
 
 /// One run's events, sorted by time.
 #[derive(Debug)]
 pub(super) struct RunEvents<'a> {
     pub(super) id: &'a str,
-    pub(super) events: Vec<Event<'a>>,
+    pub(super) events: Vec<Event>,
 }
 
 /// The file's usable rows grouped by run, and one warning per kind of unusable line or row.
@@ -112,20 +38,28 @@ pub(super) fn screen(timeline: &Timeline) -> Screened<'_> {
     let mut unusable = 0;
     let mut first_unusable = None;
     for row in &timeline.rows {
-        let Some(name) = EventName::parse(&row.event) else {
-            *unknown.entry(row.event.as_str()).or_default() += 1;
-            continue;
+        let usable = if row.t_ms.is_finite() {
+            row.to_event_kind()
+        } else {
+            Err(RowError::Unusable("t_ms is not a finite number"))
         };
-        if let Some(why) = name.unusable(row) {
-            unusable += 1;
-            first_unusable.get_or_insert_with(|| {
-                format!(
-                    "{} at t_ms {} in run {:?}: {why}",
-                    row.event, row.t_ms, row.run_id
-                )
-            });
-            continue;
-        }
+        let kind = match usable {
+            Ok(kind) => kind,
+            Err(RowError::UnknownEvent) => {
+                *unknown.entry(row.event.as_str()).or_default() += 1;
+                continue;
+            }
+            Err(RowError::Unusable(why)) => {
+                unusable += 1;
+                first_unusable.get_or_insert_with(|| {
+                    format!(
+                        "{} at t_ms {} in run {:?}: {why}",
+                        row.event, row.t_ms, row.run_id
+                    )
+                });
+                continue;
+            }
+        };
         let index = *run_index.entry(row.run_id.as_str()).or_insert_with(|| {
             runs.push(RunEvents {
                 id: &row.run_id,
@@ -134,9 +68,8 @@ pub(super) fn screen(timeline: &Timeline) -> Screened<'_> {
             runs.len() - 1
         });
         runs[index].events.push(Event {
-            name,
+            kind,
             t: row.t_ms / 1000.0,
-            row,
         });
     }
     for run in &mut runs {
@@ -180,6 +113,7 @@ fn skipped_lines_warning(skipped: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::TimelineRow;
     use crate::waterfall::test_support::{analysis, fixture, json_of, options};
     use crate::waterfall::{analyze, Selection};
 

@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::screen::{Event, EventName};
+use crate::event::{EventKind, PRELOAD_WORKER};
+use crate::prove::ProveTimings;
+
+use super::screen::Event;
 
 /// When each of one partition's events happened (seconds; the first of duplicates wins).
 #[derive(Clone, Debug, Default)]
@@ -17,40 +20,8 @@ pub(super) struct PartitionSpans {
     pub(super) gpu_end: Option<f64>,
     /// The prover lane that took it.
     pub(super) lane: Option<String>,
-    /// The prover's own step timings, from GPU_END's detail.
-    pub(super) steps: Option<ProverSteps>,
-}
-
-/// The prover's steps for one partition, in seconds (GPU_END's `fft_ms=..;..;cpu_ms=..`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(super) struct ProverSteps {
-    pub(super) fft: f64,
-    pub(super) msm_g1: f64,
-    pub(super) msm_g2: f64,
-    pub(super) cpu_tail: f64,
-}
-
-impl ProverSteps {
-    fn parse(detail: &str) -> Option<ProverSteps> {
-        let seconds = |key: &str| -> Option<f64> {
-            let ms: f64 = detail_value(detail, key)?.parse().ok()?;
-            ms.is_finite().then_some(ms / 1000.0)
-        };
-        Some(ProverSteps {
-            fft: seconds("fft_ms")?,
-            msm_g1: seconds("msm_g1_ms")?,
-            msm_g2: seconds("msm_g2_ms")?,
-            cpu_tail: seconds("cpu_ms")?,
-        })
-    }
-}
-
-/// The value of `key` in a `key=value;key=value` detail.
-fn detail_value<'d>(detail: &'d str, key: &str) -> Option<&'d str> {
-    detail.split(';').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        (k.trim() == key).then_some(v.trim())
-    })
+    /// The prover's own step timings, from GPU_END.
+    pub(super) steps: Option<ProveTimings>,
 }
 
 /// What one job went through.
@@ -132,58 +103,73 @@ impl JobSpans {
     }
 
     /// Records one of the job's events; events arrive in time order.
-    fn apply(&mut self, event: &Event<'_>, workers: &mut Workers) {
-        let (t, row) = (event.t, event.row);
+    fn apply(&mut self, event: &Event, workers: &mut Workers) {
+        let t = event.t;
         let first = |slot: &mut Option<f64>| {
             slot.get_or_insert(t);
         };
-        let partition = row.partition.unwrap_or_default();
-        match event.name {
-            EventName::Claim => first(&mut self.claim),
-            EventName::Parsed => {
-                self.declared_partitions =
-                    detail_value(&row.detail, "partitions").and_then(|p| p.parse().ok());
+        match &event.kind {
+            EventKind::JobClaimed { .. } => first(&mut self.claim),
+            EventKind::JobParsed { partitions, .. } => {
+                self.declared_partitions = Some(*partitions);
             }
-            EventName::SynthStart => {
-                first(&mut self.part(partition).synth_start);
-                workers.note_synthesis(&row.worker);
+            EventKind::SynthStarted {
+                partition, worker, ..
+            } => {
+                first(&mut self.part(*partition).synth_start);
+                workers.note_synthesis(worker);
             }
-            EventName::SynthEnd => {
-                first(&mut self.part(partition).synth_end);
-                workers.note_synthesis(&row.worker);
+            EventKind::SynthFinished {
+                partition, worker, ..
+            } => {
+                first(&mut self.part(*partition).synth_end);
+                workers.note_synthesis(worker);
             }
-            EventName::ChanSend => first(&mut self.part(partition).chan_send),
-            EventName::Pickup => {
-                let part = self.part(partition);
+            EventKind::PartitionQueued { partition, .. } => {
+                first(&mut self.part(*partition).chan_send)
+            }
+            EventKind::ProverPickedUp {
+                partition, worker, ..
+            } => {
+                let part = self.part(*partition);
                 first(&mut part.pickup);
-                workers.note_lane(part, &row.worker);
+                workers.note_lane(part, worker);
             }
-            EventName::GpuStart => {
-                let part = self.part(partition);
+            EventKind::ProveStarted {
+                partition, worker, ..
+            } => {
+                let part = self.part(*partition);
                 first(&mut part.gpu_start);
-                workers.note_lane(part, &row.worker);
+                workers.note_lane(part, worker);
             }
-            EventName::GpuEnd => {
-                let part = self.part(partition);
+            EventKind::ProveFinished {
+                partition,
+                worker,
+                timings,
+                ..
+            } => {
+                let part = self.part(*partition);
                 first(&mut part.gpu_end);
-                workers.note_lane(part, &row.worker);
+                workers.note_lane(part, worker);
                 if part.steps.is_none() {
-                    part.steps = ProverSteps::parse(&row.detail);
+                    part.steps = *timings;
                 }
             }
-            EventName::VerifyStart => first(&mut self.verify_start),
-            EventName::VerifyEnd => first(&mut self.verify_end),
-            EventName::Done => first(&mut self.done),
-            EventName::Failed => {
-                self.failed.get_or_insert_with(|| (t, row.detail.clone()));
+            EventKind::VerifyStarted { .. } => first(&mut self.verify_start),
+            EventKind::VerifyFinished { .. } => first(&mut self.verify_end),
+            EventKind::ProofWritten { .. } => first(&mut self.done),
+            EventKind::JobFailed { stage, message, .. } => {
+                self.failed
+                    .get_or_insert_with(|| (t, format!("{stage}: {message}")));
             }
             // Run-level events never reach a job; see `RunSpans::from_events`.
-            EventName::RunStart
-            | EventName::RunEnd
-            | EventName::ParamsGen
-            | EventName::ParamsStart
-            | EventName::ParamsEnd
-            | EventName::Deferred => {}
+            EventKind::RunStarted { .. }
+            | EventKind::RunFinished { .. }
+            | EventKind::ParamsGenerating { .. }
+            | EventKind::ParamsLoadStarted { .. }
+            | EventKind::ParamsLoadFinished { .. }
+            | EventKind::FileDeferred { .. }
+            | EventKind::StopRequested => {}
         }
     }
 
@@ -242,17 +228,14 @@ pub(super) struct RunSpans {
     pub(super) deferred: BTreeSet<String>,
 }
 
-/// Parameter loads ahead of the provers are recorded under the worker `params`, which is
+/// Parameter loads ahead of the provers are recorded under [`PRELOAD_WORKER`], which is
 /// not a prover lane and must not count as an idle one.
 fn is_prover_lane(worker: &str) -> bool {
-    worker != PARAMS_LOADER
+    worker != PRELOAD_WORKER
 }
 
-/// The worker name of parameter loads started ahead of the provers; every lane waits on them.
-pub(super) const PARAMS_LOADER: &str = "params";
-
 impl RunSpans {
-    pub(super) fn from_events(id: &str, events: &[Event<'_>]) -> RunSpans {
+    pub(super) fn from_events(id: &str, events: &[Event]) -> RunSpans {
         let mut jobs: Vec<JobSpans> = Vec::new();
         let mut job_index: HashMap<&str, usize> = HashMap::new();
         let mut workers = Workers::default();
@@ -260,32 +243,32 @@ impl RunSpans {
         let mut loading: HashMap<&str, f64> = HashMap::new();
         let mut deferred = BTreeSet::new();
         for event in events {
-            let row = event.row;
-            match event.name {
-                EventName::RunStart | EventName::RunEnd | EventName::ParamsGen => {}
-                EventName::ParamsStart => {
-                    if is_prover_lane(&row.worker) {
-                        workers.lanes.insert(row.worker.clone());
+            match &event.kind {
+                EventKind::ParamsLoadStarted { worker, .. } => {
+                    if is_prover_lane(worker) {
+                        workers.lanes.insert(worker.clone());
                     }
-                    loading.entry(row.worker.as_str()).or_insert(event.t);
+                    loading.entry(worker.as_str()).or_insert(event.t);
                 }
-                EventName::ParamsEnd => {
-                    if is_prover_lane(&row.worker) {
-                        workers.lanes.insert(row.worker.clone());
+                EventKind::ParamsLoadFinished { worker, .. } => {
+                    if is_prover_lane(worker) {
+                        workers.lanes.insert(worker.clone());
                     }
-                    if let Some(start) = loading.remove(row.worker.as_str()) {
+                    if let Some(start) = loading.remove(worker.as_str()) {
                         params
-                            .entry(row.worker.clone())
+                            .entry(worker.clone())
                             .or_default()
                             .push((start, event.t));
                     }
                 }
-                EventName::Deferred => {
-                    deferred.insert(row.job.clone());
+                EventKind::FileDeferred { job, .. } => {
+                    deferred.insert(job.clone());
                 }
-                _ => {
-                    let index = *job_index.entry(row.job.as_str()).or_insert_with(|| {
-                        jobs.push(JobSpans::new(&row.job, event.t));
+                kind => {
+                    // Other run-level events mark no job.
+                    let Some(job) = kind.job() else { continue };
+                    let index = *job_index.entry(job).or_insert_with(|| {
+                        jobs.push(JobSpans::new(job, event.t));
                         jobs.len() - 1
                     });
                     jobs[index].apply(event, &mut workers);
@@ -384,22 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn details_and_lane_names_parse() {
-        let steps = ProverSteps::parse("fft_ms=1.0;msm_g1_ms=2.0;msm_g2_ms=3.0;cpu_ms=0.5");
-        assert_eq!(
-            steps,
-            Some(ProverSteps {
-                fft: 0.001,
-                msm_g1: 0.002,
-                msm_g2: 0.003,
-                cpu_tail: 0.0005,
-            })
-        );
-        assert_eq!(ProverSteps::parse("fft_ms=1.0"), None);
-        assert_eq!(
-            detail_value("sector=s;partitions=10", "partitions"),
-            Some("10")
-        );
+    fn lane_names_sort_naturally() {
         let mut lanes = vec!["gpu-10", "cpu-0", "gpu-2"];
         lanes.sort_by_key(|l| natural_key(l));
         assert_eq!(lanes, ["cpu-0", "gpu-2", "gpu-10"]);

@@ -1,21 +1,15 @@
 //! Groth16 parameters: finds them in the standard Filecoin parameter cache, loads each set
-//! once per run and keeps it resident, and generates insecure random test parameters.
+//! once per run and keeps it resident ([`ParamSets`]), reads files fast ([`load`]), and
+//! generates insecure random test parameters.
 //!
 //! The cache directory is `--params`, else `FIL_PROOFS_PARAMETER_CACHE`, else
 //! `/var/tmp/filecoin-proof-parameters`, with the file names every Filecoin tool uses
 //! (`v28-stacked-proof-of-replication-...-<hash>.params` and `.vk`). Loading keeps the whole
 //! set in memory rather than re-reading the mapped file for every proof.
 
-use std::collections::HashMap;
-use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use bellperson::groth16::Parameters;
-use blstrs::Bls12;
+use anyhow::{bail, Result};
 use filecoin_proofs::{parameters::public_params, with_shape, DefaultPieceHasher, MerkleTreeTrait};
 use filecoin_proofs_api::RegisteredSealProof;
 use storage_proofs_core::compound_proof::CompoundProof;
@@ -23,6 +17,11 @@ use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 use crate::c1::SectorSizeName;
+
+mod cache;
+pub mod load;
+
+pub use cache::{LoadParamsError, LoadedParams, ParamSets};
 
 /// The environment variable filecoin-proofs reads for the parameter cache.
 pub const PARAMS_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
@@ -68,46 +67,6 @@ pub fn require(path: &Path, sector_size: u64) -> Result<(), MissingParamsError> 
         dir: path.parent().map(Path::to_owned).unwrap_or_else(params_dir),
         size: SectorSizeName(sector_size),
     })
-}
-
-/// Parameter sets loaded so far, by file; each is read from disk once per run.
-#[derive(Default)]
-pub struct ParamsCache {
-    loaded: HashMap<PathBuf, Arc<Parameters<Bls12>>>,
-}
-
-impl ParamsCache {
-    /// True if the set at `path` is already in memory.
-    pub fn is_loaded(&self, path: &Path) -> bool {
-        self.loaded.contains_key(path)
-    }
-
-    /// The parameters at `path`, read on first use.
-    pub fn get(&mut self, path: &Path, sector_size: u64) -> Result<Arc<Parameters<Bls12>>> {
-        if let Some(params) = self.loaded.get(path) {
-            return Ok(params.clone());
-        }
-        require(path, sector_size)?;
-        let started = Instant::now();
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        // Unchecked: the points were checked when the file was made or fetched (paramfetch
-        // verifies digests), and subgroup checks on millions of points cost minutes.
-        let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 20, file), false)
-            .with_context(|| {
-                format!(
-                    "reading {} (hint: the file is damaged or incomplete; fetch or generate it again)",
-                    path.display()
-                )
-            })?;
-        log::info!(
-            "loaded {} in {:.1} s",
-            path.display(),
-            started.elapsed().as_secs_f64()
-        );
-        let params = Arc::new(params);
-        self.loaded.insert(path.to_owned(), params.clone());
-        Ok(params)
-    }
 }
 
 /// Sizes for which random parameters may be generated: the ones nobody mines with.

@@ -1,0 +1,107 @@
+//! Intake: turns a claimed file into a sector ready to prove, or says why it is not one.
+//!
+//! In order: the entry must be a regular file, its JSON must be complete and a C1 output,
+//! its miner and sector must be known, it must bind to its sector's circuits (the replica id
+//! is recomputed here, before any proving), and its parameters must be in the cache. Nothing
+//! here waits long: a file still being written is handed back, and parameters that must be
+//! generated are the feeder's to arrange.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::c1;
+use crate::params::{self, MissingParamsError};
+use crate::porep::{self, BindSectorError, Sector};
+use crate::spool::ClaimedJob;
+
+use super::job::{panic_message, JobError};
+
+/// Why a claimed file did not become a sector.
+pub enum IntakeError {
+    /// The file is not a provable C1 file: fail the job.
+    Job(JobError),
+    /// The file is not complete yet: hand it back and look again later.
+    NotReady(String),
+    /// Its parameters are not in the cache; the sector is ready otherwise.
+    MissingParams(Box<Sector>, MissingParamsError),
+}
+
+impl From<JobError> for IntakeError {
+    fn from(err: JobError) -> Self {
+        IntakeError::Job(err)
+    }
+}
+
+/// What intake needs to know of the run.
+pub struct IntakeRules {
+    /// Largest C1 file accepted.
+    pub max_c1_bytes: u64,
+    /// How long a file whose JSON ends early is waited for.
+    pub incomplete_grace: Duration,
+    /// The miner of files whose name does not say.
+    pub miner_id: Option<u64>,
+}
+
+/// Reads, identifies and binds the claimed file, and checks its parameters are present.
+pub fn bind_claimed(claimed: &ClaimedJob, rules: &IntakeRules) -> Result<Sector, IntakeError> {
+    if let Some(reason) = not_a_c1_file(&claimed.path) {
+        return Err(JobError::Spool(reason).into());
+    }
+    let c1 = match c1::read_c1_file(&claimed.path, rules.max_c1_bytes) {
+        Ok(c1) => c1,
+        Err(err) if err.is_incomplete() && age(&claimed.path) < rules.incomplete_grace => {
+            return Err(IntakeError::NotReady(err.to_string()))
+        }
+        Err(err) => return Err(JobError::Parse(err).into()),
+    };
+    let identity = c1::resolve_identity(Path::new(&claimed.file_name), &c1, rules.miner_id)
+        .map_err(JobError::Identity)?;
+    // storage-proofs asserts on some malformed vanilla proofs: a panic fails this job only.
+    let sector = match catch_unwind(AssertUnwindSafe(|| porep::bind(c1, identity))) {
+        Ok(bound) => bound.map_err(JobError::Bind)?,
+        Err(panic) => {
+            let message = panic_message(panic.as_ref());
+            return Err(JobError::Bind(BindSectorError::Invalid(anyhow::anyhow!(message))).into());
+        }
+    };
+    let params_path = params_path(&sector)?;
+    match params::require(&params_path, sector.sector_size) {
+        Ok(()) => Ok(sector),
+        Err(missing) => Err(IntakeError::MissingParams(Box::new(sector), missing)),
+    }
+}
+
+/// The sector's parameter file.
+pub fn params_path(sector: &Sector) -> Result<PathBuf, JobError> {
+    sector
+        .circuits
+        .params_path()
+        .map_err(|e| JobError::Bind(BindSectorError::Invalid(e)))
+}
+
+fn age(path: &Path) -> Duration {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .unwrap_or_default()
+}
+
+/// Why the claimed entry at `path` is not a C1 file at all, if it is not: links are never
+/// followed (they could point anywhere), and directories, FIFOs and devices are never opened.
+pub fn not_a_c1_file(path: &Path) -> Option<String> {
+    let kind = std::fs::symlink_metadata(path).ok()?.file_type();
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    if kind.is_symlink() {
+        Some(format!("{name} is a symbolic link; cuzk never follows links out of the spool (hint: copy the C1 file into the inbox instead)"))
+    } else if kind.is_dir() {
+        Some(format!(
+            "{name} is a directory, not a C1 file (hint: put the C1 files themselves in the inbox)"
+        ))
+    } else if !kind.is_file() {
+        Some(format!("{name} is not a regular file (a FIFO, socket or device); cuzk only reads regular files"))
+    } else {
+        None
+    }
+}

@@ -1,0 +1,231 @@
+//! Jobs: a claimed C1 file bound to its sector, what each stage hands the next, and the typed
+//! reasons a job fails.
+//!
+//! A [`Job`] is shared by its partitions as they move through synthesis and the provers; the
+//! finisher alone decides its fate (proved, failed, handed back) from the [`Outcome`]s it gets.
+//! [`JobError`] says which [`Stage`] failed and why; [`JobError::is_run_fault`] tells a fault
+//! of the run (the outbox, the parameters) from a fault of the C1 file.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use bellperson::groth16::Proof;
+use blstrs::Bls12;
+
+use crate::c1::{ParseC1Error, ResolveIdentityError};
+use crate::event::{EventKind, EventSink, Stage};
+use crate::params::LoadParamsError;
+use crate::porep::{BindSectorError, Sector};
+use crate::spool::{ClaimedJob, FailureRecord, Spool};
+use crate::synth::SynthesizedPartition;
+
+static NEXT_JOB_ID: AtomicU64 = AtomicU64::new(0);
+
+/// A job in flight: a claimed C1 file bound to its sector.
+pub struct Job {
+    /// Distinguishes jobs even if a file name comes back later in the run.
+    pub id: u64,
+    /// The claimed C1 file.
+    pub claimed: ClaimedJob,
+    /// Its sector and circuits.
+    pub sector: Sector,
+    /// When the job was claimed.
+    pub claimed_at: Instant,
+    /// Milliseconds spent reading and binding the file.
+    pub parse_ms: f64,
+    /// Set when the job failed or was abandoned: its remaining partitions are skipped.
+    cancelled: AtomicBool,
+}
+
+impl Job {
+    /// A new job for `claimed`, bound to `sector`.
+    pub fn new(claimed: ClaimedJob, sector: Sector, claimed_at: Instant) -> Job {
+        Job {
+            id: NEXT_JOB_ID.fetch_add(1, Ordering::Relaxed),
+            claimed,
+            sector,
+            parse_ms: claimed_at.elapsed().as_secs_f64() * 1e3,
+            claimed_at,
+            cancelled: AtomicBool::new(false),
+        }
+    }
+
+    /// The job's name (the C1 file name without `.json`).
+    pub fn name(&self) -> &str {
+        &self.claimed.name
+    }
+
+    /// Partitions to prove.
+    pub fn partition_count(&self) -> usize {
+        self.sector.circuits.partition_count()
+    }
+
+    /// Stops the job's remaining partitions: nothing is synthesized or proved for a job whose
+    /// outcome is already decided.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+    }
+
+    /// True once the job was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+/// A synthesized partition on its way to a prover.
+pub struct SynthesizedMsg {
+    /// Its job.
+    pub job: Arc<Job>,
+    /// Its index.
+    pub partition: usize,
+    /// The witness and A/B/C evaluations.
+    pub synthesized: SynthesizedPartition,
+    /// Milliseconds synthesis took.
+    pub synth_ms: f64,
+}
+
+/// What happened to a partition or a job, for the finisher.
+pub enum Outcome {
+    /// A partition was proved.
+    Proved {
+        /// Its job.
+        job: Arc<Job>,
+        /// Its index.
+        partition: usize,
+        /// The partition's Groth16 proof.
+        proof: Box<Proof<Bls12>>,
+        /// The prover that made it.
+        prover: String,
+        /// Milliseconds of synthesis.
+        synth_ms: f64,
+        /// Milliseconds of proving.
+        prove_ms: f64,
+    },
+    /// A stage failed the job.
+    Failed {
+        /// The job.
+        job: Arc<Job>,
+        /// What failed.
+        error: JobError,
+    },
+    /// The run stops before the job could be started in full: hand its file back.
+    Abandoned {
+        /// The job.
+        job: Arc<Job>,
+    },
+}
+
+/// Why a job failed, by stage.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// The spool entry is not a C1 file, or its result exists already.
+    #[error("{0}")]
+    Spool(String),
+    /// The file is not a readable C1 file.
+    #[error(transparent)]
+    Parse(#[from] ParseC1Error),
+    /// The file's miner or sector is unknown.
+    #[error(transparent)]
+    Identity(#[from] ResolveIdentityError),
+    /// The file does not bind to its sector's circuits.
+    #[error(transparent)]
+    Bind(#[from] BindSectorError),
+    /// The parameters could not be loaded; a fault of the run, not of the file.
+    #[error(transparent)]
+    Params(#[from] LoadParamsError),
+    /// A partition could not be synthesized.
+    #[error("synthesizing partition {partition}: {message}")]
+    Synthesis {
+        /// The partition.
+        partition: usize,
+        /// What went wrong (an error, or a panic's message).
+        message: String,
+    },
+    /// A partition could not be proved.
+    #[error("proving partition {partition}: {message}")]
+    Prove {
+        /// The partition.
+        partition: usize,
+        /// What went wrong (an error, or a panic's message).
+        message: String,
+    },
+    /// The assembled proof did not pass `verify_seal`, or the check could not run.
+    #[error("{0}")]
+    Verify(String),
+    /// The proof could not be written to the outbox; a fault of the run, not of the file.
+    #[error("{0:#}")]
+    Write(anyhow::Error),
+    /// The job took the prover down too many times.
+    #[error("{0}")]
+    Crash(String),
+}
+
+impl JobError {
+    /// The stage that failed.
+    pub fn stage(&self) -> Stage {
+        match self {
+            JobError::Spool(_) => Stage::Spool,
+            JobError::Parse(_) => Stage::Parse,
+            JobError::Identity(_) => Stage::Identity,
+            JobError::Bind(_) => Stage::Bind,
+            JobError::Params(_) => Stage::Params,
+            JobError::Synthesis { .. } => Stage::Synthesis,
+            JobError::Prove { .. } => Stage::Prove,
+            JobError::Verify(_) => Stage::Verify,
+            JobError::Write(_) => Stage::Write,
+            JobError::Crash(_) => Stage::Crash,
+        }
+    }
+
+    /// True when the run, not the C1 file, is at fault: the file goes back to the inbox and
+    /// the run stops instead of failing every job after it.
+    pub fn is_run_fault(&self) -> bool {
+        matches!(self, JobError::Write(_) | JobError::Params(_))
+    }
+}
+
+/// Moves a failed job's C1 file to `failed/` with its reason and reports it. If even that
+/// fails, the file stays in `work/` for the next run: nothing is lost.
+pub fn quarantine(
+    spool: &Spool,
+    events: &EventSink,
+    run_id: &str,
+    claimed: &ClaimedJob,
+    error: &JobError,
+) -> Result<()> {
+    let message = format!("{error:#}");
+    let record = FailureRecord {
+        job: &claimed.name,
+        c1_file: &claimed.file_name,
+        stage: error.stage(),
+        message: &message,
+        run_id,
+        failed_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+    };
+    let moved = spool.quarantine(claimed, &record);
+    events.emit(EventKind::JobFailed {
+        job: claimed.name.clone(),
+        stage: error.stage(),
+        message,
+    });
+    moved.map(|_| ()).with_context(|| {
+        format!(
+            "{}: could not move the failed job to {}; it stays in {}",
+            claimed.name,
+            spool.layout().failed.display(),
+            spool.layout().work.display()
+        )
+    })
+}
+
+/// The message of a caught panic.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    format!("panicked: {text}")
+}

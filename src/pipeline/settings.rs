@@ -1,0 +1,41 @@
+//! The settings of a `prove-dir` run, checked and with every default filled in; the command
+//! line makes them (see `cli`), tests build them directly.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::kernels::GpuSelection;
+use crate::spool::SpoolLayout;
+
+/// How a run is configured.
+#[derive(Clone, Debug)]
+pub struct RunSettings {
+    /// The spool's directories.
+    pub layout: SpoolLayout,
+    /// The timeline file.
+    pub timeline: PathBuf,
+    /// Exit when the inbox is drained.
+    pub once: bool,
+    /// Default miner id.
+    pub miner_id: Option<u64>,
+    /// Synthesis workers.
+    pub synth_jobs: usize,
+    /// GPUs to prove on.
+    pub gpus: GpuSelection,
+    /// Prover threads per GPU.
+    pub provers_per_gpu: usize,
+    /// Channel depth between synthesis and the prover.
+    pub queue_depth: usize,
+    /// Rescan interval.
+    pub poll: Duration,
+    /// Minimum age of a file before it is claimed.
+    pub settle: Duration,
+    /// How long an incomplete file is waited for.
+    pub incomplete_grace: Duration,
+    /// Largest C1 file accepted.
+    pub max_c1_bytes: u64,
+    /// How long another host's silent claims are left alone.
+    pub lease: Duration,
+    /// Generate missing test-size parameters.
+    pub gen_test_params: bool,
+}

@@ -1,0 +1,53 @@
+//! Why a run stops: stop signals from the operator, and a [`Halt`] when the run itself cannot
+//! go on (the outbox cannot be written, the parameters cannot be loaded).
+//!
+//! The first SIGINT or SIGTERM stops claiming and lets the work in flight finish; the second
+//! exits at once with code 130, leaving claimed files in `work/` to be resumed by the next
+//! run. A halt stops claiming too, and hands back the files it has not started on.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Stop signals received so far.
+static STOP_SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    if STOP_SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(130) };
+    }
+}
+
+/// Installs the SIGINT and SIGTERM handlers.
+pub fn install_signal_handlers() {
+    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only touches an atomic and calls _exit.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// True once a stop was asked for.
+pub fn is_stopping() -> bool {
+    STOP_SIGNALS.load(Ordering::SeqCst) > 0
+}
+
+/// A reason the whole run must stop, shared by the stage that finds it and the feeder that
+/// must stop claiming; the first reason wins.
+#[derive(Clone, Debug, Default)]
+pub struct Halt(Arc<Mutex<Option<String>>>);
+
+impl Halt {
+    /// Asks the run to stop for `reason`, unless it already stops for another.
+    pub fn set(&self, reason: String) {
+        if let Ok(mut slot) = self.0.lock() {
+            slot.get_or_insert(reason);
+        }
+    }
+
+    /// Why the run must stop, if it must.
+    pub fn reason(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|slot| slot.clone())
+    }
+}

@@ -1,0 +1,178 @@
+//! Synthesis: the bounded CPU pool that turns partitions into synthesized partitions and
+//! queues them for the provers.
+//!
+//! A [`SynthesisSlot`] is taken by the feeder before a partition is started and given back
+//! only once the synthesized partition was accepted by the provers' queue, so at most
+//! `--synth-jobs` partitions are being synthesized or waiting to be queued, and the feeder
+//! never starts work the pool cannot take soon. Giving a slot back wakes the feeder.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use crossbeam_channel::Sender;
+
+use crate::event::{EventKind, EventSink};
+
+use super::job::{panic_message, Job, JobError, Outcome, SynthesizedMsg};
+
+/// Counts the partitions in synthesis; wakes the feeder when one is done.
+#[derive(Clone)]
+pub struct SynthesisSlots {
+    state: Arc<(Mutex<usize>, Condvar)>,
+    size: usize,
+    wake: Sender<()>,
+}
+
+/// One partition's place in the pool; given back when dropped.
+pub struct SynthesisSlot {
+    slots: SynthesisSlots,
+}
+
+impl Drop for SynthesisSlot {
+    fn drop(&mut self) {
+        let (count, changed) = &*self.slots.state;
+        let mut taken = count.lock().unwrap_or_else(|e| e.into_inner());
+        *taken -= 1;
+        changed.notify_all();
+        let _ = self.slots.wake.try_send(());
+    }
+}
+
+impl SynthesisSlots {
+    /// `size` slots; `wake` gets a message each time one is given back.
+    pub fn new(size: usize, wake: Sender<()>) -> SynthesisSlots {
+        SynthesisSlots {
+            state: Arc::new((Mutex::new(0), Condvar::new())),
+            size,
+            wake,
+        }
+    }
+
+    /// A slot if one is free, without waiting.
+    pub fn try_take(&self) -> Option<SynthesisSlot> {
+        let (count, _) = &*self.state;
+        let mut taken = count.lock().unwrap_or_else(|e| e.into_inner());
+        (*taken < self.size).then(|| {
+            *taken += 1;
+            SynthesisSlot {
+                slots: self.clone(),
+            }
+        })
+    }
+
+    /// Waits until every slot is back, i.e. every synthesis task has ended.
+    pub fn wait_all_back(&self) {
+        let (count, changed) = &*self.state;
+        let mut taken = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *taken > 0 {
+            taken = changed.wait(taken).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// The synthesis pool and the channels it feeds.
+pub struct SynthesisPool {
+    pool: rayon::ThreadPool,
+    events: EventSink,
+    synthesized_tx: Sender<SynthesizedMsg>,
+    outcome_tx: Sender<Outcome>,
+}
+
+impl SynthesisPool {
+    /// A pool of `threads` synthesis workers (`synth-N`).
+    pub fn new(
+        threads: usize,
+        events: EventSink,
+        synthesized_tx: Sender<SynthesizedMsg>,
+        outcome_tx: Sender<Outcome>,
+    ) -> Result<SynthesisPool> {
+        Ok(SynthesisPool {
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("synth-{i}"))
+                .build()
+                .context("starting the synthesis pool")?,
+            events,
+            synthesized_tx,
+            outcome_tx,
+        })
+    }
+
+    /// Synthesizes `partition` of `job` on the pool, holding `slot` until it is queued.
+    pub fn start(&self, job: Arc<Job>, partition: usize, slot: SynthesisSlot) {
+        let (events, synthesized_tx, outcome_tx) = (
+            self.events.clone(),
+            self.synthesized_tx.clone(),
+            self.outcome_tx.clone(),
+        );
+        self.pool.spawn(move || {
+            synthesize_and_queue(job, partition, &events, &synthesized_tx, &outcome_tx);
+            // Only now may another partition be synthesized in this one's place.
+            drop(slot);
+        });
+    }
+}
+
+fn synthesize_and_queue(
+    job: Arc<Job>,
+    partition: usize,
+    events: &EventSink,
+    synthesized_tx: &Sender<SynthesizedMsg>,
+    outcome_tx: &Sender<Outcome>,
+) {
+    // A sibling failed while this partition waited: its work would be thrown away.
+    if job.is_cancelled() {
+        return;
+    }
+    let worker = format!("synth-{}", rayon::current_thread_index().unwrap_or(0));
+    let name = job.name().to_owned();
+    let started = Instant::now();
+    events.emit(EventKind::SynthStarted {
+        job: name.clone(),
+        partition,
+        worker: worker.clone(),
+    });
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        job.sector.circuits.synthesize_partition(partition)
+    }));
+    let failed = |message: String| Outcome::Failed {
+        job: job.clone(),
+        error: JobError::Synthesis { partition, message },
+    };
+    let synthesized = match result {
+        Ok(Ok(synthesized)) => synthesized,
+        Ok(Err(err)) => {
+            let _ = outcome_tx.send(failed(format!("{err:#}")));
+            return;
+        }
+        Err(panic) => {
+            let _ = outcome_tx.send(failed(panic_message(panic.as_ref())));
+            return;
+        }
+    };
+    events.emit(EventKind::SynthFinished {
+        job: name.clone(),
+        partition,
+        worker: worker.clone(),
+        constraints: synthesized.num_constraints(),
+    });
+    let msg = SynthesizedMsg {
+        job: job.clone(),
+        partition,
+        synthesized,
+        synth_ms: started.elapsed().as_secs_f64() * 1e3,
+    };
+    if synthesized_tx.send(msg).is_err() {
+        let _ = outcome_tx.send(failed(
+            "the provers stopped before taking this partition".into(),
+        ));
+        return;
+    }
+    events.emit(EventKind::PartitionQueued {
+        job: name,
+        partition,
+        worker,
+    });
+}
