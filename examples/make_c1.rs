@@ -10,18 +10,14 @@
 //! Sealing needs no Groth16 parameters; 2KiB and 8MiB take seconds, 512MiB about 15 minutes
 //! on 2 cores.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use base64::Engine;
 use clap::{Parser, ValueEnum};
-use filecoin_proofs_api::seal::{
-    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
-    SealCommitPhase1Output,
-};
-use filecoin_proofs_api::{SectorId, UnpaddedBytesAmount};
-use rand::{Rng, RngCore, SeedableRng};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use rand::SeedableRng;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Form {
@@ -87,40 +83,9 @@ fn main() -> Result<()> {
 fn seal(
     args: &Args,
     identity: cuzk::c1::SectorIdentity,
-    rng: &mut impl RngCore,
+    rng: &mut impl rand::RngCore,
 ) -> Result<SealCommitPhase1Output> {
-    let proof = cuzk::params::registered_proof_for(args.sector_size)?;
-    let work = tempfile::tempdir().context("creating a scratch directory")?;
-    let (staged, sealed, cache) = (
-        work.path().join("staged"),
-        work.path().join("sealed"),
-        work.path().join("cache"),
-    );
-    fs::create_dir_all(&cache)?;
-    let unpadded =
-        UnpaddedBytesAmount::from(filecoin_proofs_api::PaddedBytesAmount(args.sector_size));
-    let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rng.fill_bytes(&mut data);
-    let target = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&staged)?;
-    let (piece, _) = add_piece(proof, &data[..], target, unpadded, &[])?;
-    fs::File::create(&sealed)?;
-    let prover_id = identity.prover_id();
-    let sector_id = SectorId::from(identity.sector_num);
-    let ticket: [u8; 32] = rng.gen();
-    let seed: [u8; 32] = rng.gen();
-    let pieces = [piece];
-    let p1 = seal_pre_commit_phase1(
-        proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces,
-    )?;
-    let p2 = seal_pre_commit_phase2(p1, &cache, &sealed)?;
-    seal_commit_phase1(
-        &cache, &sealed, prover_id, sector_id, ticket, seed, p2, &pieces,
-    )
+    cuzk::sealing::seal_random_sector(args.sector_size, identity, rng)
 }
 
 fn write_c1(

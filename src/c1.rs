@@ -35,6 +35,8 @@ pub struct C1File {
     pub form: C1Form,
     /// The sector number from the wrapper, if the file had one.
     pub wrapper_sector_num: Option<u64>,
+    /// True for a benchmark shape file (`cuzk bench`): random data, its proofs cannot verify.
+    pub is_benchmark: bool,
     /// The commit-phase-1 output itself.
     pub output: SealCommitPhase1Output,
 }
@@ -157,6 +159,39 @@ pub fn read_c1_file(path: &Path, max_bytes: u64) -> Result<C1File, ParseC1Error>
     parse_c1(path, &data)
 }
 
+/// The sector size of the C1 file at `path`, read from a few hundred bytes at its ends
+/// without parsing it: the wrapper's `SectorSize` comes last, the bare form's
+/// `registered_proof` first. `None` when it cannot be told that way; parsing will tell.
+pub fn peek_sector_size(path: &Path) -> Option<u64> {
+    use std::io::{Seek, SeekFrom};
+    const WINDOW: u64 = 512;
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut head = vec![0u8; WINDOW.min(len) as usize];
+    file.read_exact(&mut head).ok()?;
+    let head = String::from_utf8_lossy(&head);
+    if let Some(rest) = head.split("\"registered_proof\"").nth(1) {
+        let name = rest.split('"').nth(1)?;
+        let proof: RegisteredSealProof = serde_json::from_str(&format!("\"{name}\"")).ok()?;
+        return Some(u64::from(proof.sector_size()));
+    }
+    file.seek(SeekFrom::Start(len.saturating_sub(WINDOW)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    let tail = String::from_utf8_lossy(&tail);
+    let rest = tail
+        .rsplit("\"SectorSize\"")
+        .next()
+        .filter(|_| tail.contains("\"SectorSize\""))?;
+    let digits: String = rest
+        .trim_start_matches([':', ' ', '\t', '\n', '\r'])
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 /// Parses C1 bytes; `path` only names the file in errors.
 pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
     let json_err = |source: serde_json::Error| {
@@ -185,7 +220,8 @@ pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
         }
         Err(e) => return Err(json_err(e)),
     };
-    let c1 = if probe.contains_key("Phase1Out") {
+    let is_benchmark = probe.contains_key(crate::shape::BENCHMARK_KEY);
+    let mut c1 = if probe.contains_key("Phase1Out") {
         let wrapper: Commit2In =
             serde_json::from_value(serde_json::Value::Object(probe)).map_err(|source| {
                 ParseC1Error::NotPhase1Output {
@@ -207,6 +243,7 @@ pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
         C1File {
             form: C1Form::Bare,
             wrapper_sector_num: None,
+            is_benchmark: false,
             output,
         }
     } else {
@@ -215,6 +252,7 @@ pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
             message: "neither a lotus-bench Commit2In wrapper (no \"Phase1Out\") nor a SealCommitPhase1Output (no \"registered_proof\")".into(),
         });
     };
+    c1.is_benchmark = is_benchmark;
     check_shapes(path, &c1)?;
     Ok(c1)
 }
@@ -256,6 +294,7 @@ fn parse_wrapper(path: &Path, wrapper: Commit2In) -> Result<C1File, ParseC1Error
     Ok(C1File {
         form: C1Form::Wrapper,
         wrapper_sector_num,
+        is_benchmark: false,
         output,
     })
 }
@@ -496,6 +535,26 @@ mod tests {
         }
         assert_eq!(parse_sector_size("2048"), Ok(2048));
         assert!(parse_sector_size("2 parsecs").is_err());
+    }
+
+    #[test]
+    fn sector_size_is_peeked_from_either_form() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c1.json");
+        std::fs::write(
+            &path,
+            br#"{"SectorNum":7,"Phase1Out":"eyJ4Ijox","SectorSize":34359738368}"#,
+        )
+        .expect("write");
+        assert_eq!(peek_sector_size(&path), Some(32 << 30));
+        std::fs::write(
+            &path,
+            br#"{"registered_proof":"StackedDrg64GiBV1_1","vanilla_proofs":{}}"#,
+        )
+        .expect("write");
+        assert_eq!(peek_sector_size(&path), Some(64 << 30));
+        std::fs::write(&path, b"{}").expect("write");
+        assert_eq!(peek_sector_size(&path), None);
     }
 
     #[test]

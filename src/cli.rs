@@ -44,6 +44,9 @@ pub enum Command {
     /// Prove C1 files with filecoin-proofs' own seal_commit_phase2, one at a time, for
     /// comparison.
     Reference(ReferenceArgs),
+    /// Size and time this machine for a sector size on synthetic inputs of the real shape
+    /// (no parameters to fetch; nothing it makes is a proof).
+    Bench(BenchArgs),
     /// Manage Groth16 parameters.
     #[command(subcommand)]
     Params(ParamsCommand),
@@ -75,19 +78,9 @@ pub struct ProveDirArgs {
     /// Miner actor id for files whose name is not a lotus sector name s-t0<miner>-<sector>.
     #[arg(long, value_name = "ID")]
     pub miner_id: Option<u64>,
-    /// Partitions synthesized at once [default: a quarter of the cores, at least 1].
-    #[arg(long, value_name = "N")]
-    pub synth_jobs: Option<usize>,
-    /// GPUs to prove on: all, none (CPU), or indices like 0,1; one prover thread per GPU.
-    #[arg(long, value_name = "LIST", default_value = "all")]
-    pub gpus: GpuSelection,
-    /// Prover threads per GPU; two let one partition's CPU-side work overlap another's
-    /// kernels on the same GPU (measured 1.3x on an H200).
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub provers_per_gpu: usize,
-    /// Synthesized partitions that may wait for the prover.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub queue_depth: usize,
+    /// How much runs at once.
+    #[command(flatten)]
+    pub tuning: TuningArgs,
     /// Seconds between inbox rescans (file-system events also wake the scan).
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub poll_secs: f64,
@@ -109,6 +102,55 @@ pub struct ProveDirArgs {
     /// random ones instead of stopping (2KiB: about 18 minutes on 2 cores).
     #[arg(long)]
     pub gen_test_params: bool,
+    /// A claimed file that took the prover down (killed for memory, a driver fault) this
+    /// many times is moved to failed/ instead of being tried again.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_attempts: u32,
+    /// Also take benchmark shape files made by `cuzk bench` (synthetic data of a real
+    /// sector's shape): they are timed, and their results go to outbox/<job>.benchmark.json,
+    /// never written as proofs. Without it such files are failed.
+    #[arg(long)]
+    pub benchmark: bool,
+}
+
+/// How much of the machine a run uses: shared by `prove-dir` and `bench`.
+#[derive(Debug, Args)]
+pub struct TuningArgs {
+    /// Partitions synthesized at once [default: a quarter of the cores, at least 1].
+    #[arg(long, value_name = "N")]
+    pub synth_jobs: Option<usize>,
+    /// GPUs to prove on: all, none (CPU), or indices like 0,1; one prover thread per GPU.
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub gpus: GpuSelection,
+    /// Prover threads per GPU; two let one partition's CPU-side work overlap another's
+    /// kernels on the same GPU (measured 1.3x on an H200).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub provers_per_gpu: usize,
+    /// Synthesized partitions that may wait for the prover.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub queue_depth: usize,
+    /// Memory budget for parameters and partitions in flight, like 200GiB or 180GB
+    /// [default: the memory available now (cgroup limits included), minus 5% or 2 GiB].
+    #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes)]
+    pub max_memory: Option<u64>,
+}
+
+/// Arguments of `cuzk bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Sector size to size the machine for: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+    #[arg(long, value_parser = parse_sector_size)]
+    pub sector_size: u64,
+    /// Shape sectors to prove.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub sectors: u64,
+    /// Benchmark directory: synthetic parameters in params/ (32GiB: 47 GB), one spool per
+    /// run in runs/.
+    #[arg(long, value_name = "DIR", default_value = crate::bench::DEFAULT_DIR)]
+    pub dir: PathBuf,
+    /// How much runs at once.
+    #[command(flatten)]
+    pub tuning: TuningArgs,
 }
 
 /// Arguments of `cuzk status`.
@@ -193,6 +235,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Waterfall(args) => draw_waterfall(args),
         Command::Status(args) => show_status(args),
         Command::Reference(args) => run_reference(args),
+        Command::Bench(args) => run_bench(args),
         Command::Params(ParamsCommand::Gen(args)) => params_gen(args),
         Command::Params(ParamsCommand::Path(args)) => params_path(args),
     }
@@ -233,24 +276,48 @@ impl ProveDirArgs {
         layout.failed = or(&self.failed, layout.failed);
         layout.work = or(&self.work, layout.work);
         layout.done = or(&self.done, layout.done);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let synth_jobs = self.synth_jobs.unwrap_or((cores / 4).max(1));
-        anyhow::ensure!(synth_jobs >= 1, "--synth-jobs must be at least 1");
+        let mut settings = self.tuning.to_settings(layout)?;
+        settings.timeline = or(&self.timeline, parent_of(&self.inbox).join("timeline.csv"));
         Ok(RunSettings {
-            layout,
-            timeline: or(&self.timeline, parent_of(&self.inbox).join("timeline.csv")),
             once: self.once,
             miner_id: self.miner_id,
-            synth_jobs,
-            gpus: self.gpus.clone(),
-            provers_per_gpu: self.provers_per_gpu,
-            queue_depth: self.queue_depth,
             poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
             settle: seconds("settle-secs", self.settle_secs)?,
             incomplete_grace: seconds("incomplete-grace-secs", self.incomplete_grace_secs)?,
             max_c1_bytes: self.max_c1_bytes,
             lease: seconds("lease-secs", self.lease_secs)?,
             gen_test_params: self.gen_test_params,
+            max_attempts: self.max_attempts.max(1),
+            benchmark: self.benchmark,
+            ..settings
+        })
+    }
+}
+
+impl TuningArgs {
+    /// Settings for a run on `layout` with these flags and every other default.
+    pub fn to_settings(&self, layout: SpoolLayout) -> Result<RunSettings> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let synth_jobs = self.synth_jobs.unwrap_or((cores / 4).max(1));
+        anyhow::ensure!(synth_jobs >= 1, "--synth-jobs must be at least 1");
+        Ok(RunSettings {
+            timeline: parent_of(&layout.inbox).join("timeline.csv"),
+            layout,
+            once: false,
+            miner_id: None,
+            synth_jobs,
+            gpus: self.gpus.clone(),
+            provers_per_gpu: self.provers_per_gpu,
+            queue_depth: self.queue_depth,
+            poll: Duration::from_secs(5),
+            settle: Duration::ZERO,
+            incomplete_grace: Duration::from_secs(120),
+            max_c1_bytes: c1::DEFAULT_MAX_C1_BYTES,
+            lease: Duration::from_secs(600),
+            gen_test_params: false,
+            max_memory: self.max_memory,
+            max_attempts: 3,
+            benchmark: false,
         })
     }
 }
@@ -308,6 +375,23 @@ fn resolve_width(flag: Option<usize>) -> usize {
 /// The top-level entry point for `cuzk reference`.
 fn run_reference(args: ReferenceArgs) -> Result<u8> {
     reference::run(&args.files, args.miner_id, &mut |line| print(line))
+}
+
+/// The top-level entry point for `cuzk bench`.
+fn run_bench(args: BenchArgs) -> Result<u8> {
+    let layout = SpoolLayout::beside(&args.dir.join("inbox"));
+    let plan = crate::bench::BenchPlan {
+        sector_size: args.sector_size,
+        sectors: args.sectors.max(1),
+        dir: args.dir,
+        run: args.tuning.to_settings(layout)?,
+    };
+    let report = crate::bench::run(&plan)?;
+    print(&crate::bench::render(
+        &report,
+        SectorSizeName(args.sector_size),
+    ))?;
+    Ok(0)
 }
 
 /// The top-level entry point for `cuzk params gen`.

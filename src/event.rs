@@ -45,6 +45,8 @@ pub enum EventKind {
         sector_size: u64,
         /// Partitions to prove.
         partitions: usize,
+        /// A benchmark shape file: timed like a real one, never written as a proof.
+        is_benchmark: bool,
     },
     /// A partition's synthesis began.
     SynthStarted {
@@ -74,6 +76,19 @@ pub enum EventKind {
         partition: usize,
         /// The synthesis worker that sent it.
         worker: String,
+    },
+    /// A partition waits to start: its bytes would exceed the memory budget now.
+    MemoryWait {
+        /// The job.
+        job: String,
+        /// The partition.
+        partition: usize,
+        /// Bytes the partition needs.
+        needed_bytes: u64,
+        /// Bytes reserved by parameters and other partitions.
+        in_use_bytes: u64,
+        /// The budget (`--max-memory`).
+        budget_bytes: u64,
     },
     /// A prover took the partition off the queue.
     ProverPickedUp {
@@ -184,6 +199,8 @@ pub enum EventName {
     SynthEnd,
     /// [`EventKind::PartitionQueued`].
     ChanSend,
+    /// [`EventKind::MemoryWait`].
+    MemoryWait,
     /// [`EventKind::ProverPickedUp`].
     GpuPickup,
     /// [`EventKind::ParamsGenerating`].
@@ -214,13 +231,14 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 19] = [
+    pub const ALL: [EventName; 20] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
         EventName::SynthStart,
         EventName::SynthEnd,
         EventName::ChanSend,
+        EventName::MemoryWait,
         EventName::GpuPickup,
         EventName::ParamsGen,
         EventName::ParamsStart,
@@ -245,6 +263,7 @@ impl EventName {
             EventName::SynthStart => "SYNTH_START",
             EventName::SynthEnd => "SYNTH_END",
             EventName::ChanSend => "CHAN_SEND",
+            EventName::MemoryWait => "MEMORY_WAIT",
             EventName::GpuPickup => "GPU_PICKUP",
             EventName::ParamsGen => "PARAMS_GEN",
             EventName::ParamsStart => "PARAMS_START",
@@ -285,6 +304,7 @@ impl EventKind {
             EventKind::SynthStarted { .. } => EventName::SynthStart,
             EventKind::SynthFinished { .. } => EventName::SynthEnd,
             EventKind::PartitionQueued { .. } => EventName::ChanSend,
+            EventKind::MemoryWait { .. } => EventName::MemoryWait,
             EventKind::ProverPickedUp { .. } => EventName::GpuPickup,
             EventKind::ParamsGenerating { .. } => EventName::ParamsGen,
             EventKind::ParamsLoadStarted { .. } => EventName::ParamsStart,
@@ -309,6 +329,7 @@ impl EventKind {
             | EventKind::SynthStarted { job, .. }
             | EventKind::SynthFinished { job, .. }
             | EventKind::PartitionQueued { job, .. }
+            | EventKind::MemoryWait { job, .. }
             | EventKind::ProverPickedUp { job, .. }
             | EventKind::ProveStarted { job, .. }
             | EventKind::ProveFinished { job, .. }
@@ -460,6 +481,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 sector: "s-t01000-1".into(),
                 sector_size: 32 << 30,
                 partitions: 10,
+                is_benchmark: true,
             },
             EventName::SynthStart => EventKind::SynthStarted {
                 job: job(),
@@ -476,6 +498,13 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 job: job(),
                 partition: 3,
                 worker: "synth-1".into(),
+            },
+            EventName::MemoryWait => EventKind::MemoryWait {
+                job: job(),
+                partition: 4,
+                needed_bytes: 17 << 30,
+                in_use_bytes: 80 << 30,
+                budget_bytes: 90 << 30,
             },
             EventName::GpuPickup => EventKind::ProverPickedUp {
                 job: job(),

@@ -14,20 +14,25 @@
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
 //!
-//! [`status`] reports what a spool holds. [`params`] finds and loads the Groth16 parameters; [`reference`] runs filecoin-proofs'
-//! own prover for comparison; [`cli`] is the command line.
+//! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
+//! allocate. [`status`] reports what a spool holds. [`params`] finds and loads the Groth16 parameters; [`reference`] runs filecoin-proofs'
+//! own prover for comparison; [`sealing`] seals random test sectors; [`shape`] makes benchmark inputs of any size; [`cli`] is the command line.
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod c1;
 pub mod cli;
 pub mod event;
 pub mod kernels;
+pub mod memory;
 pub mod params;
 pub mod pipeline;
 pub mod porep;
 pub mod prove;
 pub mod reference;
 pub mod report;
+pub mod sealing;
+pub mod shape;
 pub mod spool;
 pub mod status;
 pub mod synth;

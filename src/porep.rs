@@ -22,14 +22,15 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
 use crate::c1::{C1File, SectorIdentity, SectorSizeName};
-use crate::synth::{synthesize, SynthesizedPartition};
+use crate::synth::{synthesize_with_capacity, Capacity, SynthesizedPartition};
 
 /// One sector's proof obligations, whatever its size.
 pub trait SectorCircuits: Send + Sync {
     /// Number of partitions (1 for test sizes, 10 for 32GiB and 64GiB).
     fn partition_count(&self) -> usize;
-    /// Builds partition `k`'s circuit and synthesizes it.
-    fn synthesize_partition(&self, k: usize) -> Result<SynthesizedPartition>;
+    /// Builds partition `k`'s circuit and synthesizes it, its vectors allocated to
+    /// `capacity` (zero when unknown).
+    fn synthesize_partition(&self, k: usize, capacity: Capacity) -> Result<SynthesizedPartition>;
     /// The public inputs partition `k`'s proof is checked against.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Where the Groth16 parameters for this circuit live in the parameter cache.
@@ -48,6 +49,8 @@ pub struct Sector {
     pub sector_size: u64,
     /// The partition circuits.
     pub circuits: Box<dyn SectorCircuits>,
+    /// A benchmark shape file: its proofs cannot verify and are never written as proofs.
+    pub is_benchmark: bool,
     comm_r: [u8; 32],
     comm_d: [u8; 32],
     ticket: [u8; 32],
@@ -84,6 +87,7 @@ pub enum BindSectorError {
 
 /// Binds `c1` to `identity`, checking the replica id before any proving work.
 pub fn bind(c1: C1File, identity: SectorIdentity) -> Result<Sector, BindSectorError> {
+    let is_benchmark = c1.is_benchmark;
     let output = c1.output;
     let proof = output.registered_proof;
     let config = proof.as_v1_config();
@@ -101,6 +105,7 @@ pub fn bind(c1: C1File, identity: SectorIdentity) -> Result<Sector, BindSectorEr
         registered_proof: proof,
         sector_size,
         circuits,
+        is_benchmark,
         comm_r,
         comm_d,
         ticket,
@@ -221,7 +226,7 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
         self.vanilla_proofs.len()
     }
 
-    fn synthesize_partition(&self, k: usize) -> Result<SynthesizedPartition> {
+    fn synthesize_partition(&self, k: usize, capacity: Capacity) -> Result<SynthesizedPartition> {
         ensure!(k < self.vanilla_proofs.len(), "no partition {k}");
         let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
@@ -233,7 +238,8 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
             &self.vanilla_params,
             Some(k),
         )?;
-        synthesize(circuit).with_context(|| format!("synthesizing partition {k}"))
+        synthesize_with_capacity(circuit, capacity)
+            .with_context(|| format!("synthesizing partition {k}"))
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {

@@ -13,13 +13,16 @@ use crossbeam_channel::Receiver;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::event::{Event, EventKind};
+use crate::memory::show_bytes;
 use crate::timeline::TimelineWriter;
 
 /// What a run achieved, counted from its events.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RunSummary {
-    /// Proofs written to the outbox.
+    /// Proofs written to the outbox (benchmark results included).
     pub proved: usize,
+    /// Of those, benchmark shape jobs: timed, never written as proofs.
+    pub benchmarked: usize,
     /// Jobs that went to `failed/`.
     pub failed: usize,
     /// Times a file was left in the inbox because it looked unfinished.
@@ -50,7 +53,19 @@ fn report(events: Receiver<Event>, mut timeline: TimelineWriter) -> RunSummary {
         }
         summary.elapsed_s = event.elapsed_ms / 1e3;
         match &event.kind {
-            EventKind::ProofWritten { .. } => summary.proved += 1,
+            EventKind::JobParsed {
+                job,
+                is_benchmark: true,
+                ..
+            } => {
+                display.benchmarks.insert(job.clone());
+            }
+            EventKind::ProofWritten { job, .. } => {
+                summary.proved += 1;
+                if display.benchmarks.contains(job) {
+                    summary.benchmarked += 1;
+                }
+            }
             EventKind::JobFailed { .. } => summary.failed += 1,
             EventKind::FileDeferred { .. } => summary.deferred += 1,
             _ => {}
@@ -65,6 +80,10 @@ fn report(events: Receiver<Event>, mut timeline: TimelineWriter) -> RunSummary {
 struct Display {
     bar: Option<ProgressBar>,
     in_flight: usize,
+    /// Jobs of benchmark shape files: their results are timings, not proofs.
+    benchmarks: std::collections::HashSet<String>,
+    /// Parameter loads seen, with when they started (negative once reported done).
+    loads: std::collections::HashMap<String, f64>,
 }
 
 impl Display {
@@ -78,7 +97,12 @@ impl Display {
             bar.enable_steady_tick(Duration::from_millis(250));
             bar
         });
-        Display { bar, in_flight: 0 }
+        Display {
+            bar,
+            in_flight: 0,
+            benchmarks: Default::default(),
+            loads: Default::default(),
+        }
     }
 
     fn line(&self, text: &str) {
@@ -101,9 +125,15 @@ impl Display {
                 sector,
                 sector_size,
                 partitions,
+                is_benchmark,
             } => self.line(&format!(
-                "[{secs:7.1}s] {job}: {sector}, {}, {partitions} partition(s)",
-                crate::c1::SectorSizeName(*sector_size)
+                "[{secs:7.1}s] {job}: {sector}, {}, {partitions} partition(s){}",
+                crate::c1::SectorSizeName(*sector_size),
+                if *is_benchmark {
+                    " [BENCHMARK shape: timed only, its proof cannot verify and is not written]"
+                } else {
+                    ""
+                }
             )),
             EventKind::ProveFinished {
                 job,
@@ -116,7 +146,13 @@ impl Display {
             )),
             EventKind::ProofWritten { job, path } => {
                 self.in_flight = self.in_flight.saturating_sub(1);
-                self.line(&format!("[{secs:7.1}s] proved {job} -> {path}"));
+                if self.benchmarks.contains(job) {
+                    self.line(&format!(
+                        "[{secs:7.1}s] benchmarked {job} -> {path} (timings only, not a proof)"
+                    ));
+                } else {
+                    self.line(&format!("[{secs:7.1}s] proved {job} -> {path}"));
+                }
             }
             EventKind::JobFailed {
                 job,
@@ -137,8 +173,30 @@ impl Display {
                 "[{secs:7.1}s] stopping: no new files will be claimed; finishing the {} job(s) in flight (signal again to abort at once; claimed files are resumed on restart)",
                 self.in_flight
             )),
+            EventKind::MemoryWait {
+                job,
+                partition,
+                needed_bytes,
+                in_use_bytes,
+                budget_bytes,
+            } => self.line(&format!(
+                "[{secs:7.1}s] {job}: partition {partition} waits for memory: needs {}, {} of the {} budget in use (--max-memory)",
+                show_bytes(*needed_bytes),
+                show_bytes(*in_use_bytes),
+                show_bytes(*budget_bytes)
+            )),
+            // Every prover waiting on a load reports it too: say each load once.
             EventKind::ParamsLoadStarted { path, .. } => {
-                self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
+                if self.loads.insert(path.clone(), event.elapsed_ms).is_none() {
+                    self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
+                }
+            }
+            EventKind::ParamsLoadFinished { path, .. } => {
+                if let Some(started_ms) = self.loads.get_mut(path).filter(|t| **t >= 0.0) {
+                    let took = (event.elapsed_ms - *started_ms) / 1e3;
+                    *started_ms = -1.0;
+                    self.line(&format!("[{secs:7.1}s] parameters loaded in {took:.1} s"));
+                }
             }
             _ => {}
         }
@@ -159,8 +217,16 @@ impl Display {
         } else {
             String::new()
         };
+        let benchmarked = if summary.benchmarked > 0 {
+            format!(
+                " ({} of them benchmark shapes, not proofs)",
+                summary.benchmarked
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "done: {} proved, {} failed in {:.1} s{per_proof}",
+            "done: {} proved{benchmarked}, {} failed in {:.1} s{per_proof}",
             summary.proved, summary.failed, summary.elapsed_s
         );
     }

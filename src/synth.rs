@@ -69,9 +69,30 @@ impl SynthesizedPartition {
     }
 }
 
+/// How long a partition's vectors will get, when known (from the parameter file's counts),
+/// so they are allocated once at their final size: growing a 4 GB vector by doubling copies
+/// it and briefly holds both copies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capacity {
+    /// Length of a, b and c: the FFT domain the prover pads them to.
+    pub abc: usize,
+    /// Aux variables.
+    pub aux: usize,
+    /// Public inputs, the constant one included.
+    pub inputs: usize,
+}
+
 /// Synthesizes `circuit` into a [`SynthesizedPartition`].
 pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<SynthesizedPartition, SynthesisError> {
-    let mut cs = PartitionAssignment::default();
+    synthesize_with_capacity(circuit, Capacity::default())
+}
+
+/// Synthesizes `circuit` with its vectors allocated to `capacity` up front.
+pub fn synthesize_with_capacity<C: Circuit<Fr>>(
+    circuit: C,
+    capacity: Capacity,
+) -> Result<SynthesizedPartition, SynthesisError> {
+    let mut cs = PartitionAssignment::with_capacity(capacity);
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
     // The generator turns every input into a constraint `x_i * 0 = 0`, so that the A
@@ -90,17 +111,17 @@ pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<SynthesizedPartition, Sy
 /// The constraint system that records a [`SynthesizedPartition`] as the circuit runs.
 struct PartitionAssignment(SynthesizedPartition);
 
-impl Default for PartitionAssignment {
-    fn default() -> Self {
+impl PartitionAssignment {
+    fn with_capacity(capacity: Capacity) -> Self {
         PartitionAssignment(SynthesizedPartition {
             a_aux_density: DensityTracker::new(),
             b_input_density: DensityTracker::new(),
             b_aux_density: DensityTracker::new(),
-            a: Vec::new(),
-            b: Vec::new(),
-            c: Vec::new(),
-            input_assignment: Vec::new(),
-            aux_assignment: Vec::new(),
+            a: Vec::with_capacity(capacity.abc),
+            b: Vec::with_capacity(capacity.abc),
+            c: Vec::with_capacity(capacity.abc),
+            input_assignment: Vec::with_capacity(capacity.inputs),
+            aux_assignment: Vec::with_capacity(capacity.aux),
         })
     }
 }
@@ -214,6 +235,138 @@ impl ConstraintSystem<Fr> for PartitionAssignment {
     }
 }
 
+/// The size of a circuit without its witness: what the Groth16 parameters of a circuit
+/// must hold, counted by the same density rules the prover follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShapeCounts {
+    /// Constraints, the input constraints included (the length of a, b and c).
+    pub constraints: u64,
+    /// Public inputs, the constant one included.
+    pub inputs: u64,
+    /// Aux variables.
+    pub aux: u64,
+    /// Aux variables used by some A combination.
+    pub a_aux_density: u64,
+    /// Inputs used by some B combination.
+    pub b_input_density: u64,
+    /// Aux variables used by some B combination.
+    pub b_aux_density: u64,
+}
+
+impl ShapeCounts {
+    /// The FFT domain: constraints rounded up to a power of two.
+    pub fn domain(&self) -> u64 {
+        self.constraints.next_power_of_two()
+    }
+}
+
+/// Counts `circuit`'s shape without computing its witness: no value is ever asked for, so a
+/// blank circuit (the one parameters are generated from) will do.
+pub fn count_shape<C: Circuit<Fr>>(circuit: C) -> Result<ShapeCounts, SynthesisError> {
+    let mut cs = ShapeCounter::default();
+    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    let inputs = cs.b_input_density.bv.len() as u64;
+    Ok(ShapeCounts {
+        constraints: cs.constraints + inputs,
+        inputs,
+        aux: cs.a_aux_density.bv.len() as u64,
+        a_aux_density: cs.a_aux_density.get_total_density() as u64,
+        b_input_density: cs.b_input_density.get_total_density() as u64,
+        b_aux_density: cs.b_aux_density.get_total_density() as u64,
+    })
+}
+
+/// The constraint system behind [`count_shape`]: densities and counts, no values.
+#[derive(Default)]
+struct ShapeCounter {
+    constraints: u64,
+    a_aux_density: DensityTracker,
+    b_input_density: DensityTracker,
+    b_aux_density: DensityTracker,
+}
+
+/// Marks the variables `lc` uses (with a non-zero coefficient), as [`eval`] does.
+fn mark(
+    lc: &LinearCombination<Fr>,
+    input_density: Option<&mut DensityTracker>,
+    aux_density: &mut DensityTracker,
+) {
+    if let Some(density) = input_density {
+        for (&i, coeff) in lc.iter_inputs() {
+            if !bool::from(coeff.is_zero()) {
+                density.inc(i);
+            }
+        }
+    }
+    for (&i, coeff) in lc.iter_aux() {
+        if !bool::from(coeff.is_zero()) {
+            aux_density.inc(i);
+        }
+    }
+}
+
+impl ConstraintSystem<Fr> for ShapeCounter {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.a_aux_density.bv.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(
+            self.b_input_density.bv.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        // The same rules as the prover's assignment: A tracks aux only, B inputs and aux, C
+        // nothing.
+        mark(&a(LinearCombination::zero()), None, &mut self.a_aux_density);
+        mark(
+            &b(LinearCombination::zero()),
+            Some(&mut self.b_input_density),
+            &mut self.b_aux_density,
+        );
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -276,6 +429,31 @@ pub(crate) mod tests {
         .expect("synthesis");
         p.c[2] += Fr::ONE;
         assert_eq!(p.first_unsatisfied(), Some(2));
+    }
+
+    #[test]
+    fn shape_counts_agree_with_a_synthesis() {
+        let counts = count_shape(CubeCircuit { x: None }).expect("count");
+        let p = synthesize(CubeCircuit {
+            x: Some(Fr::from(3u64)),
+        })
+        .expect("synthesis");
+        assert_eq!(counts.constraints, p.num_constraints() as u64);
+        assert_eq!(counts.inputs, p.input_assignment.len() as u64);
+        assert_eq!(counts.aux, p.aux_assignment.len() as u64);
+        assert_eq!(
+            counts.a_aux_density,
+            p.a_aux_density.get_total_density() as u64
+        );
+        assert_eq!(
+            counts.b_input_density,
+            p.b_input_density.get_total_density() as u64
+        );
+        assert_eq!(
+            counts.b_aux_density,
+            p.b_aux_density.get_total_density() as u64
+        );
+        assert_eq!(counts.domain(), 8);
     }
 
     #[test]

@@ -134,13 +134,15 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             sector,
             sector_size,
             partitions,
+            is_benchmark,
         } => Fields {
             job,
             partition: None,
             worker: "",
             detail: format!(
-                "sector={sector};size={};partitions={partitions}",
-                SectorSizeName(*sector_size)
+                "sector={sector};size={};partitions={partitions}{}",
+                SectorSizeName(*sector_size),
+                if *is_benchmark { ";benchmark=true" } else { "" }
             ),
         },
         EventKind::SynthStarted {
@@ -178,6 +180,18 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             partition: Some(*partition),
             worker,
             detail: format!("constraints={constraints}"),
+        },
+        EventKind::MemoryWait {
+            job,
+            partition,
+            needed_bytes,
+            in_use_bytes,
+            budget_bytes,
+        } => Fields {
+            job,
+            partition: Some(*partition),
+            worker: "",
+            detail: format!("needed={needed_bytes};in_use={in_use_bytes};budget={budget_bytes}"),
         },
         EventKind::ParamsGenerating { path } => fields("", None, "", path.clone()),
         EventKind::ParamsLoadStarted { worker, path }
@@ -253,6 +267,11 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             .ok_or("no worker")
     };
     let detail = || row.detail.clone();
+    let bytes = |key: &'static str| -> Result<u64, &'static str> {
+        detail_value(&row.detail, key)
+            .and_then(|v| v.parse().ok())
+            .ok_or(key)
+    };
     let number = |key: &'static str| -> Result<usize, &'static str> {
         detail_value(&row.detail, key)
             .and_then(|v| v.parse().ok())
@@ -273,6 +292,7 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
                 .and_then(|s| parse_sector_size(s).ok())
                 .unwrap_or_default(),
             partitions: number("partitions")?,
+            is_benchmark: detail_value(&row.detail, "benchmark") == Some("true"),
         },
         EventName::SynthStart => EventKind::SynthStarted {
             job: job()?,
@@ -289,6 +309,13 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             job: job()?,
             partition: partition()?,
             worker: row.worker.clone(),
+        },
+        EventName::MemoryWait => EventKind::MemoryWait {
+            job: job()?,
+            partition: partition()?,
+            needed_bytes: bytes("needed")?,
+            in_use_bytes: bytes("in_use")?,
+            budget_bytes: bytes("budget")?,
         },
         EventName::GpuPickup => EventKind::ProverPickedUp {
             job: job()?,

@@ -26,6 +26,19 @@ const ONCE: [&str; 7] = [
     "0",
 ];
 
+/// `ONCE` for tests that kill runs on purpose more often than `--max-attempts` allows.
+const ONCE_UNLIMITED: [&str; 9] = [
+    "prove-dir",
+    "inbox",
+    "--once",
+    "--settle-secs",
+    "0",
+    "--incomplete-grace-secs",
+    "0",
+    "--max-attempts",
+    "1000",
+];
+
 fn spawn(args: &[&str], cwd: &Path) -> Child {
     cuzk_command(args, cwd)
         .stdout(Stdio::piped())
@@ -92,7 +105,7 @@ fn kill_nine_at_random_moments_loses_nothing() {
         seed % max
     };
     for round in 0..6 {
-        let child = spawn(&ONCE, root);
+        let child = spawn(&ONCE_UNLIMITED, root);
         // Early kills land in claim/parse/synthesis, later ones in parameter loading and proving.
         let delay = Duration::from_millis(next_ms(if round % 2 == 0 { 3_000 } else { 30_000 }));
         std::thread::sleep(delay);
@@ -108,7 +121,7 @@ fn kill_nine_at_random_moments_loses_nothing() {
     }
 
     // Ctrl-C twice: the second aborts at once, claimed work stays for the next run.
-    let child = spawn(&ONCE, root);
+    let child = spawn(&ONCE_UNLIMITED, root);
     // Long enough to claim and start synthesis, short of finishing a proof.
     std::thread::sleep(Duration::from_millis(2_500));
     signal(&child, libc::SIGINT);
@@ -124,7 +137,7 @@ fn kill_nine_at_random_moments_loses_nothing() {
     assert_nothing_lost(root, &files, "after two SIGINTs");
 
     // A clean run finishes everything, resuming what the dead runs claimed.
-    let out = cuzk(&ONCE, root, &[]);
+    let out = cuzk(&ONCE_UNLIMITED, root, &[]);
     // 1 if the garbage file fails in this run, 0 if a killed run already failed it.
     assert!(matches!(out.status.code(), Some(0 | 1)), "{:?}", out.status);
     assert_nothing_lost(root, &files, "at the end");
@@ -149,6 +162,57 @@ fn kill_nine_at_random_moments_loses_nothing() {
         "no claims left: {:?}",
         names(&root.join("work"))
     );
+}
+
+#[test]
+fn a_file_that_keeps_killing_the_prover_is_quarantined() {
+    require_params();
+    let (dir, inbox) = spool();
+    let root = dir.path();
+    let name = "s-t01000-1.json";
+    fs::copy(fixture(name), inbox.join(name)).expect("copy");
+    let record_path = root.join("work/.attempts/s-t01000-1.json");
+    let record = || -> Option<serde_json::Value> {
+        serde_json::from_slice(&fs::read(&record_path).ok()?).ok()
+    };
+    for round in 1..=3u64 {
+        let mut child = spawn(&ONCE, root);
+        // Kill the run once it has the file at the prover, as a driver fault or the
+        // out-of-memory killer would.
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < deadline {
+            if record().is_some_and(|r| r["runs"] == round && r["stage"] == "prove") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().expect("wait");
+        show(&["prove-dir (killed at the prover)"], root, &out);
+        let seen = record().expect("an attempt record survives the kill");
+        assert_eq!(seen["runs"], round, "{seen}");
+        assert_eq!(seen["stage"], "prove", "{seen}");
+        assert_eq!(seen["partition"], 0, "{seen}");
+        assert_nothing_lost(root, &[name], &format!("after kill {round}"));
+    }
+    // The fourth run does not try again.
+    let out = cuzk(&ONCE, root, &[]);
+    assert_eq!(out.status.code(), Some(1), "the job failed");
+    assert_eq!(
+        c1_locations(root),
+        vec![(name.to_owned(), "failed".to_owned())]
+    );
+    let reason: serde_json::Value = serde_json::from_slice(
+        &fs::read(root.join("failed/s-t01000-1.error.json")).expect("reason"),
+    )
+    .expect("JSON");
+    assert_eq!(reason["stage"], "crash");
+    let message = reason["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("took the prover down 3 times: last seen at stage prove (partition 0)"),
+        "{message}"
+    );
+    assert!(record().is_none(), "the record left with the file");
 }
 
 #[test]

@@ -109,6 +109,21 @@ fn unknown_events_warn_once() {
 }
 
 #[test]
+fn a_run_spent_loading_parameters_is_called_parameter_bound() {
+    let path = fixture("params_bound.csv");
+    let output = waterfall(&[path.to_str().expect("path")], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "\nverdict: parameter-bound: loading parameters took 10.0 s (77% of the run); keep \
+             `cuzk prove-dir` running without --once"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_last_run_is_the_default_and_others_are_chosen_by_id_or_all() {
     let path = fixture("runs.csv");
     let path = path.to_str().expect("path");

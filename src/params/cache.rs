@@ -15,6 +15,7 @@ use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 
 use crate::event::{EventKind, EventSink, PRELOAD_WORKER};
+use crate::memory::{MemoryBudget, Reservation};
 
 use super::load::read_parameters;
 
@@ -52,6 +53,8 @@ struct Slot {
 #[derive(Default)]
 pub struct ParamSets {
     slots: Mutex<HashMap<PathBuf, Arc<Slot>>>,
+    /// The memory each set holds, reserved before it is loaded and kept for the run.
+    memory: Mutex<HashMap<PathBuf, Reservation>>,
 }
 
 /// What the caller of [`ParamSets::claim_load`] must do.
@@ -105,6 +108,22 @@ impl ParamSets {
                 Some(SlotState::Failed(err)) => return Err(err.clone()),
                 _ => state = slot.changed.wait(state).unwrap_or_else(|e| e.into_inner()),
             }
+        }
+    }
+
+    /// Reserves `bytes` for the set at `path` unless they are reserved already; false when
+    /// the budget has no room now.
+    pub fn reserve_memory(&self, path: &Path, budget: &MemoryBudget, bytes: u64) -> bool {
+        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        if memory.contains_key(path) {
+            return true;
+        }
+        match budget.try_reserve(bytes) {
+            Some(reservation) => {
+                memory.insert(path.to_owned(), reservation);
+                true
+            }
+            None => false,
         }
     }
 

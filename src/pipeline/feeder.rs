@@ -16,16 +16,19 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
-use crate::params::{self, ParamSets};
+use crate::memory::{show_bytes, Footprint, MemoryBudget};
+use crate::params::{self, LoadParamsError, ParamSets};
 use crate::porep::Sector;
 use crate::spool::{ClaimedJob, Spool};
+use crate::synth::Capacity;
 
 use super::intake::{self, IntakeError, IntakeRules};
 use super::job::{quarantine, Job, JobError, Outcome};
 use super::settings::RunSettings;
 use super::stop::{is_stopping, Halt};
-use super::synthesis::{SynthesisPool, SynthesisSlots};
+use super::synthesis::{PartitionTask, SynthesisPool, SynthesisSlots};
 
 /// How long the feeder sleeps at most while partitions wait for room.
 const TICK: Duration = Duration::from_millis(200);
@@ -37,6 +40,23 @@ struct Admitted {
     next_partition: usize,
     /// Its parameter file.
     params_path: PathBuf,
+    /// What its parameters and partitions occupy; known once the parameter file exists.
+    footprint: Option<Footprint>,
+    /// True once a wait for memory was reported for `next_partition`.
+    is_memory_wait_reported: bool,
+}
+
+/// A sector size whose parameters plus one partition exceed the whole memory budget: the run
+/// cannot prove it at all.
+#[derive(Debug, thiserror::Error)]
+#[error("a {size} sector needs {} of Groth16 parameters plus {} for each partition in flight, {} in all, but the memory budget is {} (hint: raise --max-memory if the machine has more memory free, or prove {size} sectors on a machine with more memory)", show_bytes(.footprint.params_bytes), show_bytes(.footprint.partition_bytes), show_bytes(.footprint.params_bytes + .footprint.partition_bytes), show_bytes(*.budget))]
+pub struct DoesNotFitError {
+    /// The sector size.
+    pub size: SectorSizeName,
+    /// Its parameters' and partitions' bytes.
+    pub footprint: Footprint,
+    /// The budget.
+    pub budget: u64,
 }
 
 /// The feeder's view of an inbox entry.
@@ -56,10 +76,13 @@ pub struct Feeder<'a> {
     synthesis: SynthesisPool,
     slots: SynthesisSlots,
     params: Arc<ParamSets>,
+    memory: MemoryBudget,
     outcome_tx: Sender<Outcome>,
     halt: Halt,
-    /// Woken by the inbox watcher, returned slots and finished parameter generation.
+    /// Woken by the inbox watcher, returned slots and memory, finished parameter generation.
     wake: (Sender<()>, Receiver<()>),
+    /// Sector sizes already checked against the budget.
+    fits: HashMap<u64, Footprint>,
     /// Files that looked unfinished, with the (size, mtime) they had then.
     deferred: HashMap<PathBuf, (u64, SystemTime)>,
     /// Jobs in order, with partitions still to start.
@@ -76,6 +99,8 @@ pub struct FeederLinks {
     pub slots: SynthesisSlots,
     /// The run's parameter sets, preloaded as jobs are admitted.
     pub params: Arc<ParamSets>,
+    /// The run's memory budget.
+    pub memory: MemoryBudget,
     /// To the finisher, for jobs abandoned at a halt.
     pub outcome_tx: Sender<Outcome>,
     /// Set when the run must stop.
@@ -101,9 +126,11 @@ impl<'a> Feeder<'a> {
             synthesis: links.synthesis,
             slots: links.slots,
             params: links.params,
+            memory: links.memory,
             outcome_tx: links.outcome_tx,
             halt: links.halt,
             wake: links.wake,
+            fits: HashMap::new(),
             deferred: HashMap::new(),
             admitted: VecDeque::new(),
             generating: HashMap::new(),
@@ -161,6 +188,10 @@ impl Feeder<'_> {
             if let Readiness::Waiting = self.readiness(&path) {
                 is_waiting = true;
                 continue;
+            }
+            // A sector that can never fit stops the run before its file is even claimed.
+            if let Some(size) = c1::peek_sector_size(&path) {
+                self.check_fits(size)?;
             }
             let claimed = match self.spool.claim(&path) {
                 Ok(Some(claimed)) => claimed,
@@ -263,11 +294,23 @@ impl Feeder<'_> {
             );
             return self.fail(&claimed, &JobError::Spool(message));
         }
+        let attempt = self.spool.start_attempt(&claimed, is_resumed)?;
+        if attempt.crashes() >= self.settings.max_attempts {
+            let message = format!(
+                "took the prover down {} times: last seen at {} in run {}; it is not tried again (hint: look for the out-of-memory killer or GPU driver errors in the system log at {}, then move the file back to the inbox to retry)",
+                attempt.crashes(),
+                attempt.last_seen(),
+                attempt.owner,
+                attempt.updated_at
+            );
+            return self.fail(&claimed, &JobError::Crash(message));
+        }
         let started = Instant::now();
         let rules = IntakeRules {
             max_c1_bytes: self.settings.max_c1_bytes,
             incomplete_grace: self.settings.incomplete_grace,
             miner_id: self.settings.miner_id,
+            allow_benchmark: self.settings.benchmark,
         };
         match intake::bind_claimed(&claimed, &rules) {
             Ok(sector) => self.enqueue(claimed, sector, started),
@@ -296,11 +339,22 @@ impl Feeder<'_> {
         }
     }
 
-    /// Queues a bound job and starts loading its parameters.
+    /// Queues a bound job and, if the budget has room, starts loading its parameters.
     fn enqueue(&mut self, claimed: ClaimedJob, sector: Sector, started: Instant) -> Result<()> {
         let params_path = match intake::params_path(&sector) {
             Ok(path) => path,
             Err(err) => return self.fail(&claimed, &err),
+        };
+        let footprint = if self.generating.contains_key(&params_path) {
+            None
+        } else {
+            match self.footprint(sector.sector_size, &params_path) {
+                Ok(footprint) => Some(footprint),
+                Err(err) => {
+                    self.spool.hand_back(&claimed)?;
+                    return Err(err);
+                }
+            }
         };
         let job = Arc::new(Job::new(claimed, sector, started));
         self.events.emit(EventKind::JobParsed {
@@ -308,16 +362,58 @@ impl Feeder<'_> {
             sector: job.sector.identity.to_string(),
             sector_size: job.sector.sector_size,
             partitions: job.partition_count(),
+            is_benchmark: job.sector.is_benchmark,
         });
-        if !self.generating.contains_key(&params_path) {
-            self.params.preload(&params_path, &self.events);
+        if let Some(footprint) = &footprint {
+            if self
+                .params
+                .reserve_memory(&params_path, &self.memory, footprint.params_bytes)
+            {
+                self.params.preload(&params_path, &self.events);
+            }
         }
         self.admitted.push_back(Admitted {
             job,
             next_partition: 0,
             params_path,
+            footprint,
+            is_memory_wait_reported: false,
         });
         Ok(())
+    }
+
+    /// The footprint of sectors of `size` with parameters at `params_path`, checked once
+    /// against the budget: parameters plus one partition must fit, or nothing can be proved.
+    fn footprint(&mut self, size: u64, params_path: &Path) -> Result<Footprint> {
+        if let Some(footprint) = self.fits.get(&size) {
+            return Ok(*footprint);
+        }
+        let footprint = Footprint::of_file(params_path).map_err(|e| LoadParamsError {
+            path: params_path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
+            return Err(DoesNotFitError {
+                size: SectorSizeName(size),
+                footprint,
+                budget: self.memory.total(),
+            }
+            .into());
+        }
+        self.fits.insert(size, footprint);
+        Ok(footprint)
+    }
+
+    /// Stops the run if sectors of `size` cannot fit the budget (when their parameters are
+    /// here to say how big they are).
+    fn check_fits(&mut self, size: u64) -> Result<()> {
+        let Ok((params_path, _)) = params::param_paths(size) else {
+            return Ok(());
+        };
+        if !params_path.is_file() {
+            return Ok(());
+        }
+        self.footprint(size, &params_path).map(|_| ())
     }
 
     /// Generates missing test parameters on a thread of their own (minutes), once per file.
@@ -373,7 +469,8 @@ impl Feeder<'_> {
         }
     }
 
-    /// Starts as many partitions as the pool has room for, oldest job first.
+    /// Starts as many partitions as the pool and the memory budget have room for, oldest
+    /// job first.
     fn start_partitions(&mut self) {
         while let Some(front) = self.admitted.front() {
             if front.job.is_cancelled() {
@@ -384,19 +481,88 @@ impl Feeder<'_> {
             if !self.has_params(&path) {
                 return;
             }
+            let Some(footprint) = self.front_footprint() else {
+                return;
+            };
+            if !self
+                .params
+                .reserve_memory(&path, &self.memory, footprint.params_bytes)
+            {
+                self.report_memory_wait(footprint.params_bytes);
+                return;
+            }
+            self.params.preload(&path, &self.events);
+            if !self.slots.has_room() {
+                return;
+            }
+            let Some(memory) = self.memory.try_reserve(footprint.partition_bytes) else {
+                self.report_memory_wait(footprint.partition_bytes);
+                return;
+            };
             let Some(slot) = self.slots.try_take() else {
                 return;
             };
             let Some(front) = self.admitted.front_mut() else {
                 return;
             };
-            self.synthesis
-                .start(front.job.clone(), front.next_partition, slot);
+            let task = PartitionTask {
+                job: front.job.clone(),
+                partition: front.next_partition,
+                memory,
+                capacity: Capacity {
+                    abc: footprint.domain as usize,
+                    aux: footprint.aux as usize,
+                    inputs: footprint.inputs as usize,
+                },
+            };
+            self.synthesis.start(task, slot);
             front.next_partition += 1;
+            front.is_memory_wait_reported = false;
             if front.next_partition == front.job.partition_count() {
                 self.admitted.pop_front();
             }
         }
+    }
+
+    /// The front job's footprint, read once its parameters exist; a file whose counts
+    /// cannot be read, or that cannot fit, halts the run.
+    fn front_footprint(&mut self) -> Option<Footprint> {
+        let front = self.admitted.front()?;
+        if let Some(footprint) = front.footprint {
+            return Some(footprint);
+        }
+        let (size, path) = (front.job.sector.sector_size, front.params_path.clone());
+        match self.footprint(size, &path) {
+            Ok(footprint) => {
+                if let Some(front) = self.admitted.front_mut() {
+                    front.footprint = Some(footprint);
+                }
+                Some(footprint)
+            }
+            Err(err) => {
+                self.halt.set(format!("{err:#}"));
+                None
+            }
+        }
+    }
+
+    /// Says once per partition that it waits for memory, with the numbers.
+    fn report_memory_wait(&mut self, needed_bytes: u64) {
+        let (in_use_bytes, budget_bytes) = (self.memory.in_use(), self.memory.total());
+        let Some(front) = self.admitted.front_mut() else {
+            return;
+        };
+        if front.is_memory_wait_reported {
+            return;
+        }
+        front.is_memory_wait_reported = true;
+        self.events.emit(EventKind::MemoryWait {
+            job: front.job.name().to_owned(),
+            partition: front.next_partition,
+            needed_bytes,
+            in_use_bytes,
+            budget_bytes,
+        });
     }
 
     /// The run halts: jobs not fully started go back to the inbox (through the finisher,

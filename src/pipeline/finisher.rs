@@ -15,7 +15,7 @@ use crossbeam_channel::Receiver;
 use serde::Serialize;
 
 use crate::c1::SectorSizeName;
-use crate::event::{EventKind, EventSink};
+use crate::event::{EventKind, EventSink, Stage};
 use crate::params;
 use crate::spool::{FinishJobError, Spool};
 
@@ -89,7 +89,11 @@ pub fn finish_jobs(
                 let Some(done) = pending.remove(&job.id) else {
                     continue;
                 };
-                let result = write_proof(&spool, &events, &run_id, &job, done);
+                let result = if job.sector.is_benchmark {
+                    write_benchmark(&spool, &events, &run_id, &job, done)
+                } else {
+                    write_proof(&spool, &events, &run_id, &job, done)
+                };
                 (job, result)
             }
         };
@@ -171,6 +175,64 @@ struct JobTimings {
     total: f64,
 }
 
+/// What `outbox/<job>.benchmark.json` says about a benchmark shape job.
+#[derive(Serialize)]
+struct BenchmarkRecord<'a> {
+    job: &'a str,
+    c1_file: &'a str,
+    benchmark: &'static str,
+    sector_size: u64,
+    sector_size_name: String,
+    partitions: usize,
+    provers: Vec<String>,
+    run_id: &'a str,
+    finished_at: String,
+    timings_ms: JobTimings,
+}
+
+/// Records a benchmark shape job's timings; its proof is random and never written.
+fn write_benchmark(
+    spool: &Spool,
+    events: &EventSink,
+    run_id: &str,
+    job: &Arc<Job>,
+    done: PendingJob,
+) -> Result<(), JobError> {
+    let record = BenchmarkRecord {
+        job: job.name(),
+        c1_file: &job.claimed.file_name,
+        benchmark: "synthetic input in the shape of a real sector: these are timings, there is no proof (it could not verify)",
+        sector_size: job.sector.sector_size,
+        sector_size_name: SectorSizeName(job.sector.sector_size).to_string(),
+        partitions: done.proofs.len(),
+        provers: done.provers,
+        run_id,
+        finished_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        timings_ms: JobTimings {
+            parse: job.parse_ms,
+            synthesis: done.synth_ms,
+            prove: done.prove_ms,
+            verify: 0.0,
+            total: job.claimed_at.elapsed().as_secs_f64() * 1e3,
+        },
+    };
+    let path = spool
+        .finish_benchmark(&job.claimed, &record)
+        .map_err(finish_error)?;
+    events.emit(EventKind::ProofWritten {
+        job: job.name().to_owned(),
+        path: path.display().to_string(),
+    });
+    Ok(())
+}
+
+fn finish_error(err: FinishJobError) -> JobError {
+    match err {
+        FinishJobError::AlreadyProved { .. } => JobError::Spool(err.to_string()),
+        FinishJobError::Io(err) => JobError::Write(err),
+    }
+}
+
 /// Assembles the partition proofs in order, checks them with `verify_seal` and writes them.
 fn write_proof(
     spool: &Spool,
@@ -186,6 +248,7 @@ fn write_proof(
             .write(&mut bytes)
             .map_err(|e| JobError::Verify(format!("encoding the proof: {e}")))?;
     }
+    spool.note_attempt_stage(&job.claimed, Stage::Verify, None);
     events.emit(EventKind::VerifyStarted { job: name.clone() });
     let started = Instant::now();
     let verified = job.sector.verify_seal(&bytes);
@@ -231,10 +294,7 @@ fn write_proof(
     };
     let path = spool
         .finish(&job.claimed, &bytes, &record)
-        .map_err(|err| match err {
-            FinishJobError::AlreadyProved { .. } => JobError::Spool(err.to_string()),
-            FinishJobError::Io(err) => JobError::Write(err),
-        })?;
+        .map_err(finish_error)?;
     events.emit(EventKind::ProofWritten {
         job: name,
         path: path.display().to_string(),

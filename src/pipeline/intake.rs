@@ -41,6 +41,8 @@ pub struct IntakeRules {
     pub incomplete_grace: Duration,
     /// The miner of files whose name does not say.
     pub miner_id: Option<u64>,
+    /// Take benchmark shape files (`--benchmark`).
+    pub allow_benchmark: bool,
 }
 
 /// Reads, identifies and binds the claimed file, and checks its parameters are present.
@@ -55,6 +57,13 @@ pub fn bind_claimed(claimed: &ClaimedJob, rules: &IntakeRules) -> Result<Sector,
         }
         Err(err) => return Err(JobError::Parse(err).into()),
     };
+    if c1.is_benchmark && !rules.allow_benchmark {
+        return Err(JobError::Spool(format!(
+            "{} is a cuzk benchmark input: synthetic data in the shape of a real sector, whose proofs cannot verify; it is not proved as a real sector (hint: time it with `cuzk bench`, or `cuzk prove-dir --benchmark` on a spool of its own)",
+            claimed.file_name
+        ))
+        .into());
+    }
     let identity = c1::resolve_identity(Path::new(&claimed.file_name), &c1, rules.miner_id)
         .map_err(JobError::Identity)?;
     // storage-proofs asserts on some malformed vanilla proofs: a panic fails this job only.

@@ -16,6 +16,7 @@ use blstrs::Bls12;
 
 use crate::c1::{ParseC1Error, ResolveIdentityError};
 use crate::event::{EventKind, EventSink, Stage};
+use crate::memory::Reservation;
 use crate::params::LoadParamsError;
 use crate::porep::{BindSectorError, Sector};
 use crate::spool::{ClaimedJob, FailureRecord, Spool};
@@ -84,6 +85,8 @@ pub struct SynthesizedMsg {
     pub synthesized: SynthesizedPartition,
     /// Milliseconds synthesis took.
     pub synth_ms: f64,
+    /// The partition's bytes in the memory budget, given back once its prover is done.
+    pub memory: Reservation,
 }
 
 /// What happened to a partition or a job, for the finisher.

@@ -24,6 +24,7 @@ use crossbeam_channel::{bounded, unbounded};
 
 use crate::event::{EventKind, EventSink};
 use crate::kernels;
+use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::report;
 use crate::spool::Spool;
@@ -65,13 +66,17 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);
     let reporter = report::spawn(event_rx, timeline);
+    let wake = bounded(1);
+    let memory = MemoryBudget::new(budget_bytes(settings), Some(wake.0.clone()));
     events.emit(EventKind::RunStarted {
         settings: format!(
-            "cuzk={};provers={};synth_jobs={};queue_depth={};params={}",
+            "cuzk={};provers={};synth_jobs={};queue_depth={};max_memory={};benchmark={};params={}",
             env!("CARGO_PKG_VERSION"),
             prover_names.join(","),
             settings.synth_jobs,
             settings.queue_depth,
+            memory.total(),
+            settings.benchmark,
             params::params_dir().display()
         ),
     });
@@ -81,7 +86,8 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let param_sets = ParamSets::new();
     let mut prover_threads = Vec::new();
     for kernels in provers {
-        let (rx, events, outcome_tx, param_sets) = (
+        let (spool, rx, events, outcome_tx, param_sets) = (
+            spool.clone(),
             synthesized_rx.clone(),
             events.clone(),
             outcome_tx.clone(),
@@ -90,7 +96,7 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
         prover_threads.push(
             std::thread::Builder::new()
                 .name(kernels.name().to_owned())
-                .spawn(move || prove_partitions(kernels, rx, outcome_tx, events, param_sets))
+                .spawn(move || prove_partitions(kernels, spool, rx, outcome_tx, events, param_sets))
                 .context("starting a prover thread")?,
         );
     }
@@ -105,17 +111,18 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
             .context("starting the finisher thread")?
     };
 
-    let wake = bounded(1);
     let slots = SynthesisSlots::new(settings.synth_jobs, wake.0.clone());
     let links = FeederLinks {
         synthesis: SynthesisPool::new(
             settings.synth_jobs,
+            spool.clone(),
             events.clone(),
             synthesized_tx,
             outcome_tx.clone(),
         )?,
         slots: slots.clone(),
         params: param_sets,
+        memory,
         outcome_tx,
         halt: halt.clone(),
         wake,
@@ -145,6 +152,16 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     finisher_result.map_err(|_| anyhow::anyhow!("the finisher thread panicked"))?;
     fed?;
     Ok(summary)
+}
+
+/// The run's memory budget: `--max-memory`, else what is available now minus a margin.
+pub fn budget_bytes(settings: &RunSettings) -> u64 {
+    settings
+        .max_memory
+        .unwrap_or_else(|| match memory::available_bytes() {
+            Some(available) => available.saturating_sub(memory::default_margin(available)),
+            None => u64::MAX,
+        })
 }
 
 /// `20261130T051500Z-<pid>`: sortable and unique per process.

@@ -7,17 +7,19 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::event::{EventKind, EventSink};
+use crate::event::{EventKind, EventSink, Stage};
 use crate::kernels::ProverKernels;
 use crate::params::ParamSets;
 use crate::prove;
+use crate::spool::Spool;
 
 use super::intake;
-use super::job::{panic_message, JobError, Outcome, SynthesizedMsg};
+use super::job::{panic_message, Job, JobError, Outcome, SynthesizedMsg};
 
 /// Proves partitions from `rx` until the queue is closed and empty.
 pub fn prove_partitions(
     mut kernels: ProverKernels,
+    spool: Spool,
     rx: Receiver<SynthesizedMsg>,
     outcome_tx: Sender<Outcome>,
     events: EventSink,
@@ -25,11 +27,13 @@ pub fn prove_partitions(
 ) {
     let worker = kernels.name().to_owned();
     for msg in rx {
+        // `_memory` is given back at the end of this iteration, when the partition is gone.
         let SynthesizedMsg {
             job,
             partition,
             synthesized,
             synth_ms,
+            memory: _memory,
         } = msg;
         // A sibling failed: proving this partition would be for nothing.
         if job.is_cancelled() {
@@ -50,6 +54,7 @@ pub fn prove_partitions(
                 continue;
             }
         };
+        spool.note_attempt_stage(&job.claimed, Stage::Prove, Some(partition));
         events.emit(EventKind::ProveStarted {
             job: name.clone(),
             partition,
@@ -78,14 +83,14 @@ pub fn prove_partitions(
                 }
             }
             Ok(Err(err)) => Outcome::Failed {
-                job,
+                job: cancelled(job),
                 error: JobError::Prove {
                     partition,
                     message: err.to_string(),
                 },
             },
             Err(panic) => Outcome::Failed {
-                job,
+                job: cancelled(job),
                 error: JobError::Prove {
                     partition,
                     message: panic_message(panic.as_ref()),
@@ -94,4 +99,10 @@ pub fn prove_partitions(
         };
         let _ = outcome_tx.send(outcome);
     }
+}
+
+/// The job, cancelled: a failed partition dooms its siblings at once.
+fn cancelled(job: Arc<Job>) -> Arc<Job> {
+    job.cancel();
+    job
 }

@@ -38,4 +38,10 @@ pub struct RunSettings {
     pub lease: Duration,
     /// Generate missing test-size parameters.
     pub gen_test_params: bool,
+    /// The memory budget in bytes; `None`: what is available now, minus a margin.
+    pub max_memory: Option<u64>,
+    /// Runs a claimed file may take down (killed, crashed) before it is quarantined.
+    pub max_attempts: u32,
+    /// Accept benchmark shape files (synthetic data): timed, never written as proofs.
+    pub benchmark: bool,
 }

@@ -13,7 +13,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use crossbeam_channel::Sender;
 
-use crate::event::{EventKind, EventSink};
+use crate::event::{EventKind, EventSink, Stage};
+use crate::memory::Reservation;
+use crate::spool::Spool;
+use crate::synth::Capacity;
 
 use super::job::{panic_message, Job, JobError, Outcome, SynthesizedMsg};
 
@@ -50,6 +53,12 @@ impl SynthesisSlots {
         }
     }
 
+    /// True when a slot is free.
+    pub fn has_room(&self) -> bool {
+        let (count, _) = &*self.state;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) < self.size
+    }
+
     /// A slot if one is free, without waiting.
     pub fn try_take(&self) -> Option<SynthesisSlot> {
         let (count, _) = &*self.state;
@@ -75,6 +84,7 @@ impl SynthesisSlots {
 /// The synthesis pool and the channels it feeds.
 pub struct SynthesisPool {
     pool: rayon::ThreadPool,
+    spool: Spool,
     events: EventSink,
     synthesized_tx: Sender<SynthesizedMsg>,
     outcome_tx: Sender<Outcome>,
@@ -84,6 +94,7 @@ impl SynthesisPool {
     /// A pool of `threads` synthesis workers (`synth-N`).
     pub fn new(
         threads: usize,
+        spool: Spool,
         events: EventSink,
         synthesized_tx: Sender<SynthesizedMsg>,
         outcome_tx: Sender<Outcome>,
@@ -94,38 +105,60 @@ impl SynthesisPool {
                 .thread_name(|i| format!("synth-{i}"))
                 .build()
                 .context("starting the synthesis pool")?,
+            spool,
             events,
             synthesized_tx,
             outcome_tx,
         })
     }
 
-    /// Synthesizes `partition` of `job` on the pool, holding `slot` until it is queued.
-    pub fn start(&self, job: Arc<Job>, partition: usize, slot: SynthesisSlot) {
-        let (events, synthesized_tx, outcome_tx) = (
+    /// Synthesizes `partition` of `job` on the pool, holding `slot` until it is queued and
+    /// `memory` until its prover is done with it.
+    pub fn start(&self, task: PartitionTask, slot: SynthesisSlot) {
+        let (spool, events, synthesized_tx, outcome_tx) = (
+            self.spool.clone(),
             self.events.clone(),
             self.synthesized_tx.clone(),
             self.outcome_tx.clone(),
         );
         self.pool.spawn(move || {
-            synthesize_and_queue(job, partition, &events, &synthesized_tx, &outcome_tx);
+            synthesize_and_queue(task, &spool, &events, &synthesized_tx, &outcome_tx);
             // Only now may another partition be synthesized in this one's place.
             drop(slot);
         });
     }
 }
 
+/// A partition to synthesize, with its memory already reserved.
+pub struct PartitionTask {
+    /// Its job.
+    pub job: Arc<Job>,
+    /// Its index.
+    pub partition: usize,
+    /// Its bytes in the budget.
+    pub memory: Reservation,
+    /// Vector lengths, from the parameter file's counts.
+    pub capacity: Capacity,
+}
+
 fn synthesize_and_queue(
-    job: Arc<Job>,
-    partition: usize,
+    task: PartitionTask,
+    spool: &Spool,
     events: &EventSink,
     synthesized_tx: &Sender<SynthesizedMsg>,
     outcome_tx: &Sender<Outcome>,
 ) {
+    let PartitionTask {
+        job,
+        partition,
+        memory,
+        capacity,
+    } = task;
     // A sibling failed while this partition waited: its work would be thrown away.
     if job.is_cancelled() {
         return;
     }
+    spool.note_attempt_stage(&job.claimed, Stage::Synthesis, Some(partition));
     let worker = format!("synth-{}", rayon::current_thread_index().unwrap_or(0));
     let name = job.name().to_owned();
     let started = Instant::now();
@@ -135,11 +168,17 @@ fn synthesize_and_queue(
         worker: worker.clone(),
     });
     let result = catch_unwind(AssertUnwindSafe(|| {
-        job.sector.circuits.synthesize_partition(partition)
+        job.sector
+            .circuits
+            .synthesize_partition(partition, capacity)
     }));
-    let failed = |message: String| Outcome::Failed {
-        job: job.clone(),
-        error: JobError::Synthesis { partition, message },
+    // The job is lost: its siblings stop here rather than after the finisher hears of it.
+    let failed = |message: String| {
+        job.cancel();
+        Outcome::Failed {
+            job: job.clone(),
+            error: JobError::Synthesis { partition, message },
+        }
     };
     let synthesized = match result {
         Ok(Ok(synthesized)) => synthesized,
@@ -163,6 +202,7 @@ fn synthesize_and_queue(
         partition,
         synthesized,
         synth_ms: started.elapsed().as_secs_f64() * 1e3,
+        memory,
     };
     if synthesized_tx.send(msg).is_err() {
         let _ = outcome_tx.send(failed(

@@ -1,29 +1,60 @@
 //! The ASCII drawing: header, waterfall, phase table, throughput, prover lanes and verdict.
-//! It computes nothing; its time-axis ticks serve the SVG drawing too.
+//! It computes nothing, and owns what only it shows: the glyph of each stage, the table's
+//! headings and the words for an idle gap's cause.
 
-use super::metrics::{Basis, Phases, RunMetrics, Stage, FAILED_GLYPH};
+use super::axis::{tick_label, Axis};
+use super::metrics::{Basis, IdleCause, RunMetrics, Stage};
+use super::shared::{plural, ratio};
 use super::spans::Outcome;
-use super::{plural, ratio};
+
+/// The character a stage is drawn with.
+fn glyph(stage: Stage) -> char {
+    match stage {
+        Stage::Queue => '.',
+        Stage::Synthesis => 'S',
+        Stage::Channel => '~',
+        Stage::Prove => 'G',
+        Stage::Verify => 'V',
+        Stage::Write => 'W',
+        Stage::Params => 'P',
+        Stage::Idle => '-',
+    }
+}
+
+/// The character that marks where a row failed.
+const FAILED_GLYPH: char = 'X';
+
+/// The phase table's column headings, in the order of `Phases::columns`.
+const PHASE_HEADINGS: [&str; 7] = [
+    "queue", "synth", "chan", "prove", "verify", "write", "total",
+];
+
+/// What an idle gap waited for, as its line in the lane list says it.
+fn waiting_for(cause: IdleCause) -> &'static str {
+    match cause {
+        IdleCause::Scheduling => "scheduling: a synthesized partition was queued",
+        IdleCause::Synthesis => "waiting for synthesis",
+        IdleCause::Drain => "drain: nothing left to prove",
+        IdleCause::Input => "input: no job in flight",
+    }
+}
 
 /// Maps times onto `cols` character columns.
 struct Scale {
-    start: f64,
-    length: f64,
+    axis: Axis,
     cols: usize,
 }
 
 impl Scale {
     fn new(start: f64, end: f64, cols: usize) -> Scale {
         Scale {
-            start,
-            // A run whose events all share one instant still needs an axis.
-            length: if end > start { end - start } else { 1e-3 },
+            axis: Axis::new(start, end),
             cols: cols.max(1),
         }
     }
 
     fn col(&self, t: f64) -> usize {
-        let x = ((t - self.start) / self.length * self.cols as f64).floor();
+        let x = (self.axis.fraction(t) * self.cols as f64).floor();
         if x.is_nan() || x < 0.0 {
             0
         } else {
@@ -33,7 +64,7 @@ impl Scale {
 
     /// The time a column covers; the outer columns reach to infinity so nothing falls off.
     fn bounds(&self, col: usize) -> (f64, f64) {
-        let at = |c: usize| self.start + self.length * c as f64 / self.cols as f64;
+        let at = |c: usize| self.axis.start() + self.axis.length() * c as f64 / self.cols as f64;
         let lo = if col == 0 { f64::NEG_INFINITY } else { at(col) };
         let hi = if col + 1 >= self.cols {
             f64::INFINITY
@@ -47,6 +78,8 @@ impl Scale {
 /// Draws segments into columns: each column shows the stage covering most of it, so the
 /// picture stays proportional; a column that nothing covers is blank.
 fn paint(scale: &Scale, segments: impl IntoIterator<Item = (f64, f64, Stage)>) -> Vec<char> {
+    // Seconds of each stage per column, indexed by the stage's place in `Stage::ALL`.
+    let slot = |stage: Stage| stage as usize;
     let mut cover = vec![[0.0_f64; Stage::ALL.len()]; scale.cols];
     for (start, end, stage) in segments {
         if end <= start {
@@ -61,7 +94,7 @@ fn paint(scale: &Scale, segments: impl IntoIterator<Item = (f64, f64, Stage)>) -
             let (lo, hi) = scale.bounds(col);
             let overlap = end.min(hi) - start.max(lo);
             if overlap > 0.0 {
-                cell[stage.index()] += overlap;
+                cell[slot(stage)] += overlap;
             }
         }
     }
@@ -70,36 +103,11 @@ fn paint(scale: &Scale, segments: impl IntoIterator<Item = (f64, f64, Stage)>) -
         .map(|cell| {
             Stage::ALL
                 .iter()
-                .filter(|stage| cell[stage.index()] > 0.0)
-                .max_by(|a, b| cell[a.index()].total_cmp(&cell[b.index()]))
-                .map_or(' ', |stage| stage.glyph())
+                .filter(|&&stage| cell[slot(stage)] > 0.0)
+                .max_by(|&&a, &&b| cell[slot(a)].total_cmp(&cell[slot(b)]))
+                .map_or(' ', |&stage| glyph(stage))
         })
         .collect()
-}
-
-/// Tick times every 1, 2 or 5 times a power of ten, at most `max_ticks` of them.
-pub(super) fn ticks(start: f64, end: f64, max_ticks: usize) -> (Vec<f64>, f64) {
-    let length = if end > start { end - start } else { 1e-3 };
-    let raw = length / max_ticks.max(1) as f64;
-    let magnitude = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|&step| step >= raw)
-        .unwrap_or(10.0 * magnitude);
-    let first = (start / step - 1e-9).ceil() as i64;
-    let last = (end / step + 1e-9).floor() as i64;
-    ((first..=last).map(|k| k as f64 * step).collect(), step)
-}
-
-/// `12s`, `1.5s`, `0.25s`: as many decimals as the tick step needs.
-pub(super) fn tick_label(t: f64, step: f64) -> String {
-    let decimals = if step >= 1.0 {
-        0
-    } else {
-        ((-step.log10()).ceil() as usize).min(6)
-    };
-    format!("{t:.decimals$}s")
 }
 
 /// `label` in exactly `width` characters: padded, or cut from the left (job names differ at
@@ -205,7 +213,7 @@ fn ascii_waterfall(run: &RunMetrics, width: usize, lines: &mut Vec<String>) {
     let cols = width.saturating_sub(label_w + 3).max(1);
     let scale = Scale::new(run.start_s, run.end_s, cols);
 
-    let (tick_times, step) = ticks(run.start_s, run.end_s, (cols / 10).max(1));
+    let (tick_times, step) = scale.axis.ticks((cols / 10).max(1));
     let mut marks = vec!['-'; cols];
     let mut labels = vec![' '; label_w + 2 + cols];
     let mut free_from = label_w + 2;
@@ -250,7 +258,7 @@ fn ascii_waterfall(run: &RunMetrics, width: usize, lines: &mut Vec<String>) {
     let legend = |stages: &[Stage]| -> Vec<String> {
         stages
             .iter()
-            .map(|s| format!("{} {}", s.glyph(), s.legend()))
+            .map(|&s| format!("{} {}", glyph(s), s.name()))
             .collect()
     };
     let mut jobs = legend(&Stage::JOB);
@@ -275,7 +283,7 @@ fn ascii_table(run: &RunMetrics, lines: &mut Vec<String>) {
     };
     let cells =
         |columns: [f64; 7]| -> String { columns.iter().map(|v| format!("{v:>8.2}")).collect() };
-    let headings: String = Phases::HEADINGS.iter().map(|h| format!("{h:>8}")).collect();
+    let headings: String = PHASE_HEADINGS.iter().map(|h| format!("{h:>8}")).collect();
     lines.push(format!("{} {headings}   (seconds)", fit(heading, label_w)));
     for row in &run.rows {
         let note = match &row.outcome {
@@ -291,7 +299,7 @@ fn ascii_table(run: &RunMetrics, lines: &mut Vec<String>) {
     }
     match &run.summary {
         Some(summary) => {
-            let rule = "-".repeat(label_w + 1 + 8 * Phases::HEADINGS.len());
+            let rule = "-".repeat(label_w + 1 + 8 * PHASE_HEADINGS.len());
             lines.push(rule);
             for (name, phases) in [
                 ("min", &summary.min),
@@ -419,7 +427,7 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
                 gap.start_s,
                 gap.end_s,
                 gap.length_s,
-                gap.waiting_for.describe()
+                waiting_for(gap.waiting_for)
             ));
         }
         if lane.gaps.len() > GAPS_SHOWN {
@@ -434,8 +442,8 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::waterfall::shared::{Options, Selection};
     use crate::waterfall::test_support::{analysis, metrics, options};
-    use crate::waterfall::{Options, Selection};
 
     /// Lines of the picture: the axis, rows and lanes, all framed by `|`.
     fn bars(text: &str) -> Vec<&str> {
@@ -537,15 +545,12 @@ mod tests {
         assert_eq!(scale.col(10.0), 9);
     }
 
+    /// The whole drawing of a two-GPU run, as users read it: any change to it shows up in
+    /// review as a change to the snapshot.
     #[test]
-    fn ticks_are_round_numbers_of_seconds() {
-        let (times, step) = ticks(0.0, 10.0, 5);
-        assert_eq!((times, step), (vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0], 2.0));
-        let (times, step) = ticks(0.3, 1.2, 4);
-        assert_eq!(step, 0.5);
-        assert_eq!(times, [0.5, 1.0]);
-        assert_eq!(tick_label(0.5, 0.5), "0.5s");
-        assert_eq!(tick_label(120.0, 20.0), "120s");
+    fn two_gpus_drawn_at_100_columns() {
+        let run = metrics("two_gpus.csv");
+        insta::assert_snapshot!(render_ascii(std::slice::from_ref(&run), 100));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::analysis::Analysis;
 use super::metrics::RunMetrics;
-use super::Analysis;
 
 /// The metrics of the chosen runs as pretty-printed JSON.
 pub(super) fn render_json(timeline: &str, analysis: &Analysis) -> Result<String> {
@@ -29,8 +29,8 @@ pub(super) fn render_json(timeline: &str, analysis: &Analysis) -> Result<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::waterfall::shared::Selection;
     use crate::waterfall::test_support::{analysis, options};
-    use crate::waterfall::Selection;
 
     #[test]
     fn json_carries_the_metrics() {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::event::EventKind;
 use crate::timeline::{RowError, Timeline};
 
-use super::plural;
+use super::shared::plural;
 
 /// A usable row: its event and its time in seconds since the run started.
 #[derive(Clone, Debug)]
@@ -114,8 +114,9 @@ fn skipped_lines_warning(skipped: &[String]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::timeline::TimelineRow;
+    use crate::waterfall::analysis::analyze;
+    use crate::waterfall::shared::Selection;
     use crate::waterfall::test_support::{analysis, fixture, json_of, options};
-    use crate::waterfall::{analyze, Selection};
 
     #[test]
     fn rows_out_of_order_give_the_same_metrics() {

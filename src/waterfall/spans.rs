@@ -169,6 +169,7 @@ impl JobSpans {
             | EventKind::ParamsLoadStarted { .. }
             | EventKind::ParamsLoadFinished { .. }
             | EventKind::FileDeferred { .. }
+            | EventKind::MemoryWait { .. }
             | EventKind::StopRequested => {}
         }
     }
@@ -343,11 +344,12 @@ fn natural_key(name: &str) -> (String, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::waterfall::analysis::analyze;
     use crate::waterfall::ascii::render_ascii;
     use crate::waterfall::screen::screen;
+    use crate::waterfall::shared::Selection;
     use crate::waterfall::svg::xml_escape;
     use crate::waterfall::test_support::{fixture, options};
-    use crate::waterfall::{analyze, Selection};
 
     #[test]
     fn an_unfinished_job_keeps_the_span_open_to_the_last_event() {

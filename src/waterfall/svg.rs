@@ -1,8 +1,26 @@
 //! The SVG drawing: the same waterfall as a standalone image, runs stacked top to bottom.
+//! It computes nothing, and owns what only it shows: the colour of each stage.
 
-use super::ascii::{tick_label, ticks};
-use super::metrics::{RunMetrics, Stage, FAILED_COLOUR};
+use super::axis::{tick_label, Axis};
+use super::metrics::{RunMetrics, Stage};
 use super::spans::Outcome;
+
+/// The fill a stage is drawn with.
+fn colour(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Queue => "#c7c7c7",
+        Stage::Synthesis => "#4e79a7",
+        Stage::Channel => "#f28e2b",
+        Stage::Prove => "#59a14f",
+        Stage::Verify => "#b07aa1",
+        Stage::Write => "#9c755f",
+        Stage::Params => "#edc948",
+        Stage::Idle => "#eeeeee",
+    }
+}
+
+/// The fill of the mark where a row failed.
+const FAILED_COLOUR: &str = "#e15759";
 
 const SVG_CHART_W: f64 = 1000.0;
 const SVG_ROW_H: f64 = 16.0;
@@ -50,12 +68,8 @@ pub(super) fn render_svg(runs: &[RunMetrics]) -> String {
 
 /// Draws one run from `top`; returns the y below it.
 fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
-    let length = if run.end_s > run.start_s {
-        run.end_s - run.start_s
-    } else {
-        1e-3
-    };
-    let x = |t: f64| left + (t - run.start_s) / length * SVG_CHART_W;
+    let axis = Axis::new(run.start_s, run.end_s);
+    let x = |t: f64| left + axis.fraction(t) * SVG_CHART_W;
     let mut y = top;
 
     svg_text(
@@ -70,7 +84,7 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
     );
     y += 2.0 * SVG_ROW_H;
 
-    let (tick_times, step) = ticks(run.start_s, run.end_s, 10);
+    let (tick_times, step) = axis.ticks(10);
     out.push_str(&format!(
         "<line x1=\"{left:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#555\"/>\n",
         left + SVG_CHART_W
@@ -98,12 +112,12 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
             let title = format!(
                 "{}: {} {:.3} s -> {:.3} s ({:.3} s)",
                 row.label,
-                s.stage.legend(),
+                s.stage.name(),
                 s.start_s,
                 s.end_s,
                 s.end_s - s.start_s
             );
-            svg_rect(out, x(s.start_s), x(s.end_s), y, s.stage.colour(), &title);
+            svg_rect(out, x(s.start_s), x(s.end_s), y, colour(s.stage), &title);
         }
         if let Outcome::Failed { at_s, reason } = &row.outcome {
             let title = format!("{}: failed at {at_s:.3} s: {reason}", row.label);
@@ -135,8 +149,8 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
             (&lane.proving, Stage::Prove),
         ] {
             for &(a, b) in set.spans() {
-                let title = format!("{}: {} {a:.3} s -> {b:.3} s", lane.name, stage.legend());
-                svg_rect(out, x(a), x(b), y, stage.colour(), &title);
+                let title = format!("{}: {} {a:.3} s -> {b:.3} s", lane.name, stage.name());
+                svg_rect(out, x(a), x(b), y, colour(stage), &title);
             }
         }
         let label = format!("{:.0}% busy", lane.busy_fraction * 100.0);
@@ -155,7 +169,7 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
     let swatches = Stage::JOB
         .iter()
         .chain(&[Stage::Params, Stage::Idle])
-        .map(|s| (s.colour(), s.legend()))
+        .map(|&s| (colour(s), s.name()))
         .chain([(FAILED_COLOUR, "failed")]);
     for (colour, name) in swatches {
         out.push_str(&format!(
@@ -218,9 +232,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::waterfall::analysis::analyze;
     use crate::waterfall::screen::screen;
+    use crate::waterfall::shared::Selection;
     use crate::waterfall::test_support::{fixture, options};
-    use crate::waterfall::{analyze, Selection};
 
     #[test]
     fn svg_is_well_formed_and_escapes_names() {
@@ -252,7 +267,7 @@ mod tests {
             .collect();
         for stage in [Stage::Synthesis, Stage::Prove, Stage::Verify, Stage::Write] {
             assert!(
-                colours.contains(stage.colour()),
+                colours.contains(colour(stage)),
                 "{stage:?} missing: {colours:?}"
             );
         }

@@ -4,9 +4,10 @@ use std::path::Path;
 
 use crate::timeline::{read_timeline, Timeline};
 
-use super::metrics::RunMetrics;
+use super::analysis::{analyze, Analysis};
+use super::metrics::{Gap, IdleCause, RunMetrics};
 use super::screen::screen;
-use super::{analyze, Analysis, Options, Selection};
+use super::shared::{Options, Selection};
 
 pub(super) fn fixture(name: &str) -> Timeline {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,4 +36,20 @@ pub(super) fn metrics(name: &str) -> RunMetrics {
 
 pub(super) fn json_of(runs: &[RunMetrics]) -> String {
     serde_json::to_string(runs).expect("json")
+}
+
+pub(super) fn gap(start_s: f64, end_s: f64, waiting_for: IdleCause) -> Gap {
+    Gap {
+        start_s,
+        end_s,
+        length_s: end_s - start_s,
+        waiting_for,
+    }
+}
+
+pub(super) fn assert_close(actual: f64, expected: f64) {
+    assert!(
+        (actual - expected).abs() < 1e-9,
+        "{actual} is not {expected}"
+    );
 }

@@ -27,6 +27,10 @@ use serde::Serialize;
 
 use crate::event::Stage;
 
+mod attempts;
+
+pub use attempts::AttemptRecord;
+
 /// The directories of a spool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpoolLayout {
@@ -391,6 +395,7 @@ impl Spool {
         let target = self.layout.inbox.join(&job.file_name);
         fs::rename(&job.path, &target)
             .with_context(|| format!("handing {} back to the inbox", job.path.display()))?;
+        self.forget_attempts(&job.name);
         sync_dir(&self.layout.inbox)
     }
 
@@ -432,6 +437,23 @@ impl Spool {
         Ok(proof_path)
     }
 
+    /// Writes a benchmark job's timings to `outbox/<job>.benchmark.json` (never a `.proof`:
+    /// a benchmark shape's proof cannot verify), then moves its C1 file to `done/`.
+    pub fn finish_benchmark(
+        &self,
+        job: &ClaimedJob,
+        record: &impl Serialize,
+    ) -> Result<PathBuf, FinishJobError> {
+        let path = self
+            .layout
+            .outbox
+            .join(format!("{}.benchmark.json", job.name));
+        let bytes = serde_json::to_vec_pretty(record).context("encoding benchmark result")?;
+        write_atomically(&path, &bytes)?;
+        self.retire(job, &self.layout.done)?;
+        Ok(path)
+    }
+
     /// Moves a job whose result is already in the outbox to `done/` (a crash after writing
     /// the proof but before moving the C1 file).
     pub fn retire_finished(&self, job: &ClaimedJob) -> Result<()> {
@@ -452,6 +474,7 @@ impl Spool {
         let target = unique_target(dir, &job.file_name);
         fs::rename(&job.path, &target)
             .with_context(|| format!("moving {} to {}", job.path.display(), target.display()))?;
+        self.forget_attempts(&job.name);
         sync_dir(dir)?;
         sync_dir(&self.claims)
     }
@@ -463,7 +486,9 @@ pub fn owner_states(work: &Path, lease: Duration) -> Result<Vec<OwnerState>> {
     let mut states = Vec::new();
     for entry in fs::read_dir(work).with_context(|| format!("listing {}", work.display()))? {
         let entry = entry.with_context(|| format!("listing {}", work.display()))?;
-        if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+        // Dot-directories (`.attempts`) are the spool's own bookkeeping, not owners.
+        let is_hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if is_hidden || !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
             continue;
         }
         let dir = entry.path();

@@ -1,0 +1,205 @@
+//! `cuzk bench`: size and time this machine for a sector size before buying or fetching its
+//! parameters, on inputs of the real shape made of random data.
+//!
+//! It prepares a benchmark directory (shape parameters in `params/`, marked as synthetic;
+//! a fresh spool per run under `runs/`), writes shape C1 files into the spool's inbox and
+//! runs the same pipeline `prove-dir` runs, with `--benchmark`, so the timings, the memory
+//! budget and the waterfall are the real ones. Nothing it makes is a proof, and its parameters
+//! are never written beside real ones.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use rand::SeedableRng;
+
+use crate::c1::{SectorIdentity, SectorSizeName};
+use crate::memory::{show_bytes, Footprint};
+use crate::params::{self, load::ParamsLayout};
+use crate::pipeline::{self, RunSettings};
+use crate::shape;
+use crate::synth::ShapeCounts;
+
+/// What `cuzk bench` does.
+#[derive(Clone, Debug)]
+pub struct BenchPlan {
+    /// The sector size to benchmark.
+    pub sector_size: u64,
+    /// Shape sectors to prove.
+    pub sectors: u64,
+    /// The benchmark directory.
+    pub dir: PathBuf,
+    /// The run's settings but for its spool, which the bench makes.
+    pub run: RunSettings,
+}
+
+/// What a benchmark measured.
+#[derive(Clone, Debug)]
+pub struct BenchReport {
+    /// The run's spool directory (its timeline is `timeline.csv` there).
+    pub run_dir: PathBuf,
+    /// Sectors benchmarked.
+    pub sectors: usize,
+    /// Seconds from the first claim to the run's end.
+    pub elapsed_s: f64,
+    /// The sizes the run budgeted with.
+    pub footprint: Footprint,
+    /// The budget.
+    pub budget_bytes: u64,
+    /// The process's peak resident memory.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// The default benchmark directory.
+pub const DEFAULT_DIR: &str = "/var/tmp/cuzk-bench";
+
+/// Prepares the shape inputs and runs the benchmark. Progress goes to stderr.
+pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
+    let size = SectorSizeName(plan.sector_size);
+    let params_dir = plan.dir.join("params");
+    shape::ensure_synthetic_dir(&params_dir)?;
+    params::use_params_dir(&params_dir);
+    let (params_path, vk_path) = params::param_paths(plan.sector_size)?;
+    let counts = shape_counts(plan.sector_size, &params_path)?;
+    eprintln!(
+        "{size} partition circuit: {} constraints, {} aux variables, {} inputs",
+        counts.constraints, counts.aux, counts.inputs
+    );
+    let layout_matches =
+        ParamsLayout::read(&params_path).is_ok_and(|layout| layout_fits(&layout, &counts));
+    if !layout_matches {
+        let started = Instant::now();
+        eprintln!(
+            "writing synthetic {size} parameters (valid points, real sizes; proofs made with them never verify) to {}",
+            params_path.display()
+        );
+        let mut rng = rand::rngs::StdRng::from_entropy();
+        shape::write_synthetic_params(&params_path, &vk_path, &counts, &mut rng)?;
+        let bytes = fs::metadata(&params_path).map_or(0, |m| m.len());
+        eprintln!(
+            "wrote {} in {:.1} s",
+            show_bytes(bytes),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let footprint = Footprint::of_file(&params_path)
+        .with_context(|| format!("reading {}", params_path.display()))?;
+
+    let run_dir = plan.dir.join("runs").join(run_stamp());
+    let inbox = run_dir.join("inbox");
+    fs::create_dir_all(&inbox).with_context(|| format!("creating {}", inbox.display()))?;
+    let started = Instant::now();
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for sector_num in 1..=plan.sectors {
+        let identity = SectorIdentity {
+            miner_id: 1000,
+            sector_num,
+        };
+        let output = shape::synthetic_c1(plan.sector_size, identity, &mut rng)?;
+        let bytes = shape::wrap_benchmark_c1(&output, identity)?;
+        let path = inbox.join(format!("{identity}.json"));
+        fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!(
+        "wrote {} {size} shape C1 files to {} in {:.1} s",
+        plan.sectors,
+        inbox.display(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let mut settings = plan.run.clone();
+    settings.layout = crate::spool::SpoolLayout::beside(&inbox);
+    settings.timeline = run_dir.join("timeline.csv");
+    settings.once = true;
+    settings.benchmark = true;
+    let budget_bytes = pipeline::budget_bytes(&settings);
+    let summary = pipeline::run(&settings)?;
+    Ok(BenchReport {
+        run_dir,
+        sectors: summary.benchmarked,
+        elapsed_s: summary.elapsed_s,
+        footprint,
+        budget_bytes,
+        peak_rss_bytes: peak_rss_bytes(),
+    })
+}
+
+/// The sizing table a benchmark prints.
+pub fn render(report: &BenchReport, size: SectorSizeName) -> String {
+    let f = &report.footprint;
+    let per_sector = if report.sectors > 0 {
+        format!("{:.1} s", report.elapsed_s / report.sectors as f64)
+    } else {
+        "-".into()
+    };
+    let rss = report.peak_rss_bytes.map_or("-".into(), show_bytes);
+    format!(
+        "\n{size} benchmark (synthetic shape: timings and memory, no proofs)\n\
+         sectors benchmarked        {}\n\
+         wall time                  {:.1} s ({per_sector} per sector)\n\
+         parameters in memory       {}\n\
+         per partition in flight    {}\n\
+         memory budget              {}\n\
+         peak resident memory       {rss}\n\
+         timeline                   {}\n\
+         (draw it with: cuzk waterfall {})\n",
+        report.sectors,
+        report.elapsed_s,
+        show_bytes(f.params_bytes),
+        show_bytes(f.partition_bytes),
+        show_bytes(report.budget_bytes),
+        report.run_dir.join("timeline.csv").display(),
+        report.run_dir.join("timeline.csv").display(),
+    )
+}
+
+/// The circuit's counts, cached beside the shape parameters (counting 32GiB takes a minute).
+fn shape_counts(sector_size: u64, params_path: &Path) -> Result<ShapeCounts> {
+    let cache = params_path.with_extension("shape.json");
+    if let Some(counts) = fs::read(&cache)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<ShapeCounts>(&b).ok())
+    {
+        return Ok(counts);
+    }
+    eprintln!(
+        "counting the {} partition circuit (about a minute for 32GiB)",
+        SectorSizeName(sector_size)
+    );
+    let counts = shape::count(sector_size)?;
+    fs::write(&cache, serde_json::to_vec_pretty(&counts)?)
+        .with_context(|| format!("writing {}", cache.display()))?;
+    Ok(counts)
+}
+
+/// True when a parameter file's counts are the ones `counts` needs.
+fn layout_fits(layout: &ParamsLayout, counts: &ShapeCounts) -> bool {
+    layout.h == counts.domain() - 1
+        && layout.l == counts.aux
+        && layout.ic == counts.inputs
+        && layout.a == counts.inputs + counts.a_aux_density
+        && layout.b == counts.b_input_density + counts.b_aux_density
+}
+
+/// `20261130T101500Z`, so runs sort by time.
+fn run_stamp() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(['-', ':'], "")
+}
+
+/// The peak resident memory of this process (`VmHWM`), if the platform says.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|line| {
+        let kib: u64 = line
+            .strip_prefix("VmHWM:")?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    })
+}

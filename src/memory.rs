@@ -1,0 +1,292 @@
+//! Memory budget: bytes are reserved before they are used and given back when dropped.
+//!
+//! Design note. At production size a run holds two kinds of big things: parameter sets
+//! (~47 GB for 32GiB sectors, kept for the whole run) and partitions (~17 GB each for 32GiB,
+//! from the start of their synthesis until their prover is done with them). Each takes a
+//! [`Reservation`] of its size from one [`MemoryBudget`] first; a partition that does not fit
+//! waits for one that ends instead of over-committing, so a run never asks the kernel for
+//! more than the budget and is never killed for memory at the defaults. Sizes come from the
+//! parameter file's counts ([`Footprint`]), which say exactly how long every vector is.
+//! The default budget is what the process may use now: the memory available on the host or
+//! in its cgroup, whichever is less, minus a margin for everything not counted here.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crossbeam_channel::Sender;
+
+use crate::params::load::ParamsLayout;
+
+/// Bytes of one field element (a scalar of BLS12-381) in memory.
+const SCALAR_BYTES: u64 = 32;
+
+/// Bytes kept out of the default budget: allocator slack, thread stacks, C1 files, the
+/// page cache a parameter load streams through.
+pub fn default_margin(available: u64) -> u64 {
+    (available / 20).max(2 << 30)
+}
+
+/// A budget of bytes shared by a run.
+#[derive(Clone)]
+pub struct MemoryBudget {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    total: u64,
+    used: Mutex<u64>,
+    freed: Condvar,
+    /// Told each time bytes come back, so a waiting feeder looks again.
+    wake: Option<Sender<()>>,
+}
+
+/// Bytes held from a [`MemoryBudget`]; returned when dropped.
+pub struct Reservation {
+    budget: MemoryBudget,
+    bytes: u64,
+}
+
+impl MemoryBudget {
+    /// A budget of `total` bytes; `wake` is told whenever bytes are returned.
+    pub fn new(total: u64, wake: Option<Sender<()>>) -> MemoryBudget {
+        MemoryBudget {
+            inner: Arc::new(Inner {
+                total,
+                used: Mutex::new(0),
+                freed: Condvar::new(),
+                wake,
+            }),
+        }
+    }
+
+    /// The budget's size.
+    pub fn total(&self) -> u64 {
+        self.inner.total
+    }
+
+    /// Bytes reserved now.
+    pub fn in_use(&self) -> u64 {
+        *self.inner.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reserves `bytes` if they fit now.
+    pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
+        let mut used = self.inner.used.lock().unwrap_or_else(|e| e.into_inner());
+        if *used + bytes > self.inner.total {
+            return None;
+        }
+        *used += bytes;
+        Some(Reservation {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+
+    fn release(&self, bytes: u64) {
+        let mut used = self.inner.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used = used.saturating_sub(bytes);
+        self.inner.freed.notify_all();
+        if let Some(wake) = &self.inner.wake {
+            let _ = wake.try_send(());
+        }
+    }
+}
+
+impl Reservation {
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.release(self.bytes);
+    }
+}
+
+/// What a parameter set and one of its partitions occupy in memory, from the counts in the
+/// parameter file (which are the circuit's: domain, aux variables, inputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// The decoded parameter set.
+    pub params_bytes: u64,
+    /// One partition at its peak: a, b and c padded to the FFT domain while the quotient is
+    /// computed, plus the witness (inputs and aux variables).
+    pub partition_bytes: u64,
+    /// The FFT domain (constraints rounded up to a power of two).
+    pub domain: u64,
+    /// Aux variables per partition.
+    pub aux: u64,
+    /// Public inputs per partition, the constant one included.
+    pub inputs: u64,
+}
+
+impl Footprint {
+    /// The footprint of the circuit whose parameters have `layout`.
+    pub fn of(layout: &ParamsLayout) -> Footprint {
+        let domain = layout.h + 1;
+        let (aux, inputs) = (layout.l, layout.ic);
+        Footprint {
+            params_bytes: layout.memory_bytes(),
+            partition_bytes: SCALAR_BYTES * (3 * domain + inputs + aux),
+            domain,
+            aux,
+            inputs,
+        }
+    }
+
+    /// The footprint of the parameter file at `path`, read from its counts.
+    pub fn of_file(path: &Path) -> std::io::Result<Footprint> {
+        ParamsLayout::read(path).map(|layout| Footprint::of(&layout))
+    }
+}
+
+/// Bytes this process may use now: available memory on the host, or what is left under the
+/// cgroup's limit, whichever is smaller. `None` when neither can be read (not Linux).
+pub fn available_bytes() -> Option<u64> {
+    let host = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| meminfo_available(&text));
+    let cgroup = cgroup_room();
+    match (host, cgroup) {
+        (Some(h), Some(c)) => Some(h.min(c)),
+        (h, c) => h.or(c),
+    }
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in bytes.
+fn meminfo_available(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|line| {
+        let rest = line.strip_prefix("MemAvailable:")?;
+        let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kib * 1024)
+    })
+}
+
+/// Bytes left under this process's cgroup memory limit (v2 `memory.max`, else v1
+/// `memory.limit_in_bytes`), if it has one.
+fn cgroup_room() -> Option<u64> {
+    let read_u64 =
+        |path: &str| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    if let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) {
+        let dir = format!("/sys/fs/cgroup{}", path.trim_end_matches('/'));
+        // "max" (no limit) does not parse: no cgroup bound.
+        let limit = read_u64(&format!("{dir}/memory.max"))?;
+        let current = read_u64(&format!("{dir}/memory.current")).unwrap_or(0);
+        return Some(limit.saturating_sub(current));
+    }
+    let limit = read_u64("/sys/fs/cgroup/memory/memory.limit_in_bytes")?;
+    // v1 reports "no limit" as a huge number.
+    if limit >= 1 << 60 {
+        return None;
+    }
+    let usage = read_u64("/sys/fs/cgroup/memory/memory.usage_in_bytes").unwrap_or(0);
+    Some(limit.saturating_sub(usage))
+}
+
+/// Parses a byte count with an optional unit: `64GiB`, `500MB`, `1.5T`, `1073741824`.
+/// Binary units (`KiB`, `MiB`, `GiB`, `TiB`, and bare `K`, `M`, `G`, `T`) are powers of 1024;
+/// `KB`, `MB`, `GB`, `TB` are powers of 1000, as storage providers read them on their tools.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 64GiB or 500MB"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?}; use GiB, GB, MiB, ..."
+            ))
+        }
+    };
+    Ok((value * scale).round() as u64)
+}
+
+/// Bytes as operators read them: `17.1 GB`.
+pub fn show_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.0} MB", b / 1e6)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservations_wait_for_room_and_come_back_on_drop() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let budget = MemoryBudget::new(100, Some(tx));
+        let params = budget.try_reserve(60).expect("fits");
+        let partition = budget.try_reserve(30).expect("fits");
+        assert_eq!(budget.in_use(), 90);
+        assert!(budget.try_reserve(20).is_none(), "would over-commit");
+        drop(partition);
+        assert!(rx.try_recv().is_ok(), "the feeder is woken");
+        assert_eq!(budget.in_use(), 60);
+        let again = budget.try_reserve(40).expect("room again");
+        assert_eq!(again.bytes(), 40);
+        drop((params, again));
+        assert_eq!(budget.in_use(), 0);
+    }
+
+    #[test]
+    fn footprint_follows_the_parameter_counts() {
+        // The 32GiB circuit: 2^27 domain, 130,169,893 aux, 328 inputs.
+        let layout = ParamsLayout {
+            vk_bytes: 868 + 96 * 328,
+            ic: 328,
+            h: (1 << 27) - 1,
+            l: 130_169_893,
+            a: 328 + 129_753_292,
+            b: 1 + 33_112_281,
+        };
+        let footprint = Footprint::of(&layout);
+        assert_eq!(footprint.domain, 1 << 27);
+        assert_eq!(
+            footprint.partition_bytes,
+            32 * (3 * (1 << 27) + 328 + 130_169_893)
+        );
+        // ~17 GB a partition, ~47 GB of parameters.
+        assert_eq!(show_bytes(footprint.partition_bytes), "17.1 GB");
+        assert_eq!(show_bytes(footprint.params_bytes), "47.4 GB");
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_and_decimal_units() {
+        assert_eq!(parse_bytes("64GiB"), Ok(64 << 30));
+        assert_eq!(parse_bytes("64G"), Ok(64 << 30));
+        assert_eq!(parse_bytes("500MB"), Ok(500_000_000));
+        assert_eq!(parse_bytes("1.5TiB"), Ok(3 << 39));
+        assert_eq!(parse_bytes("1024"), Ok(1024));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn meminfo_available_is_read_in_bytes() {
+        let text = "MemTotal:       131072000 kB\nMemFree:         1000 kB\nMemAvailable:   120000000 kB\n";
+        assert_eq!(meminfo_available(text), Some(120_000_000 * 1024));
+        assert_eq!(meminfo_available("MemTotal: 5 kB\n"), None);
+    }
+}

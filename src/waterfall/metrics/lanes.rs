@@ -1,0 +1,316 @@
+//! Lanes: each prover lane's busy time, parameter loading, idle time by what it waited for,
+//! its idle gaps and the split of its proving time into the prover's own steps; and parameter
+//! loading over the whole run, which the verdict weighs.
+
+use serde::Serialize;
+
+use super::waits::WaitSets;
+use crate::event::PRELOAD_WORKER;
+use crate::waterfall::intervals::Intervals;
+use crate::waterfall::shared::ratio;
+use crate::waterfall::spans::RunSpans;
+
+/// What an idle lane was waiting for; see the definitions in [`crate::waterfall`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdleCause {
+    Scheduling,
+    Synthesis,
+    Drain,
+    Input,
+}
+
+/// One idle stretch of a lane at least `--gap-ms` long.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Gap {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub length_s: f64,
+    pub waiting_for: IdleCause,
+}
+
+/// A lane's idle seconds by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct IdleTimes {
+    pub scheduling_s: f64,
+    pub synthesis_s: f64,
+    pub drain_s: f64,
+    pub input_s: f64,
+}
+
+/// Where a lane's proving time went, from the prover's own step timings. The timeline's
+/// "busy" overstates kernel time: the CPU tail and host-side work happen inside it too.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StepSplit {
+    /// Partitions whose GPU_END carried step timings.
+    pub partitions: usize,
+    /// Their GPU_START to GPU_END time.
+    pub prove_s: f64,
+    pub fft_s: f64,
+    pub msm_g1_s: f64,
+    pub msm_g2_s: f64,
+    /// FFT and multiexps: the kernel side.
+    pub kernel_s: f64,
+    /// Scalar conversions and the final combination on the CPU.
+    pub cpu_tail_s: f64,
+    /// The rest of `prove_s`: host-side preparation, transfers, waiting for the device.
+    pub other_s: f64,
+}
+
+/// One prover lane (`gpu-0`, `cpu-0`, ...).
+#[derive(Clone, Debug, Serialize)]
+pub struct LaneMetrics {
+    pub name: String,
+    /// Partitions it finished proving.
+    pub partitions: usize,
+    pub busy_s: f64,
+    /// `busy_s` over the span.
+    pub busy_fraction: f64,
+    pub params_s: f64,
+    pub idle: IdleTimes,
+    pub gaps: Vec<Gap>,
+    pub steps: Option<StepSplit>,
+    #[serde(skip)]
+    pub proving: Intervals,
+    #[serde(skip)]
+    pub loading: Intervals,
+    #[serde(skip)]
+    pub idle_spans: Intervals,
+}
+
+/// Busy time, idle time by cause, gaps and the step split of one lane over the span.
+pub(super) fn lane_metrics(
+    name: &str,
+    spans: &RunSpans,
+    window: &Intervals,
+    waits: &WaitSets,
+    gap_s: f64,
+) -> LaneMetrics {
+    let mut proving = Vec::new();
+    let mut partitions = 0;
+    let mut steps = StepSplit::default();
+    for job in &spans.jobs {
+        let end = spans.job_end(job);
+        for part in job.partitions.values() {
+            if part.lane.as_deref() != Some(name) {
+                continue;
+            }
+            let Some(start) = part.gpu_start else {
+                continue;
+            };
+            // A partition still proving when the timeline ends was busy until then.
+            proving.push((start, part.gpu_end.unwrap_or(end)));
+            let Some(stop) = part.gpu_end else { continue };
+            partitions += 1;
+            if let Some(s) = part.steps {
+                steps.partitions += 1;
+                steps.prove_s += stop - start;
+                steps.fft_s += s.fft_ms / 1e3;
+                steps.msm_g1_s += s.msm_g1_ms / 1e3;
+                steps.msm_g2_s += s.msm_g2_ms / 1e3;
+                steps.cpu_tail_s += s.cpu_tail_ms / 1e3;
+            }
+        }
+    }
+    steps.kernel_s = steps.fft_s + steps.msm_g1_s + steps.msm_g2_s;
+    steps.other_s = (steps.prove_s - steps.kernel_s - steps.cpu_tail_s).max(0.0);
+
+    let proving = Intervals::new(proving).intersect(window);
+    // A lane waits on its own loads and on those started ahead of all provers.
+    let loading = loads(spans, [name, PRELOAD_WORKER], window).subtract(&proving);
+    let idle_spans = window.subtract(&proving.union(&loading));
+    // Each idle moment gets the first cause that fits: a queued partition says the lane
+    // should have been proving whatever else was going on.
+    let scheduling = idle_spans.intersect(&waits.queued);
+    let rest = idle_spans.subtract(&waits.queued);
+    let synthesis = rest.intersect(&waits.pending_synthesis);
+    let rest = rest.subtract(&waits.pending_synthesis);
+    let drain = rest.intersect(&waits.in_flight);
+    let input = rest.subtract(&waits.in_flight);
+    let by_cause = [
+        (&scheduling, IdleCause::Scheduling),
+        (&synthesis, IdleCause::Synthesis),
+        (&drain, IdleCause::Drain),
+        (&input, IdleCause::Input),
+    ];
+    // The causes are disjoint and each set is merged, so each interval is a maximal stretch
+    // of idle time with one cause.
+    let mut gaps: Vec<Gap> = by_cause
+        .iter()
+        .flat_map(|(set, cause)| set.spans().iter().map(move |&span| (span, *cause)))
+        .filter(|((start, end), _)| end - start >= gap_s)
+        .map(|((start, end), cause)| Gap {
+            start_s: start,
+            end_s: end,
+            length_s: end - start,
+            waiting_for: cause,
+        })
+        .collect();
+    gaps.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+    let busy_s = proving.total();
+    LaneMetrics {
+        name: name.to_owned(),
+        partitions,
+        busy_s,
+        busy_fraction: ratio(busy_s, window.total()),
+        params_s: loading.total(),
+        idle: IdleTimes {
+            scheduling_s: scheduling.total(),
+            synthesis_s: synthesis.total(),
+            drain_s: drain.total(),
+            input_s: input.total(),
+        },
+        gaps,
+        steps: (steps.partitions > 0).then_some(steps),
+        proving,
+        loading,
+        idle_spans,
+    }
+}
+
+/// Parameter loading anywhere in the run, over the window: the union of every lane's loads
+/// and the preload's, the same loads the lanes count as loading. Unlike a lane's `loading`,
+/// proving is not cut out of it (one lane may prove while another loads).
+pub(super) fn params_loading(spans: &RunSpans, window: &Intervals) -> Intervals {
+    loads(spans, spans.params.keys().map(String::as_str), window)
+}
+
+/// When any of `workers` was loading parameters, over the window.
+fn loads<'a>(
+    spans: &RunSpans,
+    workers: impl IntoIterator<Item = &'a str>,
+    window: &Intervals,
+) -> Intervals {
+    let loaded = workers
+        .into_iter()
+        .filter_map(|worker| spans.params.get(worker))
+        .flatten()
+        .copied();
+    Intervals::new(loaded).intersect(window)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::waterfall::metrics::verdict::Bound;
+    use crate::waterfall::screen::screen;
+    use crate::waterfall::shared::{Options, Selection};
+    use crate::waterfall::test_support::{analysis, assert_close, fixture, gap, metrics, options};
+
+    /// Parameter loading over the whole of fixture `name`'s last run.
+    fn run_loading(name: &str) -> Intervals {
+        let timeline = fixture(name);
+        let screened = screen(&timeline);
+        let run = screened.runs.last().expect("a run");
+        let spans = RunSpans::from_events(run.id, &run.events);
+        let (start, end) = spans.span();
+        params_loading(&spans, &Intervals::window(start, end))
+    }
+
+    #[test]
+    fn loads_ahead_of_the_provers_count_as_loading_for_every_lane() {
+        // The shared loader ran 0-4 s; gpu-0 proved 4-6 s. Its wait is loading, not idle,
+        // and there is no lane named after the loader.
+        let run = metrics("params_preload.csv");
+        assert_eq!(run.lanes.len(), 1);
+        let lane = &run.lanes[0];
+        assert_eq!(lane.name, "gpu-0");
+        assert_close(lane.params_s, 4.0);
+        assert_close(lane.busy_s, 2.0);
+        assert!(lane.gaps.is_empty(), "{:?}", lane.gaps);
+    }
+
+    #[test]
+    fn idle_gaps_are_split_by_what_the_lane_waited_for() {
+        let run = metrics("idle_gaps.csv");
+        let lane = &run.lanes[0];
+        assert_eq!(
+            lane.gaps,
+            [
+                gap(0.0, 1.0, IdleCause::Synthesis),
+                gap(1.0, 4.0, IdleCause::Scheduling),
+                gap(5.0, 10.0, IdleCause::Input),
+                gap(10.0, 11.0, IdleCause::Synthesis),
+            ]
+        );
+        assert_eq!(
+            lane.idle,
+            IdleTimes {
+                scheduling_s: 3.0,
+                synthesis_s: 2.0,
+                drain_s: 0.0,
+                input_s: 5.0,
+            }
+        );
+        assert_close(lane.busy_fraction, 2.0 / 12.0);
+        assert_eq!(run.verdict.bound, Bound::Scheduling);
+        assert!(
+            run.verdict
+                .text
+                .starts_with("scheduling: gpu-0 sat idle 3.0 s (25% of the run)"),
+            "{}",
+            run.verdict.text
+        );
+
+        let longer = Options {
+            gap_s: 1.5,
+            ..options()
+        };
+        let run = &analysis("idle_gaps.csv", Selection::Last, &longer).runs[0];
+        assert_eq!(
+            run.lanes[0].gaps,
+            [
+                gap(1.0, 4.0, IdleCause::Scheduling),
+                gap(5.0, 10.0, IdleCause::Input),
+            ]
+        );
+    }
+
+    #[test]
+    fn two_gpus_have_a_lane_each_with_the_prover_step_split() {
+        let run = metrics("two_gpus.csv");
+        let names: Vec<&str> = run.lanes.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["gpu-0", "gpu-1"]);
+        let (gpu0, gpu1) = (&run.lanes[0], &run.lanes[1]);
+        assert_eq!(gpu0.busy_fraction, 0.75);
+        assert_eq!(gpu1.busy_fraction, 0.5);
+        assert_eq!((gpu0.params_s, gpu1.params_s), (1.0, 1.0));
+        assert_eq!((gpu0.partitions, gpu1.partitions), (2, 2));
+        assert_eq!(gpu0.gaps, [gap(7.0, 8.0, IdleCause::Drain)]);
+        assert_eq!(
+            gpu1.gaps,
+            [
+                gap(1.0, 2.0, IdleCause::Synthesis),
+                gap(4.0, 5.0, IdleCause::Synthesis),
+                gap(7.0, 8.0, IdleCause::Drain),
+            ]
+        );
+        // Each of gpu-0's 3 s proofs: fft 0.75, G1 1.2, G2 0.45, CPU tail 0.3, 0.3 unaccounted.
+        let steps = gpu0.steps.as_ref().expect("step split");
+        assert_eq!((steps.partitions, steps.prove_s), (2, 6.0));
+        assert_close(steps.fft_s, 1.5);
+        assert_close(steps.kernel_s, 4.8);
+        assert_close(steps.cpu_tail_s, 0.6);
+        assert_close(steps.other_s, 0.6);
+        // Only job 3 queued, over [3, 4), while both lanes proved.
+        assert_eq!(run.queue.prover_bound_s, 1.0);
+        let throughput = run.throughput.as_ref().expect("throughput");
+        assert_eq!(throughput.seconds_per_proof, 1.0);
+        assert!(
+            run.verdict.text.contains("gpu-0, gpu-1"),
+            "{}",
+            run.verdict.text
+        );
+    }
+
+    #[test]
+    fn run_loading_is_the_union_of_every_lanes_loads_and_the_preloads() {
+        // Both GPUs load over [0, 1): counted once.
+        assert_eq!(run_loading("two_gpus.csv").spans(), &[(0.0, 1.0)]);
+        // The preload ran [0, 10.012); gpu-0 waited on it from 2.601 s; the span starts at
+        // the claim, 0.012 s.
+        assert_eq!(run_loading("params_bound.csv").spans(), &[(0.012, 10.012)]);
+        // With no load at all there is nothing.
+        assert!(run_loading("gpu_bound.csv").spans().is_empty());
+    }
+}

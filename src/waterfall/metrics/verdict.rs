@@ -1,0 +1,208 @@
+//! The verdict: the one stage that held the run back, by how much, and what to change.
+
+use serde::Serialize;
+
+use super::lanes::LaneMetrics;
+use super::queue::QueueMetrics;
+use crate::params::PARAMS_ENV;
+use crate::waterfall::shared::{plural, ratio, sum};
+
+/// The stage that held the run back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// Partitions queued while every lane was busy or loading.
+    Prover,
+    /// Lanes idle, waiting for synthesis.
+    Synthesis,
+    /// A lane idle while a partition was queued.
+    Scheduling,
+    /// Parameter loading covered much of the run; see [`PARAMS_BOUND_FROM`].
+    Params,
+    /// Nothing above held the run back for long.
+    Balanced,
+    /// No partition reached a prover.
+    NoProver,
+}
+
+/// The one-line conclusion.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub bound: Bound,
+    pub text: String,
+}
+
+/// Below this share of the span, no stage is said to hold the run back.
+const BALANCED_BELOW: f64 = 0.05;
+
+/// From this share of the span on, the run is parameter-bound, whatever else it waited for.
+///
+/// Loading is paid once per process, before a lane's first proof, and a run that proves many
+/// files amortizes it, so every short run shows some: the 5% that names another stage would
+/// call nearly every test run parameter-bound. 40% sits well above what a run of several files
+/// spends loading (two GPUs loading for 1 s of an 8 s run is 12%) and well below a one-file run
+/// that waits for its parameters (10 s of 13 s is 77%). At that share, parameters already in
+/// memory could shorten the run by up to two-fifths (less where loads overlapped other work).
+///
+/// It goes ahead of the other candidates rather than competing with them, because at this
+/// size their numbers are mostly its consequence: a loading lane counts as occupied, so
+/// partitions queued behind the load read as prover-bound time, and a lane's wait for
+/// synthesis only counts once its loading is over.
+const PARAMS_BOUND_FROM: f64 = 0.4;
+
+/// Names the stage that held the run back, by how much, and what to change.
+///
+/// A run where no partition reached a prover has no verdict. Otherwise parameter loading
+/// (`params_s`, every lane's loads and the preload's, see
+/// [`params_loading`](super::lanes::params_loading)) comes first once it reaches
+/// [`PARAMS_BOUND_FROM`] of the span. Below that, three candidates are weighed in seconds:
+/// prover-bound time (partitions queued while every lane was occupied), the lanes' average
+/// idle time waiting for synthesis, and the worst lane's idle time with a partition queued
+/// (scheduling).
+pub(super) fn verdict(
+    lanes: &[LaneMetrics],
+    queue: &QueueMetrics,
+    span_s: f64,
+    params_s: f64,
+    synth_workers: usize,
+) -> Verdict {
+    if lanes.iter().all(|lane| lane.busy_s == 0.0) {
+        return Verdict {
+            bound: Bound::NoProver,
+            text: "no partition reached a prover in this run, so nothing bounds it yet".into(),
+        };
+    }
+    let names: Vec<&str> = lanes.iter().map(|lane| lane.name.as_str()).collect();
+    let names = names.join(", ");
+    let count = lanes.len() as f64;
+    let busy = sum(lanes.iter().map(|lane| lane.busy_fraction)) / count;
+    let synthesis_wait = sum(lanes.iter().map(|lane| lane.idle.synthesis_s)) / count;
+    let worst_scheduling = lanes
+        .iter()
+        .max_by(|a, b| a.idle.scheduling_s.total_cmp(&b.idle.scheduling_s));
+    let scheduling = worst_scheduling.map_or(0.0, |lane| lane.idle.scheduling_s);
+    let candidates = [
+        (Bound::Prover, queue.prover_bound_s),
+        (Bound::Synthesis, synthesis_wait),
+        (Bound::Scheduling, scheduling),
+    ];
+    let (bound, seconds) =
+        candidates.into_iter().fold(
+            (Bound::Balanced, 0.0),
+            |best, c| if c.1 > best.1 { c } else { best },
+        );
+    let bound = if ratio(params_s, span_s) >= PARAMS_BOUND_FROM {
+        Bound::Params
+    } else if ratio(seconds, span_s) < BALANCED_BELOW {
+        Bound::Balanced
+    } else {
+        bound
+    };
+    let pct = |fraction: f64| format!("{:.0}%", fraction * 100.0);
+    let average = if lanes.len() > 1 { " on average" } else { "" };
+    let text = match bound {
+        Bound::Prover => {
+            let on_gpus = lanes.iter().all(|lane| lane.name.starts_with("gpu"));
+            let (kind, advice) = if on_gpus {
+                (
+                    "GPU-bound",
+                    "add GPUs, or lower --synth-jobs to save memory",
+                )
+            } else {
+                (
+                    "prover-bound",
+                    "prove on GPUs (a build with --features cuda), or lower --synth-jobs to \
+                     save memory",
+                )
+            };
+            format!(
+                "{kind}: partitions waited {:.1} s in the queue ({} of the run) while {names} \
+                 {} {} busy{average}; {advice}",
+                queue.queued_s,
+                pct(queue.queued_fraction),
+                if lanes.len() > 1 { "were" } else { "was" },
+                pct(busy)
+            )
+        }
+        Bound::Synthesis => format!(
+            "synthesis-bound: {names} idle {} of the run{average} waiting for synthesis; \
+             raise --synth-jobs (now using {})",
+            pct(ratio(synthesis_wait, span_s)),
+            plural(synth_workers, "worker")
+        ),
+        Bound::Scheduling => format!(
+            "scheduling: {} sat idle {:.1} s ({} of the run) while a synthesized partition \
+             waited in the queue; the prover is slow to take work, look at parameter loading \
+             and the prover loop",
+            worst_scheduling.map_or("a lane", |lane| lane.name.as_str()),
+            scheduling,
+            pct(ratio(scheduling, span_s))
+        ),
+        Bound::Params => format!(
+            "parameter-bound: loading parameters took {params_s:.1} s ({} of the run); keep \
+             `cuzk prove-dir` running without --once so they stay loaded across files, and put \
+             the parameter cache (--params or {PARAMS_ENV}) on fast local disk",
+            pct(ratio(params_s, span_s))
+        ),
+        Bound::Balanced | Bound::NoProver => format!(
+            "balanced: {names} {} busy{average}, partitions queued {} of the run; neither \
+             synthesis nor proving held the other back for more than {} of it",
+            pct(busy),
+            pct(queue.queued_fraction),
+            pct(BALANCED_BELOW)
+        ),
+    };
+    Verdict { bound, text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::waterfall::shared::Selection;
+    use crate::waterfall::test_support::{analysis, metrics, options};
+
+    #[test]
+    fn a_run_spent_mostly_loading_parameters_is_parameter_bound() {
+        // One 512MiB file: parameters loaded from 0 to 10 s of a 13 s span while the
+        // synthesized partition waited for them; no other stage held the run back.
+        let run = metrics("params_bound.csv");
+        assert_eq!(run.verdict.bound, Bound::Params);
+        assert_eq!(
+            run.verdict.text,
+            "parameter-bound: loading parameters took 10.0 s (77% of the run); keep `cuzk \
+             prove-dir` running without --once so they stay loaded across files, and put the \
+             parameter cache (--params or FIL_PROOFS_PARAMETER_CACHE) on fast local disk"
+        );
+        // Without loading the run would have been called balanced, as it was before.
+        let loading_s = run.lanes[0].params_s;
+        assert_eq!(loading_s, 10.0);
+        let verdict_at = |params_s: f64| verdict(&run.lanes, &run.queue, run.span_s, params_s, 1);
+        assert_eq!(verdict_at(0.0).bound, Bound::Balanced);
+        let threshold_s = PARAMS_BOUND_FROM * run.span_s;
+        assert_eq!(verdict_at(threshold_s - 0.01).bound, Bound::Balanced);
+        assert_eq!(verdict_at(threshold_s).bound, Bound::Params);
+    }
+
+    #[test]
+    fn every_fixture_keeps_its_verdict() {
+        // params_preload.csv was "balanced" before loading had a verdict of its own: it
+        // spends 4 s of its 6 s span loading, so it is parameter-bound now.
+        let expected = [
+            ("gpu_bound.csv", vec![Bound::Prover]),
+            ("idle_gaps.csv", vec![Bound::Scheduling]),
+            ("params_bound.csv", vec![Bound::Params]),
+            ("params_preload.csv", vec![Bound::Params]),
+            ("partitions.csv", vec![Bound::Synthesis]),
+            ("runs.csv", vec![Bound::Synthesis, Bound::Synthesis]),
+            ("synthesis_bound.csv", vec![Bound::Synthesis]),
+            ("torn_last_line.csv", vec![Bound::Synthesis]),
+            ("two_gpus.csv", vec![Bound::Prover]),
+            ("unknown_event.csv", vec![Bound::Prover]),
+        ];
+        for (name, bounds) in expected {
+            let runs = analysis(name, Selection::All, &options()).runs;
+            let found: Vec<Bound> = runs.iter().map(|run| run.verdict.bound).collect();
+            assert_eq!(found, bounds, "{name}");
+        }
+    }
+}
