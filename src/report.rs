@@ -186,10 +186,10 @@ impl Display {
                 show_bytes(*budget_bytes)
             )),
             // Every prover waiting on a load reports it too: say each load once.
-            EventKind::ParamsLoadStarted { path, .. } => {
-                if self.loads.insert(path.clone(), event.elapsed_ms).is_none() {
-                    self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
-                }
+            EventKind::ParamsLoadStarted { path, .. }
+                if self.loads.insert(path.clone(), event.elapsed_ms).is_none() =>
+            {
+                self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
             }
             EventKind::ParamsLoadFinished { path, .. } => {
                 if let Some(started_ms) = self.loads.get_mut(path).filter(|t| **t >= 0.0) {
