@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
-# Builds the CUDA cuzk binary, also on a machine with no GPU and no CUDA toolkit.
+# Builds the GPU cuzk binary (the ec-gpu kernels and the SupraSeal backend), also on a machine
+# with no GPU and no CUDA toolkit.
 #
-#   scripts/build-cuda.sh                 # sm_90 (H100/H200)
-#   CUDA_ARCH=89 scripts/build-cuda.sh    # another architecture
+#   scripts/build-cuda.sh                    # kernels for RTX 30/40/50, A100, H100/H200
+#   CUDA_ARCHS="90" scripts/build-cuda.sh    # only sm_90: smaller, faster to build
+#   CUZK_FEATURES=cuda scripts/build-cuda.sh # without SupraSeal
 #
 # With a CUDA toolkit installed (nvcc on PATH, libcuda in /usr/local/cuda or
-# $CUDA_LIBRARY_PATH/lib64) it just builds. Otherwise it fetches nvcc from PyPI and links
-# against a stub libcuda that only satisfies the linker: at run time the driver's real
-# libcuda.so.1 is loaded. The result is target/cuda/release/cuzk, one file with the kernels
-# embedded.
+# $CUDA_LIBRARY_PATH/lib64) it just builds. Otherwise it fetches nvcc, the CUDA runtime and the
+# CCCL headers from PyPI into $CUZK_CUDA_TOOLS and links against a stub libcuda that only
+# satisfies the linker: at run time the driver's real libcuda.so.1 is loaded. The result is
+# target/cuda/release/cuzk, one file with the kernels embedded (cudart is linked statically).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-arch="${CUDA_ARCH:-90}"
+# sm_80 A100, sm_86 RTX 30xx, sm_89 RTX 40xx, sm_90 H100/H200, sm_120 RTX 50xx; the newest
+# also as PTX, which later GPUs compile at load time.
+archs="${CUDA_ARCHS:-80 86 89 90 120}"
+features="${CUZK_FEATURES:-cuda,supraseal}"
 tools="${CUZK_CUDA_TOOLS:-/var/tmp/cuzk-cuda-tools}"
 
 if ! command -v nvcc >/dev/null; then
-  if [ ! -x "$tools/nvidia/cu13/bin/nvcc" ]; then
+  if [ ! -x "$tools/nvidia/cu13/bin/nvcc" ] || [ ! -d "$tools/nvidia/cu13/include/cccl" ]; then
     echo "nvcc not found: installing it from PyPI into $tools" >&2
     python3 -m pip install --quiet --target "$tools" \
       nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 \
-      nvidia-cuda-runtime==13.0.96
+      nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
   fi
-  export PATH="$tools/nvidia/cu13/bin:$PATH"
+  cu="$tools/nvidia/cu13"
+  export PATH="$cu/bin:$PATH"
+  # sppark (SupraSeal) links cudart_static and cudadevrt from the wheel, and its sources
+  # include <nv/target> from CCCL. No -arch here: sppark probes which ones it may emit.
+  export LIBRARY_PATH="$cu/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export NVCC_PREPEND_FLAGS="-I$cu/include -I$cu/include/cccl ${NVCC_PREPEND_FLAGS:-}"
 fi
 
 # cuda-driver-sys links -lcuda at build time; cuda-config looks in $CUDA_LIBRARY_PATH/lib64.
@@ -50,7 +60,21 @@ if ! has_libcuda; then
   export CUDA_LIBRARY_PATH="$stub${CUDA_LIBRARY_PATH:+:$CUDA_LIBRARY_PATH}"
 fi
 
-export EC_GPU_CUDA_NVCC_ARGS="${EC_GPU_CUDA_NVCC_ARGS:---optimize=6 --threads=0 --fatbin --generate-code=arch=compute_${arch},code=sm_${arch} --generate-code=arch=compute_${arch},code=compute_${arch}}"
+# The ec-gpu FFT and multiexp kernels: SASS for every listed architecture, PTX for the last.
+gencode=""
+last=""
+for a in $archs; do
+  gencode+=" --generate-code=arch=compute_${a},code=sm_${a}"
+  last="$a"
+done
+gencode+=" --generate-code=arch=compute_${last},code=compute_${last}"
+export EC_GPU_CUDA_NVCC_ARGS="${EC_GPU_CUDA_NVCC_ARGS:---optimize=6 --threads=0 --fatbin$gencode}"
 nvcc --version | tail -n 1 >&2
-cargo build --release --features cuda --target-dir "${CUDA_TARGET_DIR:-target/cuda}" "$@"
-echo "built ${CUDA_TARGET_DIR:-target/cuda}/release/cuzk (sm_${arch})" >&2
+started=$(date +%s)
+cargo build --release --features "$features" --target-dir "${CUDA_TARGET_DIR:-target/cuda}" "$@"
+bin="${CUDA_TARGET_DIR:-target/cuda}/release/cuzk"
+echo "built $bin ($features) in $(( $(date +%s) - started )) s, $(du -h "$bin" | cut -f1)" >&2
+echo "ec-gpu kernels: sm_${archs// /, sm_} (+ compute_${last} PTX)" >&2
+if [[ "$features" == *supraseal* ]]; then
+  echo "SupraSeal kernels: sppark's fixed list (sm_80 + compute_80 PTX, sm_75, compute_100 PTX, sm_120); other GPUs compile the PTX at first use" >&2
+fi

@@ -165,6 +165,10 @@ pub fn read_c1_file(path: &Path, max_bytes: u64) -> Result<C1File, ParseC1Error>
 pub fn peek_sector_size(path: &Path) -> Option<u64> {
     use std::io::{Seek, SeekFrom};
     const WINDOW: u64 = 512;
+    // Never open anything but a regular file here: opening a FIFO blocks until a writer comes.
+    if !std::fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     let mut head = vec![0u8; WINDOW.min(len) as usize];

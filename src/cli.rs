@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use crate::backend::BackendChoice;
 use crate::c1::{self, parse_sector_size, SectorSizeName};
 use crate::kernels::GpuSelection;
 use crate::params;
@@ -119,6 +120,10 @@ pub struct TuningArgs {
     /// Partitions synthesized at once [default: a quarter of the cores, at least 1].
     #[arg(long, value_name = "N")]
     pub synth_jobs: Option<usize>,
+    /// What proves the partitions: auto (SupraSeal if built and a GPU is there, else
+    /// ec-gpu, else the CPU), supraseal, ec-gpu or cpu.
+    #[arg(long, value_name = "BACKEND", default_value = "auto")]
+    pub backend: BackendChoice,
     /// GPUs to prove on: all, none (CPU), or indices like 0,1; one prover thread per GPU.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub gpus: GpuSelection,
@@ -133,6 +138,15 @@ pub struct TuningArgs {
     /// [default: the memory available now (cgroup limits included), minus 5% or 2 GiB].
     #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes)]
     pub max_memory: Option<u64>,
+    /// How partitions are synthesized: `precompiled` records each circuit shape's
+    /// constraints once (kept beside the parameters) and then computes only the witness;
+    /// `full` builds every constraint for every partition.
+    #[arg(long, value_name = "HOW", default_value = "precompiled", value_parser = ["precompiled", "full"])]
+    pub synthesis: String,
+    /// Threads that evaluate pre-compiled constraints, shared by every partition
+    /// [default: half the cores, at least 1].
+    #[arg(long, value_name = "N")]
+    pub synthesis_threads: Option<usize>,
 }
 
 /// Arguments of `cuzk bench`.
@@ -306,6 +320,7 @@ impl TuningArgs {
             once: false,
             miner_id: None,
             synth_jobs,
+            backend: self.backend,
             gpus: self.gpus.clone(),
             provers_per_gpu: self.provers_per_gpu,
             queue_depth: self.queue_depth,
@@ -318,6 +333,8 @@ impl TuningArgs {
             max_memory: self.max_memory,
             max_attempts: 3,
             benchmark: false,
+            is_precompiled: self.synthesis == "precompiled",
+            synthesis_threads: self.synthesis_threads.unwrap_or((cores / 2).max(1)),
         })
     }
 }

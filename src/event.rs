@@ -67,6 +67,8 @@ pub enum EventKind {
         worker: String,
         /// Constraints in the partition.
         constraints: usize,
+        /// True when it took the witness-only pass over pre-compiled constraints.
+        is_precompiled: bool,
     },
     /// The synthesized partition entered the prover's queue (the send returned).
     PartitionQueued {
@@ -117,6 +119,17 @@ pub enum EventKind {
         worker: String,
         /// The parameter file.
         path: String,
+    },
+    /// A circuit shape's pre-compiled constraints are ready for the partitions after.
+    ConstraintsReady {
+        /// The R1CS file.
+        path: String,
+        /// True when recorded in this run (and saved), false when loaded.
+        is_recorded: bool,
+        /// Bytes of the matrices.
+        bytes: u64,
+        /// Milliseconds it took.
+        ms: f64,
     },
     /// Groth16 proving of a partition began.
     ProveStarted {
@@ -209,6 +222,8 @@ pub enum EventName {
     ParamsStart,
     /// [`EventKind::ParamsLoadFinished`].
     ParamsEnd,
+    /// [`EventKind::ConstraintsReady`].
+    ConstraintsReady,
     /// [`EventKind::ProveStarted`].
     GpuStart,
     /// [`EventKind::ProveFinished`].
@@ -231,7 +246,7 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 20] = [
+    pub const ALL: [EventName; 21] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
@@ -243,6 +258,7 @@ impl EventName {
         EventName::ParamsGen,
         EventName::ParamsStart,
         EventName::ParamsEnd,
+        EventName::ConstraintsReady,
         EventName::GpuStart,
         EventName::GpuEnd,
         EventName::VerifyStart,
@@ -268,6 +284,7 @@ impl EventName {
             EventName::ParamsGen => "PARAMS_GEN",
             EventName::ParamsStart => "PARAMS_START",
             EventName::ParamsEnd => "PARAMS_END",
+            EventName::ConstraintsReady => "CONSTRAINTS_READY",
             EventName::GpuStart => "GPU_START",
             EventName::GpuEnd => "GPU_END",
             EventName::VerifyStart => "VERIFY_START",
@@ -309,6 +326,7 @@ impl EventKind {
             EventKind::ParamsGenerating { .. } => EventName::ParamsGen,
             EventKind::ParamsLoadStarted { .. } => EventName::ParamsStart,
             EventKind::ParamsLoadFinished { .. } => EventName::ParamsEnd,
+            EventKind::ConstraintsReady { .. } => EventName::ConstraintsReady,
             EventKind::ProveStarted { .. } => EventName::GpuStart,
             EventKind::ProveFinished { .. } => EventName::GpuEnd,
             EventKind::VerifyStarted { .. } => EventName::VerifyStart,
@@ -342,6 +360,7 @@ impl EventKind {
             | EventKind::ParamsGenerating { .. }
             | EventKind::ParamsLoadStarted { .. }
             | EventKind::ParamsLoadFinished { .. }
+            | EventKind::ConstraintsReady { .. }
             | EventKind::StopRequested
             | EventKind::RunFinished { .. } => None,
         }
@@ -493,6 +512,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 partition: 3,
                 worker: "synth-1".into(),
                 constraints: 130_278_869,
+                is_precompiled: true,
             },
             EventName::ChanSend => EventKind::PartitionQueued {
                 job: job(),
@@ -522,6 +542,12 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 worker: worker(),
                 path: "/p/v28.params".into(),
             },
+            EventName::ConstraintsReady => EventKind::ConstraintsReady {
+                path: "/p/cuzk-r1cs-v1-v28.r1cs".into(),
+                is_recorded: true,
+                bytes: 9 << 30,
+                ms: 61_000.5,
+            },
             EventName::GpuStart => EventKind::ProveStarted {
                 job: job(),
                 partition: 3,
@@ -536,6 +562,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     msm_g1_ms: 20.0,
                     msm_g2_ms: 7.5, // the timeline keeps 0.1 ms
                     cpu_tail_ms: 0.5,
+                    gpu_call_ms: 12.5,
                 }),
             },
             EventName::VerifyStart => EventKind::VerifyStarted { job: job() },

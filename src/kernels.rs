@@ -147,6 +147,14 @@ where
         .map_err(|e| e.to_string())
 }
 
+/// GPUs this process can use (after `CUDA_VISIBLE_DEVICES`); 0 without the `cuda` feature.
+pub fn gpu_count() -> usize {
+    #[cfg(feature = "cuda")]
+    return ec_gpu_gen::rust_gpu_tools::Device::all().len();
+    #[cfg(not(feature = "cuda"))]
+    0
+}
+
 /// Which GPUs to prove on (`--gpus`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GpuSelection {

@@ -9,7 +9,8 @@
 //! - [`porep`] binds it to the PoRep circuit of its sector size;
 //! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`];
 //! - [`prove`] turns a synthesized partition into a Groth16 proof, on the
-//!   [`kernels`] of a CPU or GPU;
+//!   [`kernels`] of a CPU or GPU, or [`supraseal`] proves batches of them; [`backend`]
+//!   chooses;
 //! - [`pipeline`] runs those stages concurrently and emits [`event::Event`]s;
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
@@ -19,6 +20,7 @@
 //! own prover for comparison; [`sealing`] seals random test sectors; [`shape`] makes benchmark inputs of any size; [`cli`] is the command line.
 #![deny(missing_docs)]
 
+pub mod backend;
 pub mod bench;
 pub mod c1;
 pub mod cli;
@@ -29,12 +31,14 @@ pub mod params;
 pub mod pipeline;
 pub mod porep;
 pub mod prove;
+pub mod r1cs;
 pub mod reference;
 pub mod report;
 pub mod sealing;
 pub mod shape;
 pub mod spool;
 pub mod status;
+pub mod supraseal;
 pub mod synth;
 pub mod timeline;
 pub mod waterfall;

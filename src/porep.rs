@@ -22,15 +22,32 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
 use crate::c1::{C1File, SectorIdentity, SectorSizeName};
+use crate::r1cs::R1cs;
 use crate::synth::{synthesize_with_capacity, Capacity, SynthesizedPartition};
+
+/// How to synthesize a partition.
+#[derive(Clone, Copy, Default)]
+pub struct SynthesisPlan<'a> {
+    /// Vector lengths to allocate up front.
+    pub capacity: Capacity,
+    /// The recorded constraints and the pool that evaluates them: a witness-only pass.
+    /// `None`: full synthesis.
+    pub precompiled: Option<(&'a R1cs, &'a rayon::ThreadPool)>,
+}
 
 /// One sector's proof obligations, whatever its size.
 pub trait SectorCircuits: Send + Sync {
     /// Number of partitions (1 for test sizes, 10 for 32GiB and 64GiB).
     fn partition_count(&self) -> usize;
-    /// Builds partition `k`'s circuit and synthesizes it, its vectors allocated to
-    /// `capacity` (zero when unknown).
-    fn synthesize_partition(&self, k: usize, capacity: Capacity) -> Result<SynthesizedPartition>;
+    /// Builds partition `k`'s circuit and synthesizes it as `plan` says.
+    fn synthesize_partition(
+        &self,
+        k: usize,
+        plan: &SynthesisPlan<'_>,
+    ) -> Result<SynthesizedPartition>;
+    /// Records the constraints every partition of this sector shares (from the blank
+    /// circuit; about as long as one synthesis).
+    fn record_constraints(&self) -> Result<R1cs>;
     /// The public inputs partition `k`'s proof is checked against.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Where the Groth16 parameters for this circuit live in the parameter cache.
@@ -226,7 +243,11 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
         self.vanilla_proofs.len()
     }
 
-    fn synthesize_partition(&self, k: usize, capacity: Capacity) -> Result<SynthesizedPartition> {
+    fn synthesize_partition(
+        &self,
+        k: usize,
+        plan: &SynthesisPlan<'_>,
+    ) -> Result<SynthesizedPartition> {
         ensure!(k < self.vanilla_proofs.len(), "no partition {k}");
         let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
@@ -238,8 +259,20 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
             &self.vanilla_params,
             Some(k),
         )?;
-        synthesize_with_capacity(circuit, capacity)
-            .with_context(|| format!("synthesizing partition {k}"))
+        match plan.precompiled {
+            Some((r1cs, pool)) => r1cs.synthesize(circuit, pool, plan.capacity),
+            None => synthesize_with_capacity(circuit, plan.capacity).map_err(Into::into),
+        }
+        .with_context(|| format!("synthesizing partition {k}"))
+    }
+
+    fn record_constraints(&self) -> Result<R1cs> {
+        type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+        let blank = <Compound<Tree> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&self.vanilla_params);
+        R1cs::record(blank).context("recording the partition circuit's constraints")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {

@@ -61,6 +61,9 @@ pub struct ProveTimings {
     pub msm_g2_ms: f64,
     /// Scalar conversions and the final combination on the CPU.
     pub cpu_tail_ms: f64,
+    /// A backend that proves whole partitions in one call (SupraSeal): the call, not split
+    /// into steps.
+    pub gpu_call_ms: f64,
 }
 
 impl std::fmt::Display for ProveTimings {
@@ -69,7 +72,11 @@ impl std::fmt::Display for ProveTimings {
             f,
             "fft {:.0} ms, G1 multiexps {:.0} ms, G2 multiexp {:.0} ms, CPU {:.0} ms",
             self.fft_ms, self.msm_g1_ms, self.msm_g2_ms, self.cpu_tail_ms
-        )
+        )?;
+        if self.gpu_call_ms > 0.0 {
+            write!(f, ", one GPU call {:.0} ms", self.gpu_call_ms)?;
+        }
+        Ok(())
     }
 }
 

@@ -185,10 +185,20 @@ impl Display {
                 show_bytes(*in_use_bytes),
                 show_bytes(*budget_bytes)
             )),
+            EventKind::ConstraintsReady {
+                path,
+                is_recorded,
+                bytes,
+                ms,
+            } => self.line(&format!(
+                "[{secs:7.1}s] pre-compiled constraints {} in {:.1} s ({}): {path}",
+                if *is_recorded { "recorded and saved" } else { "loaded" },
+                ms / 1e3,
+                show_bytes(*bytes)
+            )),
             // Every prover waiting on a load reports it too: say each load once.
-            EventKind::ParamsLoadStarted { path, .. }
-                if self.loads.insert(path.clone(), event.elapsed_ms).is_none() =>
-            {
+            EventKind::ParamsLoadStarted { path, .. } if !self.loads.contains_key(path) => {
+                self.loads.insert(path.clone(), event.elapsed_ms);
                 self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
             }
             EventKind::ParamsLoadFinished { path, .. } => {

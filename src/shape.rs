@@ -424,7 +424,7 @@ mod tests {
         let sector = bind(c1, identity).expect("binds: the replica id matches");
         let synthesized = sector
             .circuits
-            .synthesize_partition(0, Default::default())
+            .synthesize_partition(0, &Default::default())
             .expect("synthesizes");
         // The real 2KiB circuit: 2,687,921 constraints plus 40 input constraints.
         assert_eq!(synthesized.num_constraints(), 2_687_921 + 40);

@@ -175,11 +175,12 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             partition,
             worker,
             constraints,
+            is_precompiled,
         } => Fields {
             job,
             partition: Some(*partition),
             worker,
-            detail: format!("constraints={constraints}"),
+            detail: format!("constraints={constraints};precompiled={is_precompiled}"),
         },
         EventKind::MemoryWait {
             job,
@@ -201,6 +202,18 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             worker,
             detail: path.clone(),
         },
+        EventKind::ConstraintsReady {
+            path,
+            is_recorded,
+            bytes,
+            ms,
+        } => fields(
+            "",
+            None,
+            "",
+            // The path last: it may hold any character.
+            format!("recorded={is_recorded};bytes={bytes};ms={ms:.1};path={path}"),
+        ),
         EventKind::ProveFinished {
             job,
             partition,
@@ -304,6 +317,7 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             partition: partition()?,
             worker: row.worker.clone(),
             constraints: number("constraints").unwrap_or_default(),
+            is_precompiled: detail_value(&row.detail, "precompiled") == Some("true"),
         },
         EventName::ChanSend => EventKind::PartitionQueued {
             job: job()?,
@@ -330,6 +344,18 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
         EventName::ParamsEnd => EventKind::ParamsLoadFinished {
             worker: worker()?,
             path: detail(),
+        },
+        EventName::ConstraintsReady => EventKind::ConstraintsReady {
+            path: row
+                .detail
+                .split_once("path=")
+                .map(|(_, path)| path.to_owned())
+                .ok_or("path")?,
+            is_recorded: detail_value(&row.detail, "recorded") == Some("true"),
+            bytes: bytes("bytes")?,
+            ms: detail_value(&row.detail, "ms")
+                .and_then(|v| v.parse().ok())
+                .ok_or("ms")?,
         },
         EventName::GpuStart => EventKind::ProveStarted {
             job: job()?,
@@ -371,12 +397,17 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
     })
 }
 
-/// The prover's step timings as `fft_ms=..;msm_g1_ms=..;msm_g2_ms=..;cpu_ms=..`.
+/// The prover's step timings as `fft_ms=..;msm_g1_ms=..;msm_g2_ms=..;cpu_ms=..`, and
+/// `;call_ms=..` for a backend that proves in one call.
 fn encode_timings(t: &ProveTimings) -> String {
-    format!(
+    let mut detail = format!(
         "fft_ms={:.1};msm_g1_ms={:.1};msm_g2_ms={:.1};cpu_ms={:.1}",
         t.fft_ms, t.msm_g1_ms, t.msm_g2_ms, t.cpu_tail_ms
-    )
+    );
+    if t.gpu_call_ms > 0.0 {
+        detail += &format!(";call_ms={:.1}", t.gpu_call_ms);
+    }
+    detail
 }
 
 /// Reads [`encode_timings`] back; `None` unless every step is there.
@@ -390,6 +421,8 @@ fn decode_timings(detail: &str) -> Option<ProveTimings> {
         msm_g1_ms: ms("msm_g1_ms")?,
         msm_g2_ms: ms("msm_g2_ms")?,
         cpu_tail_ms: ms("cpu_ms")?,
+        // Absent from timelines of the kernel backends and of older versions.
+        gpu_call_ms: ms("call_ms").unwrap_or(0.0),
     })
 }
 

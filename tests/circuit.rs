@@ -39,7 +39,7 @@ fn synthesized_partition_satisfies_every_constraint_and_matches_public_inputs() 
         assert_eq!(sector.circuits.partition_count(), 1);
         let partition = sector
             .circuits
-            .synthesize_partition(0, Default::default())
+            .synthesize_partition(0, &Default::default())
             .expect("synthesize");
         // The 2KiB circuit: 2,687,921 constraints, plus one input constraint for each of
         // its 40 inputs (the constant one and 39 public inputs).

@@ -33,6 +33,7 @@ fn settings(root: &Path) -> RunSettings {
         once: true,
         miner_id: None,
         synth_jobs: 1,
+        backend: cuzk::backend::BackendChoice::Cpu,
         gpus: GpuSelection::None,
         provers_per_gpu: 1,
         queue_depth: 1,
@@ -45,6 +46,8 @@ fn settings(root: &Path) -> RunSettings {
         max_memory: None,
         max_attempts: 3,
         benchmark: false,
+        is_precompiled: true,
+        synthesis_threads: 2,
     }
 }
 

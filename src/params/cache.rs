@@ -14,6 +14,7 @@ use std::time::Instant;
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 
+use crate::backend::ParamsKind;
 use crate::event::{EventKind, EventSink, PRELOAD_WORKER};
 use crate::memory::{MemoryBudget, Reservation};
 
@@ -29,8 +30,15 @@ pub struct LoadParamsError {
     pub reason: String,
 }
 
-/// A loaded parameter set.
-pub type LoadedParams = Arc<Parameters<Bls12>>;
+/// A loaded parameter set, in the form its backend proves with.
+#[derive(Clone)]
+pub enum LoadedParams {
+    /// bellperson's parameters in ordinary memory (the CPU and ec-gpu backends).
+    Groth16(Arc<Parameters<Bls12>>),
+    /// SupraSeal's SRS in pinned memory.
+    #[cfg(feature = "supraseal")]
+    Supraseal(crate::supraseal::SuprasealParams),
+}
 
 enum SlotState {
     /// Nobody has asked for it yet.
@@ -50,8 +58,9 @@ struct Slot {
 }
 
 /// The parameter sets of a run, by file.
-#[derive(Default)]
 pub struct ParamSets {
+    /// The form the run's provers need.
+    kind: ParamsKind,
     slots: Mutex<HashMap<PathBuf, Arc<Slot>>>,
     /// The memory each set holds, reserved before it is loaded and kept for the run.
     memory: Mutex<HashMap<PathBuf, Reservation>>,
@@ -68,9 +77,13 @@ enum Claim {
 }
 
 impl ParamSets {
-    /// A run's empty set of parameters.
-    pub fn new() -> Arc<ParamSets> {
-        Arc::new(ParamSets::default())
+    /// A run's empty set of parameters, loaded in the form `kind` when asked for.
+    pub fn new(kind: ParamsKind) -> Arc<ParamSets> {
+        Arc::new(ParamSets {
+            kind,
+            slots: Mutex::default(),
+            memory: Mutex::default(),
+        })
     }
 
     fn slot(&self, path: &Path) -> Arc<Slot> {
@@ -135,9 +148,10 @@ impl ParamSets {
             return;
         }
         let (path, events) = (path.to_owned(), events.clone());
+        let kind = self.kind;
         std::thread::spawn(move || {
             // A failure is reported by the prover that needs the set, with its job.
-            let result = load_with_events(&path, PRELOAD_WORKER, &events);
+            let result = load_with_events(kind, &path, PRELOAD_WORKER, &events);
             Self::finish_load(&slot, &result);
         });
     }
@@ -154,7 +168,7 @@ impl ParamSets {
         match Self::claim_load(&slot) {
             Claim::Done(result) => result,
             Claim::Load => {
-                let result = load_with_events(path, worker, events);
+                let result = load_with_events(self.kind, path, worker, events);
                 Self::finish_load(&slot, &result);
                 result
             }
@@ -177,6 +191,7 @@ impl ParamSets {
 
 /// Loads the set at `path`, bracketed by load events for `worker`.
 fn load_with_events(
+    kind: ParamsKind,
     path: &Path,
     worker: &str,
     events: &EventSink,
@@ -187,15 +202,14 @@ fn load_with_events(
         path: shown.clone(),
     });
     let started = Instant::now();
-    let result = load(path);
-    if let Ok(params) = &result {
+    let result = load(kind, path);
+    if result.is_ok() {
         let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
         let secs = started.elapsed().as_secs_f64();
         log::info!(
-            "loaded {shown}: {:.1} GB in {secs:.1} s ({:.2} GB/s), {} h points",
+            "loaded {shown}: {:.1} GB in {secs:.1} s ({:.2} GB/s)",
             bytes as f64 / 1e9,
             bytes as f64 / 1e9 / secs.max(1e-9),
-            params.h.len()
         );
     }
     events.emit(EventKind::ParamsLoadFinished {
@@ -205,7 +219,7 @@ fn load_with_events(
     result
 }
 
-fn load(path: &Path) -> Result<LoadedParams, LoadParamsError> {
+fn load(kind: ParamsKind, path: &Path) -> Result<LoadedParams, LoadParamsError> {
     let fail = |reason: String| LoadParamsError {
         path: path.to_owned(),
         reason,
@@ -213,9 +227,17 @@ fn load(path: &Path) -> Result<LoadedParams, LoadParamsError> {
     if !path.is_file() {
         return Err(fail("the file does not exist".into()));
     }
-    read_parameters(path)
-        .map(Arc::new)
-        .map_err(|e| fail(e.to_string()))
+    match kind {
+        ParamsKind::Groth16 => read_parameters(path)
+            .map(|params| LoadedParams::Groth16(Arc::new(params)))
+            .map_err(|e| fail(e.to_string())),
+        #[cfg(feature = "supraseal")]
+        ParamsKind::Supraseal => crate::supraseal::SuprasealParams::load(path)
+            .map(LoadedParams::Supraseal)
+            .map_err(fail),
+        #[cfg(not(feature = "supraseal"))]
+        ParamsKind::Supraseal => Err(fail("this cuzk was built without SupraSeal".into())),
+    }
 }
 
 #[cfg(test)]
@@ -230,7 +252,7 @@ mod tests {
         std::fs::write(&path, b"not parameters").expect("write");
         let (tx, rx) = unbounded();
         let events = EventSink::new(tx);
-        let sets = ParamSets::new();
+        let sets = ParamSets::new(ParamsKind::Groth16);
         let Err(first) = sets.get(&path, "gpu-0", &events) else {
             panic!("broken parameters loaded")
         };

@@ -24,6 +24,7 @@ use crate::porep::Sector;
 use crate::spool::{ClaimedJob, Spool};
 use crate::synth::Capacity;
 
+use super::constraints::ConstraintSets;
 use super::intake::{self, IntakeError, IntakeRules};
 use super::job::{quarantine, Job, JobError, Outcome};
 use super::settings::RunSettings;
@@ -76,6 +77,7 @@ pub struct Feeder<'a> {
     synthesis: SynthesisPool,
     slots: SynthesisSlots,
     params: Arc<ParamSets>,
+    constraints: Arc<ConstraintSets>,
     memory: MemoryBudget,
     outcome_tx: Sender<Outcome>,
     halt: Halt,
@@ -99,6 +101,8 @@ pub struct FeederLinks {
     pub slots: SynthesisSlots,
     /// The run's parameter sets, preloaded as jobs are admitted.
     pub params: Arc<ParamSets>,
+    /// The run's pre-compiled constraints.
+    pub constraints: Arc<ConstraintSets>,
     /// The run's memory budget.
     pub memory: MemoryBudget,
     /// To the finisher, for jobs abandoned at a halt.
@@ -126,6 +130,7 @@ impl<'a> Feeder<'a> {
             synthesis: links.synthesis,
             slots: links.slots,
             params: links.params,
+            constraints: links.constraints,
             memory: links.memory,
             outcome_tx: links.outcome_tx,
             halt: links.halt,
@@ -505,7 +510,9 @@ impl Feeder<'_> {
             let Some(front) = self.admitted.front_mut() else {
                 return;
             };
+            let r1cs = self.constraints.get(&path, &front.job);
             let task = PartitionTask {
+                r1cs,
                 job: front.job.clone(),
                 partition: front.next_partition,
                 memory,

@@ -22,14 +22,15 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use crossbeam_channel::{bounded, unbounded};
 
+use crate::backend::{self, ParamsKind, Prover};
 use crate::event::{EventKind, EventSink};
-use crate::kernels;
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::report;
 use crate::spool::Spool;
 use crate::timeline::TimelineWriter;
 
+mod constraints;
 mod feeder;
 mod finisher;
 mod intake;
@@ -39,14 +40,15 @@ mod settings;
 mod stop;
 mod synthesis;
 
-pub use job::JobError;
+pub use job::{panic_message, JobError};
 pub use settings::RunSettings;
 pub use stop::is_stopping;
 
+use constraints::ConstraintSets;
 use feeder::{Feeder, FeederLinks};
 use finisher::finish_jobs;
 use job::{Outcome, SynthesizedMsg};
-use prover::prove_partitions;
+use prover::{prove_partitions, ProverLinks};
 use stop::Halt;
 use synthesis::{SynthesisPool, SynthesisSlots};
 
@@ -58,7 +60,8 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let heartbeat = spool.keep_alive(settings.lease);
     let run_id = new_run_id();
     let timeline = TimelineWriter::open(&settings.timeline, &run_id)?;
-    let (provers, note) = kernels::provers_for(&settings.gpus, settings.provers_per_gpu);
+    let (provers, note) =
+        backend::provers_for(settings.backend, &settings.gpus, settings.provers_per_gpu)?;
     if let Some(note) = note {
         eprintln!("cuzk: note: {note}");
     }
@@ -83,20 +86,23 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
 
     let (synthesized_tx, synthesized_rx) = bounded::<SynthesizedMsg>(settings.queue_depth);
     let (outcome_tx, outcome_rx) = unbounded::<Outcome>();
-    let param_sets = ParamSets::new();
+    let kind = provers
+        .first()
+        .map_or(ParamsKind::Groth16, Prover::params_kind);
+    let param_sets = ParamSets::new(kind);
     let mut prover_threads = Vec::new();
-    for kernels in provers {
-        let (spool, rx, events, outcome_tx, param_sets) = (
-            spool.clone(),
-            synthesized_rx.clone(),
-            events.clone(),
-            outcome_tx.clone(),
-            param_sets.clone(),
-        );
+    for prover in provers {
+        let links = ProverLinks {
+            spool: spool.clone(),
+            rx: synthesized_rx.clone(),
+            outcome_tx: outcome_tx.clone(),
+            events: events.clone(),
+            params: param_sets.clone(),
+        };
         prover_threads.push(
             std::thread::Builder::new()
-                .name(kernels.name().to_owned())
-                .spawn(move || prove_partitions(kernels, spool, rx, outcome_tx, events, param_sets))
+                .name(prover.name().to_owned())
+                .spawn(move || prove_partitions(prover, links))
                 .context("starting a prover thread")?,
         );
     }
@@ -112,9 +118,16 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     };
 
     let slots = SynthesisSlots::new(settings.synth_jobs, wake.0.clone());
+    let constraints = ConstraintSets::new(
+        settings.synthesis_threads,
+        memory.clone(),
+        events.clone(),
+        settings.is_precompiled,
+    )?;
     let links = FeederLinks {
         synthesis: SynthesisPool::new(
             settings.synth_jobs,
+            constraints.clone(),
             spool.clone(),
             events.clone(),
             synthesized_tx,
@@ -122,6 +135,7 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
         )?,
         slots: slots.clone(),
         params: param_sets,
+        constraints,
         memory,
         outcome_tx,
         halt: halt.clone(),

@@ -1,103 +1,162 @@
-//! Prover threads: each owns its kernels (one GPU, or the CPU), takes synthesized partitions
-//! from the shared queue and proves them with the run's shared parameters.
+//! Prover threads: each owns a prover (the CPU's or one GPU's kernels, or SupraSeal on every
+//! GPU), takes synthesized partitions from the shared queue, a batch at a time where the
+//! prover takes batches, and proves them with the run's shared parameters.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use crate::backend::Prover;
 use crate::event::{EventKind, EventSink, Stage};
-use crate::kernels::ProverKernels;
 use crate::params::ParamSets;
-use crate::prove;
 use crate::spool::Spool;
 
 use super::intake;
-use super::job::{panic_message, Job, JobError, Outcome, SynthesizedMsg};
+use super::job::{Job, JobError, Outcome, SynthesizedMsg};
 
-/// Proves partitions from `rx` until the queue is closed and empty.
-pub fn prove_partitions(
-    mut kernels: ProverKernels,
-    spool: Spool,
-    rx: Receiver<SynthesizedMsg>,
-    outcome_tx: Sender<Outcome>,
-    events: EventSink,
-    params: Arc<ParamSets>,
-) {
-    let worker = kernels.name().to_owned();
-    for msg in rx {
-        // `_memory` is given back at the end of this iteration, when the partition is gone.
-        let SynthesizedMsg {
-            job,
-            partition,
-            synthesized,
-            synth_ms,
-            memory: _memory,
-        } = msg;
-        // A sibling failed: proving this partition would be for nothing.
-        if job.is_cancelled() {
-            continue;
-        }
-        let name = job.name().to_owned();
-        events.emit(EventKind::ProverPickedUp {
-            job: name.clone(),
-            partition,
-            worker: worker.clone(),
-        });
-        let params = intake::params_path(&job.sector)
-            .and_then(|path| params.get(&path, &worker, &events).map_err(JobError::from));
-        let params = match params {
-            Ok(params) => params,
-            Err(error) => {
-                let _ = outcome_tx.send(Outcome::Failed { job, error });
-                continue;
-            }
+/// How long a batching prover waits for the rest of a batch once it has one partition: a
+/// partition synthesized a moment later is worth more than an idle GPU's lost call.
+const BATCH_WAIT: Duration = Duration::from_millis(250);
+
+/// What a prover thread works with.
+pub struct ProverLinks {
+    /// Where attempts are noted.
+    pub spool: Spool,
+    /// Synthesized partitions.
+    pub rx: Receiver<SynthesizedMsg>,
+    /// To the finisher.
+    pub outcome_tx: Sender<Outcome>,
+    /// Progress.
+    pub events: EventSink,
+    /// The run's parameters.
+    pub params: Arc<ParamSets>,
+}
+
+/// Proves partitions until the queue is closed and empty.
+pub fn prove_partitions(mut prover: Prover, links: ProverLinks) {
+    let worker = prover.name().to_owned();
+    let mut held: Option<SynthesizedMsg> = None;
+    loop {
+        let Some(batch) = next_batch(&links.rx, &mut held, prover.batch_size()) else {
+            return;
         };
-        spool.note_attempt_stage(&job.claimed, Stage::Prove, Some(partition));
-        events.emit(EventKind::ProveStarted {
-            job: name.clone(),
-            partition,
-            worker: worker.clone(),
+        prove_batch(&mut prover, &worker, batch, &links);
+    }
+}
+
+/// The next partitions to prove together: one, then as many more of the same circuit as the
+/// prover takes, waiting briefly for them. A partition of another circuit is held for the
+/// next batch. `None` once the queue is closed and empty.
+fn next_batch(
+    rx: &Receiver<SynthesizedMsg>,
+    held: &mut Option<SynthesizedMsg>,
+    size: usize,
+) -> Option<Vec<SynthesizedMsg>> {
+    let first = match held.take() {
+        Some(msg) => msg,
+        None => rx.recv().ok()?,
+    };
+    let shape = first.job.sector.registered_proof;
+    let mut batch = vec![first];
+    let deadline = Instant::now() + BATCH_WAIT;
+    while batch.len() < size {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(msg) if msg.job.sector.registered_proof == shape => batch.push(msg),
+            Ok(msg) => {
+                *held = Some(msg);
+                break;
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    Some(batch)
+}
+
+fn prove_batch(prover: &mut Prover, worker: &str, batch: Vec<SynthesizedMsg>, links: &ProverLinks) {
+    // A partition whose sibling failed is not proved for nothing; dropping it frees its memory.
+    let batch: Vec<SynthesizedMsg> = batch
+        .into_iter()
+        .filter(|m| !m.job.is_cancelled())
+        .collect();
+    let Some(first) = batch.first() else {
+        return;
+    };
+    for msg in &batch {
+        links.events.emit(EventKind::ProverPickedUp {
+            job: msg.job.name().to_owned(),
+            partition: msg.partition,
+            worker: worker.to_owned(),
         });
-        let started = Instant::now();
-        let (r, s) = prove::fresh_randomness();
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            prove::prove_partition(synthesized, &*params, r, s, &mut kernels)
-        }));
+    }
+    let params = intake::params_path(&first.job.sector).and_then(|path| {
+        links
+            .params
+            .get(&path, worker, &links.events)
+            .map_err(JobError::from)
+    });
+    let params = match params {
+        Ok(params) => params,
+        Err(error) => {
+            let message = error.to_string();
+            for msg in batch {
+                let error = match &error {
+                    JobError::Params(e) => JobError::Params(e.clone()),
+                    _ => JobError::Spool(message.clone()),
+                };
+                let _ = links.outcome_tx.send(Outcome::Failed {
+                    job: msg.job,
+                    error,
+                });
+            }
+            return;
+        }
+    };
+    let mut partitions = Vec::with_capacity(batch.len());
+    // The partitions' memory is given back when `_memory` drops, after their proofs.
+    let mut _memory = Vec::with_capacity(batch.len());
+    let mut done = Vec::with_capacity(batch.len());
+    for msg in batch {
+        links
+            .spool
+            .note_attempt_stage(&msg.job.claimed, Stage::Prove, Some(msg.partition));
+        links.events.emit(EventKind::ProveStarted {
+            job: msg.job.name().to_owned(),
+            partition: msg.partition,
+            worker: worker.to_owned(),
+        });
+        partitions.push(msg.synthesized);
+        _memory.push(msg.memory);
+        done.push((msg.job, msg.partition, msg.synth_ms));
+    }
+    let started = Instant::now();
+    let results = prover.prove(partitions, &params);
+    let prove_ms = started.elapsed().as_secs_f64() * 1e3;
+    for ((job, partition, synth_ms), result) in done.into_iter().zip(results) {
         let outcome = match result {
-            Ok(Ok((proof, timings))) => {
-                events.emit(EventKind::ProveFinished {
-                    job: name,
+            Ok((proof, timings)) => {
+                links.events.emit(EventKind::ProveFinished {
+                    job: job.name().to_owned(),
                     partition,
-                    worker: worker.clone(),
+                    worker: worker.to_owned(),
                     timings: Some(timings),
                 });
                 Outcome::Proved {
                     job,
                     partition,
                     proof: Box::new(proof),
-                    prover: worker.clone(),
+                    prover: worker.to_owned(),
                     synth_ms,
-                    prove_ms: started.elapsed().as_secs_f64() * 1e3,
+                    prove_ms,
                 }
             }
-            Ok(Err(err)) => Outcome::Failed {
+            Err(message) => Outcome::Failed {
                 job: cancelled(job),
-                error: JobError::Prove {
-                    partition,
-                    message: err.to_string(),
-                },
-            },
-            Err(panic) => Outcome::Failed {
-                job: cancelled(job),
-                error: JobError::Prove {
-                    partition,
-                    message: panic_message(panic.as_ref()),
-                },
+                error: JobError::Prove { partition, message },
             },
         };
-        let _ = outcome_tx.send(outcome);
+        let _ = links.outcome_tx.send(outcome);
     }
 }
 

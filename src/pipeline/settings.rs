@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::backend::BackendChoice;
 use crate::kernels::GpuSelection;
 use crate::spool::SpoolLayout;
 
@@ -20,6 +21,8 @@ pub struct RunSettings {
     pub miner_id: Option<u64>,
     /// Synthesis workers.
     pub synth_jobs: usize,
+    /// What proves the partitions.
+    pub backend: BackendChoice,
     /// GPUs to prove on.
     pub gpus: GpuSelection,
     /// Prover threads per GPU.
@@ -44,4 +47,8 @@ pub struct RunSettings {
     pub max_attempts: u32,
     /// Accept benchmark shape files (synthetic data): timed, never written as proofs.
     pub benchmark: bool,
+    /// Synthesize with pre-compiled constraints (a witness-only pass) once they are ready.
+    pub is_precompiled: bool,
+    /// Threads that evaluate pre-compiled constraints, shared by all partitions.
+    pub synthesis_threads: usize,
 }

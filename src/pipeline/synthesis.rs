@@ -15,9 +15,12 @@ use crossbeam_channel::Sender;
 
 use crate::event::{EventKind, EventSink, Stage};
 use crate::memory::Reservation;
+use crate::porep::SynthesisPlan;
+use crate::r1cs::R1cs;
 use crate::spool::Spool;
 use crate::synth::Capacity;
 
+use super::constraints::ConstraintSets;
 use super::job::{panic_message, Job, JobError, Outcome, SynthesizedMsg};
 
 /// Counts the partitions in synthesis; wakes the feeder when one is done.
@@ -84,6 +87,7 @@ impl SynthesisSlots {
 /// The synthesis pool and the channels it feeds.
 pub struct SynthesisPool {
     pool: rayon::ThreadPool,
+    constraints: Arc<ConstraintSets>,
     spool: Spool,
     events: EventSink,
     synthesized_tx: Sender<SynthesizedMsg>,
@@ -94,6 +98,7 @@ impl SynthesisPool {
     /// A pool of `threads` synthesis workers (`synth-N`).
     pub fn new(
         threads: usize,
+        constraints: Arc<ConstraintSets>,
         spool: Spool,
         events: EventSink,
         synthesized_tx: Sender<SynthesizedMsg>,
@@ -105,6 +110,7 @@ impl SynthesisPool {
                 .thread_name(|i| format!("synth-{i}"))
                 .build()
                 .context("starting the synthesis pool")?,
+            constraints,
             spool,
             events,
             synthesized_tx,
@@ -115,14 +121,22 @@ impl SynthesisPool {
     /// Synthesizes `partition` of `job` on the pool, holding `slot` until it is queued and
     /// `memory` until its prover is done with it.
     pub fn start(&self, task: PartitionTask, slot: SynthesisSlot) {
-        let (spool, events, synthesized_tx, outcome_tx) = (
+        let (constraints, spool, events, synthesized_tx, outcome_tx) = (
+            self.constraints.clone(),
             self.spool.clone(),
             self.events.clone(),
             self.synthesized_tx.clone(),
             self.outcome_tx.clone(),
         );
         self.pool.spawn(move || {
-            synthesize_and_queue(task, &spool, &events, &synthesized_tx, &outcome_tx);
+            let links = TaskLinks {
+                constraints: &constraints,
+                spool: &spool,
+                events: &events,
+                synthesized_tx: &synthesized_tx,
+                outcome_tx: &outcome_tx,
+            };
+            synthesize_and_queue(task, &links);
             // Only now may another partition be synthesized in this one's place.
             drop(slot);
         });
@@ -139,20 +153,33 @@ pub struct PartitionTask {
     pub memory: Reservation,
     /// Vector lengths, from the parameter file's counts.
     pub capacity: Capacity,
+    /// The shape's pre-compiled constraints, when ready: a witness-only pass.
+    pub r1cs: Option<Arc<R1cs>>,
 }
 
-fn synthesize_and_queue(
-    task: PartitionTask,
-    spool: &Spool,
-    events: &EventSink,
-    synthesized_tx: &Sender<SynthesizedMsg>,
-    outcome_tx: &Sender<Outcome>,
-) {
+/// What a synthesis task reports to and sends on.
+struct TaskLinks<'a> {
+    constraints: &'a ConstraintSets,
+    spool: &'a Spool,
+    events: &'a EventSink,
+    synthesized_tx: &'a Sender<SynthesizedMsg>,
+    outcome_tx: &'a Sender<Outcome>,
+}
+
+fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
+    let TaskLinks {
+        constraints,
+        spool,
+        events,
+        synthesized_tx,
+        outcome_tx,
+    } = *links;
     let PartitionTask {
         job,
         partition,
         memory,
         capacity,
+        r1cs,
     } = task;
     // A sibling failed while this partition waited: its work would be thrown away.
     if job.is_cancelled() {
@@ -168,9 +195,11 @@ fn synthesize_and_queue(
         worker: worker.clone(),
     });
     let result = catch_unwind(AssertUnwindSafe(|| {
-        job.sector
-            .circuits
-            .synthesize_partition(partition, capacity)
+        let plan = SynthesisPlan {
+            capacity,
+            precompiled: r1cs.as_deref().map(|r1cs| (r1cs, constraints.pool())),
+        };
+        job.sector.circuits.synthesize_partition(partition, &plan)
     }));
     // The job is lost: its siblings stop here rather than after the finisher hears of it.
     let failed = |message: String| {
@@ -196,6 +225,7 @@ fn synthesize_and_queue(
         partition,
         worker: worker.clone(),
         constraints: synthesized.num_constraints(),
+        is_precompiled: r1cs.is_some(),
     });
     let msg = SynthesizedMsg {
         job: job.clone(),

@@ -168,6 +168,7 @@ impl JobSpans {
             | EventKind::ParamsGenerating { .. }
             | EventKind::ParamsLoadStarted { .. }
             | EventKind::ParamsLoadFinished { .. }
+            | EventKind::ConstraintsReady { .. }
             | EventKind::FileDeferred { .. }
             | EventKind::MemoryWait { .. }
             | EventKind::StopRequested => {}

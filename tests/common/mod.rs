@@ -93,7 +93,8 @@ pub fn c1_locations(root: &Path) -> Vec<(String, String)> {
     look(root.join("work"), "work");
     for owner in names(&root.join("work")) {
         let dir = root.join("work").join(&owner);
-        if dir.is_dir() {
+        // Dot-directories (`.attempts`) are the spool's bookkeeping, not owners' claims.
+        if dir.is_dir() && !owner.starts_with('.') {
             look(dir, "work");
         }
     }

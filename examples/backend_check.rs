@@ -1,0 +1,149 @@
+//! Checks the GPU backends against each other on a circuit of any size, with parameters made
+//! for it here, every proof checked with bellperson's verifier: SupraSeal and the ec-gpu
+//! kernels must both make valid proofs of the same synthesized partitions.
+//!
+//! ```text
+//! cargo run --release --features cuda,supraseal --example backend_check -- --log-constraints 16 --partitions 4
+//! ```
+
+use std::time::Instant;
+
+use anyhow::{ensure, Result};
+use bellperson::gadgets::num::AllocatedNum;
+use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, Scalar as Fr};
+use clap::Parser;
+use cuzk::backend::{BackendChoice, Prover};
+use cuzk::kernels::GpuSelection;
+use cuzk::params::LoadedParams;
+use cuzk::synth::synthesize;
+use ff::Field;
+use rand::SeedableRng;
+
+/// A chain of squarings `x_{i+1} = x_i^2 + x_i`, with the last value public.
+#[derive(Clone)]
+struct Chain {
+    x: Option<Fr>,
+    steps: usize,
+}
+
+impl Circuit<Fr> for Chain {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut x = AllocatedNum::alloc(cs.namespace(|| "x"), || {
+            self.x.ok_or(SynthesisError::AssignmentMissing)
+        })?;
+        for i in 0..self.steps {
+            let sq = x.square(cs.namespace(|| format!("sq {i}")))?;
+            let next = AllocatedNum::alloc(cs.namespace(|| format!("next {i}")), || {
+                Ok(sq.get_value().ok_or(SynthesisError::AssignmentMissing)?
+                    + x.get_value().ok_or(SynthesisError::AssignmentMissing)?)
+            })?;
+            cs.enforce(
+                || format!("sum {i}"),
+                |lc| lc + sq.get_variable() + x.get_variable(),
+                |lc| lc + CS::one(),
+                |lc| lc + next.get_variable(),
+            );
+            x = next;
+        }
+        x.inputize(cs.namespace(|| "out"))?;
+        Ok(())
+    }
+}
+
+impl Chain {
+    fn output(&self) -> Fr {
+        let mut x = self.x.unwrap_or(Fr::ZERO);
+        for _ in 0..self.steps {
+            x = x.square() + x;
+        }
+        x
+    }
+}
+
+#[derive(Parser)]
+struct Args {
+    /// About 2^N constraints.
+    #[arg(long, default_value_t = 16)]
+    log_constraints: u32,
+    /// Partitions (circuits) to prove with each backend.
+    #[arg(long, default_value_t = 4)]
+    partitions: usize,
+}
+
+fn main() -> Result<()> {
+    env_logger::init();
+    let args = Args::parse();
+    let steps = (1usize << args.log_constraints) / 2 - 2;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let started = Instant::now();
+    let params = generate_random_parameters::<Bls12, _, _>(Chain { x: None, steps }, &mut rng)?;
+    eprintln!(
+        "parameters for 2^{} constraints in {:.1} s",
+        args.log_constraints,
+        started.elapsed().as_secs_f64()
+    );
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("chain.params");
+    let mut bytes = Vec::new();
+    params.write(&mut bytes)?;
+    std::fs::write(&path, &bytes)?;
+    let pvk = prepare_verifying_key(&params.vk);
+    let circuits: Vec<Chain> = (0..args.partitions)
+        .map(|i| Chain {
+            x: Some(Fr::from(i as u64 + 3)),
+            steps,
+        })
+        .collect();
+
+    for choice in [BackendChoice::Supraseal, BackendChoice::EcGpu] {
+        let (mut provers, note) = cuzk::backend::provers_for(choice, &GpuSelection::All, 1)?;
+        if let Some(note) = note {
+            eprintln!("{choice:?}: note: {note}");
+        }
+        let prover: &mut Prover = &mut provers[0];
+        let loaded = match prover.params_kind() {
+            cuzk::backend::ParamsKind::Groth16 => LoadedParams::Groth16(std::sync::Arc::new(
+                cuzk::params::load::read_parameters(&path)?,
+            )),
+            #[cfg(feature = "supraseal")]
+            cuzk::backend::ParamsKind::Supraseal => LoadedParams::Supraseal(
+                cuzk::supraseal::SuprasealParams::load(&path).map_err(anyhow::Error::msg)?,
+            ),
+            #[cfg(not(feature = "supraseal"))]
+            cuzk::backend::ParamsKind::Supraseal => anyhow::bail!("built without supraseal"),
+        };
+        let mut valid = 0;
+        let started = Instant::now();
+        for chunk in circuits.chunks(prover.batch_size()) {
+            let batch = chunk
+                .iter()
+                .map(|c| synthesize(c.clone()))
+                .collect::<Result<Vec<_>, _>>()?;
+            for (result, circuit) in prover.prove(batch, &loaded).into_iter().zip(chunk) {
+                let (proof, timings) = result.map_err(anyhow::Error::msg)?;
+                ensure!(
+                    verify_proof(&pvk, &proof, &[circuit.output()])?,
+                    "{}: a proof did not verify",
+                    prover.name()
+                );
+                ensure!(
+                    !verify_proof(&pvk, &proof, &[circuit.output() + Fr::ONE])?,
+                    "{}: a proof verified for the wrong input",
+                    prover.name()
+                );
+                eprintln!("{}: {timings}", prover.name());
+                valid += 1;
+            }
+        }
+        println!(
+            "{:?} ({}): {valid}/{} proofs valid, {:.2} s per partition with synthesis",
+            choice,
+            prover.name(),
+            circuits.len(),
+            started.elapsed().as_secs_f64() / circuits.len() as f64
+        );
+    }
+    Ok(())
+}

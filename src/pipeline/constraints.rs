@@ -1,0 +1,137 @@
+//! The run's pre-compiled constraints: each circuit shape's R1CS is mapped from beside its
+//! parameters, or recorded in the background the first time a sector of that shape comes and
+//! saved there for every later run. Until it is ready, partitions are synthesized in full,
+//! so the first sector never waits for it.
+//!
+//! The matrices take a place in the memory budget; when the budget has no room for them, or
+//! they cannot be made, partitions keep the full path and the run says why once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use crate::event::{EventKind, EventSink};
+use crate::memory::{show_bytes, MemoryBudget, Reservation};
+use crate::r1cs::{r1cs_path, R1cs};
+
+use super::job::Job;
+
+/// What is known of one shape's constraints.
+enum Slot {
+    /// Being loaded or recorded.
+    Preparing,
+    /// Ready, with its place in the budget.
+    Ready(Arc<R1cs>, #[allow(dead_code)] Reservation),
+    /// Not to be had in this run: full synthesis.
+    Unavailable,
+}
+
+/// The constraint sets of a run, by parameter file, and the threads that evaluate them.
+pub struct ConstraintSets {
+    slots: Mutex<HashMap<PathBuf, Slot>>,
+    pool: rayon::ThreadPool,
+    memory: MemoryBudget,
+    events: EventSink,
+    is_enabled: bool,
+}
+
+impl ConstraintSets {
+    /// The sets of a run; `threads` evaluate the matrices for every partition. Disabled
+    /// (`--synthesis full`), every partition is synthesized in full.
+    pub fn new(
+        threads: usize,
+        memory: MemoryBudget,
+        events: EventSink,
+        is_enabled: bool,
+    ) -> Result<Arc<ConstraintSets>> {
+        Ok(Arc::new(ConstraintSets {
+            slots: Mutex::new(HashMap::new()),
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(threads.max(1))
+                .thread_name(|i| format!("constraints-{i}"))
+                .build()
+                .context("starting the constraint evaluation pool")?,
+            memory,
+            events,
+            is_enabled,
+        }))
+    }
+
+    /// The pool that evaluates `A·w`, `B·w` and `C·w`.
+    pub fn pool(&self) -> &rayon::ThreadPool {
+        &self.pool
+    }
+
+    /// The constraints of `job`'s shape if they are ready; otherwise starts preparing them
+    /// (once per shape) and returns `None`.
+    pub fn get(self: &Arc<Self>, params_path: &Path, job: &Arc<Job>) -> Option<Arc<R1cs>> {
+        if !self.is_enabled {
+            return None;
+        }
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        match slots.get(params_path) {
+            Some(Slot::Ready(r1cs, _)) => return Some(r1cs.clone()),
+            Some(Slot::Preparing | Slot::Unavailable) => return None,
+            None => {}
+        }
+        slots.insert(params_path.to_owned(), Slot::Preparing);
+        let (sets, path, job) = (self.clone(), params_path.to_owned(), job.clone());
+        std::thread::spawn(move || sets.prepare(&path, &job));
+        None
+    }
+
+    /// Loads or records the constraints for `params_path` and files them.
+    fn prepare(&self, params_path: &Path, job: &Job) {
+        let started = Instant::now();
+        let file = r1cs_path(params_path);
+        let made = load_or_record(&file, job);
+        let slot = match made {
+            Ok((r1cs, is_recorded)) => match self.memory.try_reserve(r1cs.memory_bytes()) {
+                Some(reservation) => {
+                    self.events.emit(EventKind::ConstraintsReady {
+                        path: file.display().to_string(),
+                        is_recorded,
+                        bytes: r1cs.memory_bytes(),
+                        ms: started.elapsed().as_secs_f64() * 1e3,
+                    });
+                    Slot::Ready(Arc::new(r1cs), reservation)
+                }
+                None => {
+                    log::warn!(
+                        "pre-compiled constraints ({}) do not fit the memory budget now; synthesizing in full (hint: raise --max-memory)",
+                        show_bytes(r1cs.memory_bytes())
+                    );
+                    Slot::Unavailable
+                }
+            },
+            Err(err) => {
+                log::warn!("pre-compiled constraints unavailable, synthesizing in full: {err:#}");
+                Slot::Unavailable
+            }
+        };
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.insert(params_path.to_owned(), slot);
+    }
+}
+
+/// The R1CS at `file`, or recorded from `job`'s circuit and saved there (best effort: a
+/// read-only parameter cache only costs the recording again next run). True when recorded.
+fn load_or_record(file: &Path, job: &Job) -> Result<(R1cs, bool)> {
+    if file.is_file() {
+        match R1cs::load(file) {
+            Ok(r1cs) => return Ok((r1cs, false)),
+            Err(err) => log::warn!("{err:#}"),
+        }
+    }
+    let r1cs = job.sector.circuits.record_constraints()?;
+    if let Err(err) = r1cs.save(file) {
+        log::warn!(
+            "could not keep the recorded constraints at {}: {err:#}",
+            file.display()
+        );
+    }
+    Ok((r1cs, true))
+}

@@ -1,0 +1,651 @@
+//! Pre-compiled constraints: a circuit shape's R1CS recorded once, kept on disk beside its
+//! parameters, and the witness-only synthesis that uses it.
+//!
+//! Every partition of a given proof type has the same constraints; only the witness changes.
+//! Full synthesis rebuilds every linear combination of every constraint for every partition.
+//! Here the A, B and C matrices are recorded once ([`R1cs::record`]) in a compressed sparse
+//! row form, with each distinct coefficient stored once and referred to by a 32-bit id (a
+//! PoRep circuit has a few thousand distinct coefficients), together with the query
+//! densities. A partition is then synthesized by computing only its witness (a constraint
+//! system that allocates and assigns but never builds a linear combination) and evaluating
+//! `a = A·w`, `b = B·w`, `c = C·w` as sparse matrix-vector products on a bounded pool of
+//! threads. The result is the same [`SynthesizedPartition`] the full path makes.
+//!
+//! The file (`cuzk-r1cs-v1-<parameter file stem>.r1cs`) is little-endian: a header of counts,
+//! the coefficients, then for A, B and C the row offsets (u64) and the entries (u64: column in
+//! the low 32 bits, inputs flagged by the top bit, coefficient id in the high 32), then the
+//! three density bit vectors, and last a BLAKE3 digest of everything before it. It is mapped,
+//! not read, so the page cache holds one copy however many runs use it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, ensure, Context, Result};
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bitvec::prelude::{BitVec, Lsb0};
+use blstrs::Scalar as Fr;
+use ec_gpu_gen::multiexp_cpu::DensityTracker;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+use crate::synth::{Capacity, SynthesizedPartition};
+
+/// The file format's magic and version.
+const MAGIC: &[u8; 8] = b"CUZKR1CS";
+const VERSION: u32 = 1;
+/// Marks an input column (aux columns are below it).
+const INPUT_BIT: u64 = 1 << 31;
+/// Rows evaluated per task.
+const ROWS_PER_TASK: usize = 1 << 14;
+
+/// Counts in a recorded R1CS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct R1csCounts {
+    /// Public inputs, the constant one included.
+    pub inputs: u64,
+    /// Aux variables.
+    pub aux: u64,
+    /// Constraints, the input constraints included.
+    pub constraints: u64,
+    /// Distinct coefficients.
+    pub coeffs: u64,
+    /// Non-zero entries of A, B and C.
+    pub nnz: [u64; 3],
+}
+
+/// A circuit shape's constraints, recorded or loaded.
+pub struct R1cs {
+    counts: R1csCounts,
+    coeffs: Vec<Fr>,
+    /// The id of the coefficient one, if present: a plain addition.
+    one: Option<u32>,
+    /// The id of minus one: a plain subtraction.
+    minus_one: Option<u32>,
+    storage: Storage,
+    densities: [DensityTracker; 3],
+}
+
+/// Where the matrices live: recorded in memory, or mapped from the file.
+enum Storage {
+    Owned([Matrix; 3]),
+    Mapped {
+        map: memmap2::Mmap,
+        /// (row offsets start, entries start), in u64 words, for A, B and C.
+        sections: [(usize, usize); 3],
+    },
+}
+
+/// One matrix in compressed sparse rows: row `r`'s entries are
+/// `entries[row_ptr[r]..row_ptr[r + 1]]`.
+struct Matrix {
+    row_ptr: Vec<u64>,
+    entries: Vec<u64>,
+}
+
+impl Default for Matrix {
+    fn default() -> Self {
+        Matrix {
+            row_ptr: vec![0],
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl R1cs {
+    /// The counts.
+    pub fn counts(&self) -> R1csCounts {
+        self.counts
+    }
+
+    /// Bytes the matrices occupy (in memory, or in the page cache when mapped).
+    pub fn memory_bytes(&self) -> u64 {
+        let rows = 3 * (self.counts.constraints + 1);
+        8 * (rows + self.counts.nnz.iter().sum::<u64>()) + 32 * self.counts.coeffs
+    }
+
+    fn matrix(&self, which: usize) -> (&[u64], &[u64]) {
+        match &self.storage {
+            Storage::Owned(m) => (&m[which].row_ptr, &m[which].entries),
+            Storage::Mapped { map, sections } => {
+                let words = as_words(map);
+                let (ptr_at, entries_at) = sections[which];
+                let rows = self.counts.constraints as usize + 1;
+                let nnz = self.counts.nnz[which] as usize;
+                (
+                    &words[ptr_at..ptr_at + rows],
+                    &words[entries_at..entries_at + nnz],
+                )
+            }
+        }
+    }
+
+    /// Records the constraints of `circuit` (values are never asked for: a blank circuit
+    /// will do), the input constraints included, as the prover appends them.
+    pub fn record<C: Circuit<Fr>>(circuit: C) -> Result<R1cs, SynthesisError> {
+        let mut cs = Recorder::default();
+        cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        for i in 0..cs.inputs {
+            let (one, _) = cs.coeff_id(&Fr::ONE);
+            cs.matrices[0]
+                .entries
+                .push(entry(i as u64 | INPUT_BIT, one));
+            for m in &mut cs.matrices {
+                m.row_ptr.push(m.entries.len() as u64);
+            }
+        }
+        Ok(cs.finish())
+    }
+
+    /// Writes the R1CS to `path` (atomically: a temporary name, then a rename).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("r1cs.partial");
+        let file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut out = HashingWriter {
+            inner: BufWriter::with_capacity(8 << 20, file),
+            hasher: blake3::Hasher::new(),
+        };
+        let c = &self.counts;
+        out.write_all(MAGIC)?;
+        out.write_all(&VERSION.to_le_bytes())?;
+        out.write_all(&0u32.to_le_bytes())?;
+        for n in [
+            c.inputs,
+            c.aux,
+            c.constraints,
+            c.coeffs,
+            c.nnz[0],
+            c.nnz[1],
+            c.nnz[2],
+        ] {
+            out.write_all(&n.to_le_bytes())?;
+        }
+        for coeff in &self.coeffs {
+            out.write_all(coeff.to_repr().as_ref())?;
+        }
+        for which in 0..3 {
+            let (row_ptr, entries) = self.matrix(which);
+            write_words(&mut out, row_ptr)?;
+            write_words(&mut out, entries)?;
+        }
+        for density in &self.densities {
+            write_words(&mut out, &density_words(density))?;
+        }
+        let digest = out.hasher.finalize();
+        let mut inner = out.inner;
+        inner.write_all(digest.as_bytes())?;
+        inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+        Ok(())
+    }
+
+    /// Maps the R1CS at `path` and checks its digest.
+    pub fn load(path: &Path) -> Result<R1cs> {
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: the file is only ever replaced by rename, never written in place, so the
+        // mapped bytes do not change under us.
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .with_context(|| format!("mapping {}", path.display()))?;
+        ensure!(
+            map.len() >= 72 + 32 && map.len() % 8 == 0 && &map[..8] == MAGIC,
+            "{}: not a cuzk R1CS file",
+            path.display()
+        );
+        let (body, digest) = map.split_at(map.len() - 32);
+        ensure!(
+            blake3::Hasher::new()
+                .update_rayon(body)
+                .finalize()
+                .as_bytes()
+                == digest,
+            "{}: the digest does not match (damaged or incomplete); it will be recorded again",
+            path.display()
+        );
+        let words = as_words(&map);
+        let version = u32::from_le_bytes(map[8..12].try_into()?);
+        ensure!(
+            version == VERSION,
+            "{}: R1CS format version {version}, this cuzk reads {VERSION}",
+            path.display()
+        );
+        let n = |i: usize| words[2 + i];
+        let counts = R1csCounts {
+            inputs: n(0),
+            aux: n(1),
+            constraints: n(2),
+            coeffs: n(3),
+            nnz: [n(4), n(5), n(6)],
+        };
+        let mut at = 9; // words: magic, version+reserved, seven counts
+        let coeffs: Vec<Fr> = (0..counts.coeffs as usize)
+            .map(|k| {
+                let bytes: [u8; 32] = map[(at + 4 * k) * 8..(at + 4 * k + 4) * 8].try_into()?;
+                Option::from(Fr::from_repr(bytes)).context("a coefficient is not a field element")
+            })
+            .collect::<Result<_>>()?;
+        at += 4 * counts.coeffs as usize;
+        let mut sections = [(0, 0); 3];
+        for (which, section) in sections.iter_mut().enumerate() {
+            let rows = counts.constraints as usize + 1;
+            *section = (at, at + rows);
+            at += rows + counts.nnz[which] as usize;
+        }
+        let lens = [counts.aux, counts.inputs, counts.aux];
+        let mut densities: [DensityTracker; 3] = Default::default();
+        for (density, len) in densities.iter_mut().zip(lens) {
+            let n_words = (len as usize).div_ceil(64);
+            ensure!(
+                at + n_words <= words.len() - 4,
+                "{}: truncated",
+                path.display()
+            );
+            *density = density_from_words(&words[at..at + n_words], len as usize);
+            at += n_words;
+        }
+        ensure!(
+            at == words.len() - 4,
+            "{}: unexpected length",
+            path.display()
+        );
+        let (one, minus_one) = special_ids(&coeffs);
+        Ok(R1cs {
+            counts,
+            coeffs,
+            one,
+            minus_one,
+            storage: Storage::Mapped { map, sections },
+            densities,
+        })
+    }
+
+    /// Synthesizes `circuit` by computing its witness only, then `A·w`, `B·w` and `C·w` on
+    /// `pool`; the vectors are allocated to `capacity` up front.
+    pub fn synthesize<C: Circuit<Fr>>(
+        &self,
+        circuit: C,
+        pool: &rayon::ThreadPool,
+        capacity: Capacity,
+    ) -> Result<SynthesizedPartition> {
+        let mut cs = WitnessOnly {
+            inputs: Vec::with_capacity(capacity.inputs.max(self.counts.inputs as usize)),
+            aux: Vec::with_capacity(capacity.aux.max(self.counts.aux as usize)),
+        };
+        cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        if (cs.inputs.len() as u64, cs.aux.len() as u64) != (self.counts.inputs, self.counts.aux) {
+            bail!(
+                "the circuit allocated {} inputs and {} aux variables, but its recorded constraints have {} and {} (a different circuit version?)",
+                cs.inputs.len(),
+                cs.aux.len(),
+                self.counts.inputs,
+                self.counts.aux
+            );
+        }
+        let [a, b, c] = pool.install(|| {
+            [0, 1, 2].map(|which| self.evaluate(which, &cs.inputs, &cs.aux, capacity.abc))
+        });
+        let [a_aux_density, b_input_density, b_aux_density] = self.densities.clone();
+        Ok(SynthesizedPartition {
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            a,
+            b,
+            c,
+            input_assignment: cs.inputs,
+            aux_assignment: cs.aux,
+        })
+    }
+
+    /// `M·w` for matrix `which`, in parallel over row blocks.
+    fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr> {
+        let (row_ptr, entries) = self.matrix(which);
+        let rows = row_ptr.len() - 1;
+        let mut out = Vec::with_capacity(capacity.max(rows));
+        out.resize(rows, Fr::ZERO);
+        out.par_chunks_mut(ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(block, values)| {
+                let first = block * ROWS_PER_TASK;
+                for (offset, value) in values.iter_mut().enumerate() {
+                    let row = first + offset;
+                    let span = row_ptr[row] as usize..row_ptr[row + 1] as usize;
+                    let mut acc = Fr::ZERO;
+                    for &e in &entries[span] {
+                        let column = e & 0xffff_ffff;
+                        let x = if column & INPUT_BIT != 0 {
+                            inputs[(column ^ INPUT_BIT) as usize]
+                        } else {
+                            aux[column as usize]
+                        };
+                        let id = Some((e >> 32) as u32);
+                        if id == self.one {
+                            acc += x;
+                        } else if id == self.minus_one {
+                            acc -= x;
+                        } else {
+                            acc += x * self.coeffs[(e >> 32) as usize];
+                        }
+                    }
+                    *value = acc;
+                }
+            });
+        out
+    }
+}
+
+fn entry(column: u64, coeff_id: u32) -> u64 {
+    column | (u64::from(coeff_id) << 32)
+}
+
+fn special_ids(coeffs: &[Fr]) -> (Option<u32>, Option<u32>) {
+    let find = |x: Fr| coeffs.iter().position(|c| *c == x).map(|i| i as u32);
+    (find(Fr::ONE), find(-Fr::ONE))
+}
+
+fn as_words(map: &memmap2::Mmap) -> &[u64] {
+    // SAFETY: a mapping starts on a page boundary, so it is 8-byte aligned; the length was
+    // checked to be a multiple of 8, and every bit pattern is a valid u64.
+    unsafe { std::slice::from_raw_parts(map.as_ptr().cast::<u64>(), map.len() / 8) }
+}
+
+fn write_words(out: &mut impl Write, words: &[u64]) -> std::io::Result<()> {
+    for chunk in words.chunks(1 << 16) {
+        let bytes: Vec<u8> = chunk.iter().flat_map(|w| w.to_le_bytes()).collect();
+        out.write_all(&bytes)?;
+    }
+    Ok(())
+}
+
+fn density_words(density: &DensityTracker) -> Vec<u64> {
+    density
+        .bv
+        .as_raw_slice()
+        .iter()
+        .map(|&w| w as u64)
+        .collect()
+}
+
+fn density_from_words(words: &[u64], len: usize) -> DensityTracker {
+    let mut bv: BitVec<usize, Lsb0> = BitVec::from_vec(words.iter().map(|&w| w as usize).collect());
+    bv.truncate(len);
+    let total_density = bv.count_ones();
+    DensityTracker { bv, total_density }
+}
+
+/// Feeds everything written to a digest on its way to the file.
+struct HashingWriter<W: Write> {
+    inner: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The constraint system [`R1cs::record`] runs the circuit through.
+#[derive(Default)]
+struct Recorder {
+    inputs: usize,
+    aux: usize,
+    coeff_ids: HashMap<[u8; 32], u32>,
+    coeffs: Vec<Fr>,
+    matrices: [Matrix; 3],
+    // A tracks aux only, B inputs and aux, C nothing: the prover's rules (see `synth`).
+    a_aux: DensityTracker,
+    b_input: DensityTracker,
+    b_aux: DensityTracker,
+}
+
+impl Recorder {
+    fn coeff_id(&mut self, coeff: &Fr) -> (u32, bool) {
+        let repr = coeff.to_repr();
+        if let Some(&id) = self.coeff_ids.get(&repr) {
+            return (id, false);
+        }
+        let id = self.coeffs.len() as u32;
+        self.coeffs.push(*coeff);
+        self.coeff_ids.insert(repr, id);
+        (id, true)
+    }
+
+    fn push_row(&mut self, which: usize, lc: &LinearCombination<Fr>) {
+        for (&i, coeff) in lc.iter_inputs() {
+            if bool::from(coeff.is_zero()) {
+                continue;
+            }
+            let (id, _) = self.coeff_id(coeff);
+            self.matrices[which]
+                .entries
+                .push(entry(i as u64 | INPUT_BIT, id));
+            if which == 1 {
+                self.b_input.inc(i);
+            }
+        }
+        for (&i, coeff) in lc.iter_aux() {
+            if bool::from(coeff.is_zero()) {
+                continue;
+            }
+            let (id, _) = self.coeff_id(coeff);
+            self.matrices[which].entries.push(entry(i as u64, id));
+            match which {
+                0 => self.a_aux.inc(i),
+                1 => self.b_aux.inc(i),
+                _ => {}
+            }
+        }
+        let end = self.matrices[which].entries.len() as u64;
+        self.matrices[which].row_ptr.push(end);
+    }
+
+    fn finish(self) -> R1cs {
+        let nnz = [0, 1, 2].map(|w| self.matrices[w].entries.len() as u64);
+        let counts = R1csCounts {
+            inputs: self.inputs as u64,
+            aux: self.aux as u64,
+            constraints: (self.matrices[0].row_ptr.len() - 1) as u64,
+            coeffs: self.coeffs.len() as u64,
+            nnz,
+        };
+        let (one, minus_one) = special_ids(&self.coeffs);
+        R1cs {
+            counts,
+            coeffs: self.coeffs,
+            one,
+            minus_one,
+            storage: Storage::Owned(self.matrices),
+            densities: [self.a_aux, self.b_input, self.b_aux],
+        }
+    }
+}
+
+impl ConstraintSystem<Fr> for Recorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        self.a_aux.add_element();
+        self.b_aux.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        self.b_input.add_element();
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        self.push_row(0, &a(LinearCombination::zero()));
+        self.push_row(1, &b(LinearCombination::zero()));
+        self.push_row(2, &c(LinearCombination::zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// The witness-only constraint system: it assigns variables and ignores constraints, so no
+/// linear combination is ever built.
+struct WitnessOnly {
+    inputs: Vec<Fr>,
+    aux: Vec<Fr>,
+}
+
+impl ConstraintSystem<Fr> for WitnessOnly {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        // The recorded matrices hold the constraints.
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Where the R1CS of the circuit whose parameters are at `params_path` is kept.
+pub fn r1cs_path(params_path: &Path) -> PathBuf {
+    let stem = params_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    params_path.with_file_name(format!("cuzk-r1cs-v{VERSION}-{stem}.r1cs"))
+}
+
+/// A recorded R1CS shared by the partitions that use it.
+pub type SharedR1cs = Arc<R1cs>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::synthesize;
+    use crate::synth::tests::CubeCircuit;
+
+    fn pool() -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool")
+    }
+
+    fn assert_same(ours: &SynthesizedPartition, full: &SynthesizedPartition) {
+        assert_eq!(ours.a, full.a);
+        assert_eq!(ours.b, full.b);
+        assert_eq!(ours.c, full.c);
+        assert_eq!(ours.input_assignment, full.input_assignment);
+        assert_eq!(ours.aux_assignment, full.aux_assignment);
+        assert_eq!(ours.a_aux_density.bv, full.a_aux_density.bv);
+        assert_eq!(ours.b_input_density.bv, full.b_input_density.bv);
+        assert_eq!(ours.b_aux_density.bv, full.b_aux_density.bv);
+        assert_eq!(
+            ours.b_aux_density.get_total_density(),
+            full.b_aux_density.get_total_density()
+        );
+    }
+
+    #[test]
+    fn witness_only_synthesis_matches_the_full_one_and_survives_a_round_trip() {
+        let r1cs = R1cs::record(CubeCircuit { x: None }).expect("record");
+        assert_eq!(r1cs.counts().constraints, 5);
+        let circuit = CubeCircuit {
+            x: Some(Fr::from(5u64)),
+        };
+        let full = synthesize(circuit.clone()).expect("full");
+        let ours = r1cs
+            .synthesize(circuit.clone(), &pool(), Capacity::default())
+            .expect("witness only");
+        assert_same(&ours, &full);
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cube.r1cs");
+        r1cs.save(&path).expect("save");
+        let loaded = R1cs::load(&path).expect("load");
+        assert_eq!(loaded.counts(), r1cs.counts());
+        let again = loaded
+            .synthesize(circuit, &pool(), Capacity::default())
+            .expect("mapped");
+        assert_same(&again, &full);
+
+        // One flipped byte anywhere is caught by the digest.
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes[100] ^= 1;
+        std::fs::write(&path, bytes).expect("write");
+        let err = R1cs::load(&path).err().expect("damage is caught");
+        assert!(err.to_string().contains("digest"), "{err}");
+    }
+}

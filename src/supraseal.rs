@@ -1,0 +1,167 @@
+//! The SupraSeal backend: proves synthesized partitions with the `supraseal-c2` crate's CUDA
+//! Groth16 prover, fed by cuzk's own synthesis.
+//!
+//! One call proves a batch of partitions of one circuit: the NTTs, the MSMs and the final
+//! combination run on the GPUs (one partition per GPU at a time), the B-in-G2 multiexp on CPU
+//! threads. Its parameters are a [`SRS`] read from the standard `.params` file into pinned
+//! host memory once per run. The crate takes a process-wide lock for the whole call, so one
+//! prover thread drives every GPU; it aborts the process on a failed C++ assertion, so every
+//! length it will check is checked here first; and it panics on a CUDA error, which becomes a
+//! failed partition with the reason.
+//!
+//! Without the `supraseal` feature this module only says the backend is absent.
+
+use crate::params::load::ParamsLayout;
+use crate::synth::SynthesizedPartition;
+
+/// Why a batch of partitions cannot go to SupraSeal: the lengths its prover asserts on.
+pub fn check_batch(batch: &[&SynthesizedPartition], layout: &ParamsLayout) -> Result<(), String> {
+    let Some(first) = batch.first() else {
+        return Ok(());
+    };
+    for p in batch {
+        let (inputs, aux) = (
+            p.input_assignment.len() as u64,
+            p.aux_assignment.len() as u64,
+        );
+        let checks = [
+            (
+                p.a_aux_density.bv.len() as u64,
+                aux,
+                "A density bits vs aux variables",
+            ),
+            (
+                p.b_aux_density.bv.len() as u64,
+                aux,
+                "B density bits vs aux variables",
+            ),
+            (
+                p.b_input_density.bv.len() as u64,
+                inputs,
+                "B input density bits vs inputs",
+            ),
+            (layout.l, aux, "L points vs aux variables"),
+            (
+                layout.a,
+                inputs + p.a_aux_density.get_total_density() as u64,
+                "A points vs inputs plus A density",
+            ),
+            (
+                layout.b,
+                (p.b_input_density.get_total_density() + p.b_aux_density.get_total_density())
+                    as u64,
+                "B points vs B density",
+            ),
+            (
+                layout.h + 1,
+                (p.a.len() as u64).next_power_of_two(),
+                "H points vs the domain",
+            ),
+        ];
+        for (found, expected, what) in checks {
+            if found != expected {
+                return Err(format!(
+                    "the partition does not fit these parameters ({what}: {found} != {expected})"
+                ));
+            }
+        }
+        // The prover merges the batch's density masks: every partition must share them.
+        if p.a_aux_density != first.a_aux_density
+            || p.b_aux_density != first.b_aux_density
+            || p.b_input_density != first.b_input_density
+            || p.a.len() != first.a.len()
+        {
+            return Err("the partitions of one batch differ in shape".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "supraseal")]
+pub use gpu::{prove_batch, SuprasealParams, SRS};
+
+/// True when this build has the SupraSeal backend.
+pub const IS_BUILT: bool = cfg!(feature = "supraseal");
+
+#[cfg(feature = "supraseal")]
+mod gpu {
+    //! The calls into supraseal-c2.
+
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::path::Path;
+
+    use bellperson::groth16::Proof;
+    use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+    use group::prime::PrimeCurveAffine;
+    pub use supraseal_c2::SRS;
+    use supraseal_c2::{generate_groth16_proofs, Assignment};
+
+    use super::check_batch;
+    use crate::params::load::ParamsLayout;
+    use crate::synth::SynthesizedPartition;
+
+    /// A parameter file loaded for SupraSeal, with the counts its prover checks against.
+    #[derive(Clone)]
+    pub struct SuprasealParams {
+        /// The SRS in pinned host memory.
+        pub srs: SRS,
+        /// The file's counts.
+        pub layout: ParamsLayout,
+    }
+
+    impl SuprasealParams {
+        /// Reads `path` into pinned memory (asynchronously: the first proof waits for it).
+        pub fn load(path: &Path) -> Result<SuprasealParams, String> {
+            let layout = ParamsLayout::read(path).map_err(|e| e.to_string())?;
+            let srs = SRS::try_new(path.to_owned(), false).map_err(|e| String::from(e))?;
+            Ok(SuprasealParams { srs, layout })
+        }
+    }
+
+    /// Proves `batch` (partitions of one circuit) with randomness `r`, `s`: one proof per
+    /// partition, or the reason the whole batch failed.
+    pub fn prove_batch(
+        batch: &[&SynthesizedPartition],
+        params: &SuprasealParams,
+        r: &[Fr],
+        s: &[Fr],
+    ) -> Result<Vec<Proof<Bls12>>, String> {
+        check_batch(batch, &params.layout)?;
+        let assignments: Vec<Assignment<Fr>> = batch
+            .iter()
+            .map(|p| Assignment {
+                a_aux_density: p.a_aux_density.bv.as_raw_slice().as_ptr(),
+                a_aux_bit_len: p.a_aux_density.bv.len(),
+                a_aux_popcount: p.a_aux_density.get_total_density(),
+                b_inp_density: p.b_input_density.bv.as_raw_slice().as_ptr(),
+                b_inp_bit_len: p.b_input_density.bv.len(),
+                b_inp_popcount: p.b_input_density.get_total_density(),
+                b_aux_density: p.b_aux_density.bv.as_raw_slice().as_ptr(),
+                b_aux_bit_len: p.b_aux_density.bv.len(),
+                b_aux_popcount: p.b_aux_density.get_total_density(),
+                a: p.a.as_ptr(),
+                b: p.b.as_ptr(),
+                c: p.c.as_ptr(),
+                abc_size: p.a.len(),
+                inp_assignment_data: p.input_assignment.as_ptr(),
+                inp_assignment_size: p.input_assignment.len(),
+                aux_assignment_data: p.aux_assignment.as_ptr(),
+                aux_assignment_size: p.aux_assignment.len(),
+            })
+            .collect();
+        let mut proofs = vec![
+            Proof::<Bls12> {
+                a: G1Affine::identity(),
+                b: G2Affine::identity(),
+                c: G1Affine::identity(),
+            };
+            batch.len()
+        ];
+        // The crate panics with the CUDA error's text; the vectors it reads outlive the call.
+        catch_unwind(AssertUnwindSafe(|| {
+            generate_groth16_proofs(&assignments, r, s, &mut proofs, &params.srs)
+        }))
+        .map_err(|panic| crate::pipeline::panic_message(panic.as_ref()))?;
+        Ok(proofs)
+    }
+}
