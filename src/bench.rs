@@ -18,8 +18,8 @@ use crate::c1::{SectorIdentity, SectorSizeName};
 use crate::memory::{show_bytes, Footprint};
 use crate::params::{self, load::ParamsLayout};
 use crate::pipeline::{self, RunSettings};
+use crate::r1cs::ShapeCounts;
 use crate::shape;
-use crate::synth::ShapeCounts;
 
 /// What `cuzk bench` does.
 #[derive(Clone, Debug)]
@@ -32,6 +32,8 @@ pub struct BenchPlan {
     pub dir: PathBuf,
     /// The run's settings but for its spool, which the bench makes.
     pub run: RunSettings,
+    /// Only write the parameters and the shape C1 files (to time other provers on them).
+    pub is_prepare_only: bool,
 }
 
 /// What a benchmark measured.
@@ -108,6 +110,16 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
         started.elapsed().as_secs_f64()
     );
 
+    if plan.is_prepare_only {
+        return Ok(BenchReport {
+            run_dir,
+            sectors: 0,
+            elapsed_s: 0.0,
+            footprint,
+            budget_bytes: 0,
+            peak_rss_bytes: None,
+        });
+    }
     let mut settings = plan.run.clone();
     settings.layout = crate::spool::SpoolLayout::beside(&inbox);
     settings.timeline = run_dir.join("timeline.csv");
@@ -127,6 +139,12 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
 
 /// The sizing table a benchmark prints.
 pub fn render(report: &BenchReport, size: SectorSizeName) -> String {
+    if report.sectors == 0 {
+        return format!(
+            "{size} benchmark inputs are ready: C1 files in {}, parameters beside them in ../../params\n",
+            report.run_dir.join("inbox").display()
+        );
+    }
     let f = &report.footprint;
     let per_sector = if report.sectors > 0 {
         format!("{:.1} s", report.elapsed_s / report.sectors as f64)

@@ -162,6 +162,10 @@ pub struct BenchArgs {
     /// run in runs/.
     #[arg(long, value_name = "DIR", default_value = crate::bench::DEFAULT_DIR)]
     pub dir: PathBuf,
+    /// Only write the synthetic parameters and the shape C1 files, to time another prover on
+    /// them (their parameters directory goes in FIL_PROOFS_PARAMETER_CACHE).
+    #[arg(long)]
+    pub prepare_only: bool,
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
@@ -402,6 +406,7 @@ fn run_bench(args: BenchArgs) -> Result<u8> {
         sectors: args.sectors.max(1),
         dir: args.dir,
         run: args.tuning.to_settings(layout)?,
+        is_prepare_only: args.prepare_only,
     };
     let report = crate::bench::run(&plan)?;
     print(&crate::bench::render(

@@ -52,19 +52,23 @@ impl ProverKernels {
 
     /// Radix-2 FFTs in place: `coeffs[i]` has length `2^log_ns[i]` and is evaluated at the
     /// powers of `omegas[i]`.
+    ///
+    /// A GPU FFT that fails is an error, not a fall back to the CPU: it may have transformed
+    /// some of the vectors in place already, and transforming those again would make a wrong
+    /// proof.
     pub fn fft_many(
         &mut self,
         worker: &Worker,
         coeffs: &mut [&mut [Fr]],
         omegas: &[Fr],
         log_ns: &[u32],
-    ) {
+    ) -> Result<(), String> {
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &mut self.gpu {
-            match gpu.fft.radix_fft_many(coeffs, omegas, log_ns) {
-                Ok(()) => return,
-                Err(err) => log::warn!("{}: GPU FFT failed, using the CPU: {err}", self.name),
-            }
+            return gpu
+                .fft
+                .radix_fft_many(coeffs, omegas, log_ns)
+                .map_err(|err| format!("{}: GPU FFT failed: {err}", self.name));
         }
         let log_cpus = worker.log_num_threads();
         for ((a, omega), &log_n) in coeffs.iter_mut().zip(omegas).zip(log_ns) {
@@ -74,6 +78,7 @@ impl ProverKernels {
                 fft_cpu::parallel_fft::<Fr>(a, worker, omega, log_n, log_cpus);
             }
         }
+        Ok(())
     }
 
     /// `sum_i exps[i] * bases[i]` in G1 or G2 over the bases the density selects.

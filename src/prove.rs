@@ -45,6 +45,9 @@ pub enum ProveError {
     /// A multiexp failed.
     #[error("groth16 multiexp failed: {0}")]
     Multiexp(String),
+    /// An FFT failed (on a GPU; the vectors may be half transformed, so nothing is retried).
+    #[error("{0}")]
+    Fft(String),
     /// Parameters with `delta = 0` would let anyone forge proofs.
     #[error("the parameters' delta is the point at infinity (a subverted setup); refusing to prove (hint: fetch or generate the parameters again)")]
     IdentityDelta,
@@ -219,22 +222,26 @@ fn quotient_coefficients(
     let g_inv = g.invert().expect("the generator is non-zero");
 
     // iFFT: evaluations -> coefficients.
-    kernels.fft_many(
-        worker,
-        &mut [&mut a, &mut b, &mut c],
-        &[omega_inv; 3],
-        &[log_m; 3],
-    );
+    kernels
+        .fft_many(
+            worker,
+            &mut [&mut a, &mut b, &mut c],
+            &[omega_inv; 3],
+            &[log_m; 3],
+        )
+        .map_err(ProveError::Fft)?;
     // Coset FFT: coefficients -> evaluations on g * roots (the 1/m of the iFFT folded in).
     for v in [&mut a, &mut b, &mut c] {
         distribute_powers(v, m_inv, g);
     }
-    kernels.fft_many(
-        worker,
-        &mut [&mut a, &mut b, &mut c],
-        &[omega; 3],
-        &[log_m; 3],
-    );
+    kernels
+        .fft_many(
+            worker,
+            &mut [&mut a, &mut b, &mut c],
+            &[omega; 3],
+            &[log_m; 3],
+        )
+        .map_err(ProveError::Fft)?;
     // (a*b - c) / Z on the coset.
     let z_inv = (g.pow_vartime([m as u64]) - Fr::ONE)
         .invert()
@@ -246,7 +253,9 @@ fn quotient_coefficients(
     drop(b);
     drop(c);
     // Coset iFFT: evaluations on the coset -> coefficients of h.
-    kernels.fft_many(worker, &mut [&mut a], &[omega_inv], &[log_m]);
+    kernels
+        .fft_many(worker, &mut [&mut a], &[omega_inv], &[log_m])
+        .map_err(ProveError::Fft)?;
     distribute_powers(&mut a, m_inv, g_inv);
     a.pop();
     Ok(to_reprs(a))

@@ -78,6 +78,46 @@ enum Storage {
     },
 }
 
+/// The size of a circuit without its witness: what the Groth16 parameters of a circuit
+/// must hold, counted by the same density rules the prover follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShapeCounts {
+    /// Constraints, the input constraints included (the length of a, b and c).
+    pub constraints: u64,
+    /// Public inputs, the constant one included.
+    pub inputs: u64,
+    /// Aux variables.
+    pub aux: u64,
+    /// Aux variables used by some A combination.
+    pub a_aux_density: u64,
+    /// Inputs used by some B combination.
+    pub b_input_density: u64,
+    /// Aux variables used by some B combination.
+    pub b_aux_density: u64,
+}
+
+impl ShapeCounts {
+    /// The FFT domain: constraints rounded up to a power of two.
+    pub fn domain(&self) -> u64 {
+        self.constraints.next_power_of_two()
+    }
+}
+
+/// Counts `circuit`'s shape without computing its witness and without keeping its
+/// constraints: no value is ever asked for, so a blank circuit (the one parameters are
+/// generated from) will do.
+pub fn count_shape<C: Circuit<Fr>>(circuit: C) -> Result<ShapeCounts, SynthesisError> {
+    let cs = Recorder::run(circuit, false)?;
+    Ok(ShapeCounts {
+        constraints: cs.constraints,
+        inputs: cs.inputs as u64,
+        aux: cs.aux as u64,
+        a_aux_density: cs.a_aux.get_total_density() as u64,
+        b_input_density: cs.b_input.get_total_density() as u64,
+        b_aux_density: cs.b_aux.get_total_density() as u64,
+    })
+}
+
 /// One matrix in compressed sparse rows: row `r`'s entries are
 /// `entries[row_ptr[r]..row_ptr[r + 1]]`.
 struct Matrix {
@@ -125,19 +165,7 @@ impl R1cs {
     /// Records the constraints of `circuit` (values are never asked for: a blank circuit
     /// will do), the input constraints included, as the prover appends them.
     pub fn record<C: Circuit<Fr>>(circuit: C) -> Result<R1cs, SynthesisError> {
-        let mut cs = Recorder::default();
-        cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
-        circuit.synthesize(&mut cs)?;
-        for i in 0..cs.inputs {
-            let (one, _) = cs.coeff_id(&Fr::ONE);
-            cs.matrices[0]
-                .entries
-                .push(entry(i as u64 | INPUT_BIT, one));
-            for m in &mut cs.matrices {
-                m.row_ptr.push(m.entries.len() as u64);
-            }
-        }
-        Ok(cs.finish())
+        Ok(Recorder::run(circuit, true)?.finish())
     }
 
     /// Writes the R1CS to `path` (atomically: a temporary name, then a rename).
@@ -394,13 +422,17 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-/// The constraint system [`R1cs::record`] runs the circuit through.
+/// The constraint system [`R1cs::record`] and [`count_shape`] run the circuit through.
 #[derive(Default)]
 struct Recorder {
+    /// Keep the matrices (recording), or only count (sizing).
+    is_keeping: bool,
     inputs: usize,
     aux: usize,
+    constraints: u64,
     coeff_ids: HashMap<[u8; 32], u32>,
     coeffs: Vec<Fr>,
+    one_id: Option<u32>,
     matrices: [Matrix; 3],
     // A tracks aux only, B inputs and aux, C nothing: the prover's rules (see `synth`).
     a_aux: DensityTracker,
@@ -409,26 +441,54 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn coeff_id(&mut self, coeff: &Fr) -> (u32, bool) {
+    /// Runs `circuit` through a recorder, then appends one constraint `x_i * 0 = 0` per input,
+    /// as the parameter generator and the prover do.
+    fn run<C: Circuit<Fr>>(circuit: C, is_keeping: bool) -> Result<Recorder, SynthesisError> {
+        let mut cs = Recorder {
+            is_keeping,
+            ..Default::default()
+        };
+        cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        for i in 0..cs.inputs {
+            let input = LinearCombination::zero() + Variable::new_unchecked(Index::Input(i));
+            cs.push_row(0, &input);
+            cs.push_row(1, &LinearCombination::zero());
+            cs.push_row(2, &LinearCombination::zero());
+            cs.constraints += 1;
+        }
+        Ok(cs)
+    }
+
+    fn coeff_id(&mut self, coeff: &Fr) -> u32 {
+        // Most terms have coefficient one: skip hashing them.
+        if *coeff == Fr::ONE {
+            if let Some(id) = self.one_id {
+                return id;
+            }
+        }
         let repr = coeff.to_repr();
         if let Some(&id) = self.coeff_ids.get(&repr) {
-            return (id, false);
+            return id;
         }
         let id = self.coeffs.len() as u32;
         self.coeffs.push(*coeff);
         self.coeff_ids.insert(repr, id);
-        (id, true)
+        if *coeff == Fr::ONE {
+            self.one_id = Some(id);
+        }
+        id
     }
 
+    /// Records one row of matrix `which` (0: A, 1: B, 2: C) and marks its variables: A
+    /// tracks aux only (the input constraints give every input full density there), B
+    /// inputs and aux, C nothing (it lives inside the dense L query).
     fn push_row(&mut self, which: usize, lc: &LinearCombination<Fr>) {
         for (&i, coeff) in lc.iter_inputs() {
             if bool::from(coeff.is_zero()) {
                 continue;
             }
-            let (id, _) = self.coeff_id(coeff);
-            self.matrices[which]
-                .entries
-                .push(entry(i as u64 | INPUT_BIT, id));
+            self.keep(which, i as u64 | INPUT_BIT, coeff);
             if which == 1 {
                 self.b_input.inc(i);
             }
@@ -437,16 +497,24 @@ impl Recorder {
             if bool::from(coeff.is_zero()) {
                 continue;
             }
-            let (id, _) = self.coeff_id(coeff);
-            self.matrices[which].entries.push(entry(i as u64, id));
+            self.keep(which, i as u64, coeff);
             match which {
                 0 => self.a_aux.inc(i),
                 1 => self.b_aux.inc(i),
                 _ => {}
             }
         }
-        let end = self.matrices[which].entries.len() as u64;
-        self.matrices[which].row_ptr.push(end);
+        if self.is_keeping {
+            let end = self.matrices[which].entries.len() as u64;
+            self.matrices[which].row_ptr.push(end);
+        }
+    }
+
+    fn keep(&mut self, which: usize, column: u64, coeff: &Fr) {
+        if self.is_keeping {
+            let id = self.coeff_id(coeff);
+            self.matrices[which].entries.push(entry(column, id));
+        }
     }
 
     fn finish(self) -> R1cs {
@@ -506,7 +574,10 @@ impl ConstraintSystem<Fr> for Recorder {
     {
         self.push_row(0, &a(LinearCombination::zero()));
         self.push_row(1, &b(LinearCombination::zero()));
-        self.push_row(2, &c(LinearCombination::zero()));
+        if self.is_keeping {
+            self.push_row(2, &c(LinearCombination::zero()));
+        }
+        self.constraints += 1;
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -616,6 +687,31 @@ mod tests {
             ours.b_aux_density.get_total_density(),
             full.b_aux_density.get_total_density()
         );
+    }
+
+    #[test]
+    fn shape_counts_agree_with_a_synthesis() {
+        let counts = count_shape(CubeCircuit { x: None }).expect("count");
+        let p = synthesize(CubeCircuit {
+            x: Some(Fr::from(3u64)),
+        })
+        .expect("synthesis");
+        assert_eq!(counts.constraints, p.num_constraints() as u64);
+        assert_eq!(counts.inputs, p.input_assignment.len() as u64);
+        assert_eq!(counts.aux, p.aux_assignment.len() as u64);
+        assert_eq!(
+            counts.a_aux_density,
+            p.a_aux_density.get_total_density() as u64
+        );
+        assert_eq!(
+            counts.b_input_density,
+            p.b_input_density.get_total_density() as u64
+        );
+        assert_eq!(
+            counts.b_aux_density,
+            p.b_aux_density.get_total_density() as u64
+        );
+        assert_eq!(counts.domain(), 8);
     }
 
     #[test]

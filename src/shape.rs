@@ -41,7 +41,7 @@ use typenum::Unsigned;
 
 use crate::c1::SectorIdentity;
 use crate::params::registered_proof_for;
-use crate::synth::{count_shape, ShapeCounts};
+use crate::r1cs::{count_shape, ShapeCounts};
 
 /// The key in a lotus-bench wrapper that marks a file as benchmark input.
 pub const BENCHMARK_KEY: &str = "CuzkBenchmark";

@@ -66,8 +66,14 @@ impl ConstraintSets {
     }
 
     /// The constraints of `job`'s shape if they are ready; otherwise starts preparing them
-    /// (once per shape) and returns `None`.
-    pub fn get(self: &Arc<Self>, params_path: &Path, job: &Arc<Job>) -> Option<Arc<R1cs>> {
+    /// (once per shape, when the budget has room for them) and returns `None`. `constraints`
+    /// is the circuit's size, to budget a recording.
+    pub fn get(
+        self: &Arc<Self>,
+        params_path: &Path,
+        job: &Arc<Job>,
+        constraints: u64,
+    ) -> Option<Arc<R1cs>> {
         if !self.is_enabled {
             return None;
         }
@@ -77,17 +83,25 @@ impl ConstraintSets {
             Some(Slot::Preparing | Slot::Unavailable) => return None,
             None => {}
         }
+        // Room for the matrices while they are made: the file's size, or for a recording
+        // twice the ~70 bytes a constraint they take (measured on 2KiB), as vectors grow.
+        let file = r1cs_path(params_path);
+        let bytes = std::fs::metadata(&file).map_or(constraints * 140, |m| m.len());
+        // No room now: the next partition asks again.
+        let making = self.memory.try_reserve(bytes)?;
         slots.insert(params_path.to_owned(), Slot::Preparing);
         let (sets, path, job) = (self.clone(), params_path.to_owned(), job.clone());
-        std::thread::spawn(move || sets.prepare(&path, &job));
+        std::thread::spawn(move || sets.prepare(&path, &job, making));
         None
     }
 
-    /// Loads or records the constraints for `params_path` and files them.
-    fn prepare(&self, params_path: &Path, job: &Job) {
+    /// Loads or records the constraints for `params_path` and files them; `making` holds
+    /// their room in the budget until their real size is known.
+    fn prepare(&self, params_path: &Path, job: &Job, making: Reservation) {
         let started = Instant::now();
         let file = r1cs_path(params_path);
         let made = load_or_record(&file, job);
+        drop(making);
         let slot = match made {
             Ok((r1cs, is_recorded)) => match self.memory.try_reserve(r1cs.memory_bytes()) {
                 Some(reservation) => {

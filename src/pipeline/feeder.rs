@@ -161,21 +161,29 @@ impl Feeder<'_> {
                 self.events.emit(EventKind::StopRequested);
                 announced_stop = true;
             }
-            let mut is_inbox_waiting = false;
-            if !is_stopping() && self.admitted.is_empty() {
+            // Whether this round looked at the whole inbox and left nothing that a later
+            // look could claim: only then may a `--once` run end.
+            let mut is_inbox_drained = false;
+            let is_scanning = !is_stopping() && self.admitted.is_empty();
+            if is_scanning {
                 // Work of runs that died, here or on another host sharing the spool.
                 for claimed in self.spool.take_over_orphans(self.settings.lease)? {
                     self.admit(claimed, true)?;
                 }
-                is_inbox_waiting = self.claim_from_inbox()?;
+                is_inbox_drained = !self.claim_from_inbox()?;
             }
             self.start_partitions();
             if self.admitted.is_empty() && self.generating.is_empty() {
                 if is_stopping() {
                     return Ok(());
                 }
-                if self.settings.once && !is_inbox_waiting && self.deferred.is_empty() {
+                if self.settings.once && is_inbox_drained && self.deferred.is_empty() {
                     return Ok(());
+                }
+                // The last admitted job just started in full: look for the next one now,
+                // while the pool may have room, rather than after a poll period.
+                if !is_scanning && !is_stopping() {
+                    continue;
                 }
             }
             self.wait();
@@ -510,7 +518,7 @@ impl Feeder<'_> {
             let Some(front) = self.admitted.front_mut() else {
                 return;
             };
-            let r1cs = self.constraints.get(&path, &front.job);
+            let r1cs = self.constraints.get(&path, &front.job, footprint.domain);
             let task = PartitionTask {
                 r1cs,
                 job: front.job.clone(),

@@ -175,6 +175,19 @@ struct JobTimings {
     total: f64,
 }
 
+impl JobTimings {
+    /// The timings of `job`, finished now, its partitions in `done`.
+    fn of(job: &Job, done: &PendingJob, verify_ms: f64) -> JobTimings {
+        JobTimings {
+            parse: job.parse_ms,
+            synthesis: done.synth_ms,
+            prove: done.prove_ms,
+            verify: verify_ms,
+            total: job.claimed_at.elapsed().as_secs_f64() * 1e3,
+        }
+    }
+}
+
 /// What `outbox/<job>.benchmark.json` says about a benchmark shape job.
 #[derive(Serialize)]
 struct BenchmarkRecord<'a> {
@@ -198,6 +211,7 @@ fn write_benchmark(
     job: &Arc<Job>,
     done: PendingJob,
 ) -> Result<(), JobError> {
+    let timings_ms = JobTimings::of(job, &done, 0.0);
     let record = BenchmarkRecord {
         job: job.name(),
         c1_file: &job.claimed.file_name,
@@ -208,13 +222,7 @@ fn write_benchmark(
         provers: done.provers,
         run_id,
         finished_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        timings_ms: JobTimings {
-            parse: job.parse_ms,
-            synthesis: done.synth_ms,
-            prove: done.prove_ms,
-            verify: 0.0,
-            total: job.claimed_at.elapsed().as_secs_f64() * 1e3,
-        },
+        timings_ms,
     };
     let path = spool
         .finish_benchmark(&job.claimed, &record)
@@ -284,13 +292,7 @@ fn write_proof(
         provers: done.provers.clone(),
         run_id,
         finished_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        timings_ms: JobTimings {
-            parse: job.parse_ms,
-            synthesis: done.synth_ms,
-            prove: done.prove_ms,
-            verify: verify_ms,
-            total: job.claimed_at.elapsed().as_secs_f64() * 1e3,
-        },
+        timings_ms: JobTimings::of(job, &done, verify_ms),
     };
     let path = spool
         .finish(&job.claimed, &bytes, &record)

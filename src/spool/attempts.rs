@@ -68,10 +68,15 @@ impl Spool {
 
     fn write_attempts(&self, job: &str, record: &AttemptRecord) -> Result<()> {
         let path = self.attempts_path(job);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
         let bytes = serde_json::to_vec_pretty(record).context("encoding attempt record")?;
+        let dir = self.layout.work.join(ATTEMPTS_DIR);
+        // Twice: another run tidying up may remove the empty directory in between.
+        for _ in 0..2 {
+            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            if write_atomically(&path, &bytes).is_ok() {
+                return Ok(());
+            }
+        }
         write_atomically(&path, &bytes)
     }
 
@@ -110,6 +115,12 @@ impl Spool {
         if let Err(err) = self.write_attempts(&job.name, &record) {
             log::warn!("{}: {err:#}", job.name);
         }
+    }
+
+    /// Removes the attempts directory once it holds no record (another run may still be
+    /// writing one: then it is not empty, and stays).
+    pub(super) fn tidy_attempts(&self) {
+        let _ = fs::remove_dir(self.layout.work.join(ATTEMPTS_DIR));
     }
 
     /// Drops the record of a job whose file left `work/`.

@@ -351,6 +351,7 @@ impl Spool {
         if list_candidates(&self.claims)?.is_empty() {
             remove_owner_dir(&self.claims);
         }
+        self.tidy_attempts();
         Ok(())
     }
 
@@ -577,7 +578,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .file_name()
         .and_then(OsStr::to_str)
         .with_context(|| format!("{}: not a file path", path.display()))?;
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    // Unique per call: threads of one run may write the same file at once (attempt notes).
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut file = OpenOptions::new()
             .write(true)
@@ -616,9 +620,11 @@ fn remove_stale_temporaries(dir: &Path) -> Result<()> {
         let Ok(entry) = entry else { continue };
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some((_, pid)) = name.rsplit_once(".tmp-") else {
+        let Some((_, owner)) = name.rsplit_once(".tmp-") else {
             continue;
         };
+        // `<pid>-<n>`, or `<pid>` from older versions.
+        let pid = owner.split('-').next().unwrap_or(owner);
         if !name.starts_with('.') {
             continue;
         }
