@@ -22,7 +22,8 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
 use crate::c1::{C1File, SectorIdentity, SectorSizeName};
-use crate::r1cs::R1cs;
+use crate::params::registered_proof_for;
+use crate::r1cs::{self, R1cs, ShapeCounts};
 use crate::synth::{synthesize_with_capacity, Capacity, SynthesizedPartition};
 
 /// How to synthesize a partition.
@@ -267,12 +268,8 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
     }
 
     fn record_constraints(&self) -> Result<R1cs> {
-        type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
-        let blank = <Compound<Tree> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::blank_circuit(&self.vanilla_params);
-        R1cs::record(blank).context("recording the partition circuit's constraints")
+        R1cs::record(blank_circuit::<Tree>(&self.vanilla_params))
+            .context("recording the partition circuit's constraints")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
@@ -289,4 +286,55 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
     fn verifying_key_path(&self) -> Result<PathBuf> {
         self.config.get_cache_verifying_key_path::<Tree>()
     }
+}
+
+/// A partition circuit without a witness: what the parameter generator synthesizes.
+fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
+    vanilla_params: &stacked::PublicParams<Tree>,
+) -> stacked::StackedCircuit<Tree, DefaultPieceHasher> {
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::blank_circuit(vanilla_params)
+}
+
+/// The vanilla parameters of a sector size's partition circuit (V1_1; every PoRep version of
+/// a size shares one circuit).
+fn shape_params<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<stacked::PublicParams<Tree>> {
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(config)?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    Ok(<StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)?
+    .vanilla_params)
+}
+
+/// Counts one partition circuit of `sector_size` without a witness, the way the parameter
+/// generator sees it: about a minute on one core for 32GiB.
+pub fn count_shape(sector_size: u64) -> Result<ShapeCounts> {
+    let config = registered_proof_for(sector_size)?.as_v1_config();
+    with_shape!(sector_size, count_for_shape, &config)
+}
+
+fn count_for_shape<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<ShapeCounts> {
+    Ok(r1cs::count_shape(blank_circuit::<Tree>(&shape_params(
+        config,
+    )?))?)
+}
+
+/// Records the constraints of one partition circuit of `sector_size` (the same for every
+/// sector of that size): a few seconds for 2KiB, two to three minutes for 32GiB.
+pub fn record_constraints(sector_size: u64) -> Result<R1cs> {
+    let config = registered_proof_for(sector_size)?.as_v1_config();
+    with_shape!(sector_size, record_for_shape, &config)
+}
+
+fn record_for_shape<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<R1cs> {
+    Ok(R1cs::record(blank_circuit::<Tree>(&shape_params(config)?))?)
 }

@@ -31,17 +31,16 @@ use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use group::{Curve, Group};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
-use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleProof;
 use storage_proofs_porep::stacked::{
     self, generate_replica_id, ColumnProof, EncodingProof, LabelingProof, ReplicaColumnProof,
-    StackedCompound, StackedDrg, TOTAL_PARENTS,
+    TOTAL_PARENTS,
 };
 use typenum::Unsigned;
 
 use crate::c1::SectorIdentity;
 use crate::params::registered_proof_for;
-use crate::r1cs::{count_shape, ShapeCounts};
+use crate::r1cs::ShapeCounts;
 
 /// The key in a lotus-bench wrapper that marks a file as benchmark input.
 pub const BENCHMARK_KEY: &str = "CuzkBenchmark";
@@ -269,25 +268,7 @@ fn tree_path<Tree: MerkleTreeTrait>(
 /// Counts the shape of one partition circuit of `sector_size` on the blank circuit, the way
 /// the parameter generator sees it. About a minute on one core for 32GiB.
 pub fn count(sector_size: u64) -> Result<ShapeCounts> {
-    let config = registered_proof_for(sector_size)?.as_v1_config();
-    with_shape!(sector_size, count_for_shape, &config)
-}
-
-fn count_for_shape<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<ShapeCounts> {
-    let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(config)?,
-        partitions: Some(usize::from(config.partitions)),
-        priority: false,
-    };
-    type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
-    let compound = <Compound<Tree> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::setup(&setup)?;
-    let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(
-        &compound.vanilla_params,
-    );
-    Ok(count_shape(blank)?)
+    crate::porep::count_shape(sector_size)
 }
 
 /// How many distinct random points a shape parameter file cycles through.

@@ -172,3 +172,36 @@ fn params_gen_refuses_production_sizes() {
     );
     assert!(names(dir.path()).is_empty(), "nothing written");
 }
+
+#[test]
+fn partitions_synthesized_from_recorded_constraints_prove_and_verify() {
+    require_params();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inbox = dir.path().join("inbox");
+    fs::create_dir(&inbox).expect("inbox");
+    let name = "s-t02000-7.json";
+    fs::copy(fixture(name), inbox.join(name)).expect("copy fixture");
+    // Recorded ahead, as an operator would, so every partition takes the witness-only pass.
+    let out = cuzk(
+        &["params", "constraints", "--sector-size", "2KiB"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = cuzk(
+        &["prove-dir", "inbox", "--once", "--settle-secs", "0"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let proof = fs::read(dir.path().join("outbox/s-t02000-7.proof")).expect("proof");
+    let done = dir.path().join("done").join(name);
+    assert!(verifies_for_sector(&done, &proof, 0), "the proof verifies");
+    let timeline = fs::read_to_string(dir.path().join("timeline.csv")).expect("timeline");
+    let synth_ends: Vec<&str> = timeline
+        .lines()
+        .filter(|l| l.contains(",SYNTH_END,"))
+        .collect();
+    assert_eq!(synth_ends.len(), 1, "{timeline}");
+    assert!(synth_ends[0].contains("precompiled=true"), "{timeline}");
+}

@@ -1,7 +1,8 @@
 //! The run's pre-compiled constraints: each circuit shape's R1CS is mapped from beside its
-//! parameters, or recorded in the background the first time a sector of that shape comes and
-//! saved there for every later run. Until it is ready, partitions are synthesized in full,
-//! so the first sector never waits for it.
+//! parameters (`cuzk params constraints` or an earlier run saved it there), or recorded in
+//! the background the first time a sector of that shape comes and saved there for every later
+//! run. Until a recording is ready, partitions are synthesized in full, so the first sector
+//! never waits for it.
 //!
 //! The matrices take a place in the memory budget; when the budget has no room for them, or
 //! they cannot be made, partitions keep the full path and the run says why once.
@@ -89,6 +90,17 @@ impl ConstraintSets {
         let bytes = std::fs::metadata(&file).map_or(constraints * 140, |m| m.len());
         // No room now: the next partition asks again.
         let making = self.memory.try_reserve(bytes)?;
+        if file.is_file() {
+            // Saved by an earlier run: mapping it and checking its digest takes a second or
+            // two, so the partition asking waits for it rather than synthesizing in full.
+            drop(slots);
+            self.prepare(params_path, job, making);
+            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            return match slots.get(params_path) {
+                Some(Slot::Ready(r1cs, _)) => Some(r1cs.clone()),
+                _ => None,
+            };
+        }
         slots.insert(params_path.to_owned(), Slot::Preparing);
         let (sets, path, job) = (self.clone(), params_path.to_owned(), job.clone());
         std::thread::spawn(move || sets.prepare(&path, &job, making));

@@ -1,0 +1,96 @@
+//! Times one way of synthesizing partitions, in a process of its own so its peak memory is
+//! its own: wall seconds per partition, CPU seconds per partition and the peak resident
+//! memory, on a shape C1 file of the size (the real circuit over random data).
+//!
+//! ```text
+//! cargo run --release --example synthesis_bench -- --sector-size 512MiB --path precompiled
+//! ```
+//!
+//! `precompiled` maps the constraints `cuzk params constraints` saved beside the parameters
+//! (record them first). scripts/bench-synthesis.sh runs both paths and prints the table.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use cuzk::c1::{parse_c1, SectorIdentity};
+use cuzk::porep::{bind, SynthesisPlan};
+use cuzk::r1cs::{r1cs_path, R1cs};
+use cuzk::synth::Capacity;
+use rand::SeedableRng;
+
+#[derive(Parser)]
+struct Args {
+    /// Sector size.
+    #[arg(long, value_parser = cuzk::c1::parse_sector_size, default_value = "2KiB")]
+    sector_size: u64,
+    /// `full` or `precompiled`.
+    #[arg(long, default_value = "precompiled")]
+    path: String,
+    /// Partitions synthesized one after another.
+    #[arg(long, default_value_t = 3)]
+    partitions: usize,
+    /// Threads evaluating pre-compiled constraints.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+}
+
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(usage.ru_utime) + t(usage.ru_stime)
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let identity = SectorIdentity {
+        miner_id: 1000,
+        sector_num: 1,
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let output = cuzk::shape::synthetic_c1(args.sector_size, identity, &mut rng)?;
+    let bytes = cuzk::shape::wrap_benchmark_c1(&output, identity)?;
+    let c1 = parse_c1(std::path::Path::new("s-t01000-1.json"), &bytes)?;
+    let sector = bind(c1, identity)?;
+    let counts = cuzk::shape::count(args.sector_size)?;
+    let capacity = Capacity {
+        abc: counts.domain() as usize,
+        aux: counts.aux as usize,
+        inputs: counts.inputs as usize,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()?;
+    let r1cs =
+        if args.path == "precompiled" {
+            let file = r1cs_path(&sector.circuits.params_path()?);
+            Some(R1cs::load(&file).with_context(|| {
+                format!("run `cuzk params constraints` first ({})", file.display())
+            })?)
+        } else {
+            None
+        };
+    let plan = SynthesisPlan {
+        capacity,
+        precompiled: r1cs.as_ref().map(|r| (r, &pool)),
+    };
+    let (started, cpu) = (Instant::now(), cpu_seconds());
+    for k in 0..args.partitions {
+        let partition = sector
+            .circuits
+            .synthesize_partition(k % sector.circuits.partition_count(), &plan)?;
+        drop(partition);
+    }
+    let n = args.partitions as f64;
+    println!(
+        "| {} | {} | {:.2} | {:.2} | {} |",
+        cuzk::c1::SectorSizeName(args.sector_size),
+        args.path,
+        started.elapsed().as_secs_f64() / n,
+        (cpu_seconds() - cpu) / n,
+        cuzk::bench::peak_rss_bytes().map_or("-".into(), cuzk::memory::show_bytes),
+    );
+    Ok(())
+}

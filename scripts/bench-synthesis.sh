@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Synthesis, old path against new: full synthesis against the witness-only pass over
+# pre-compiled constraints, per sector size, each in a process of its own (peak memory).
+#
+#   scripts/bench-synthesis.sh [SIZES] [PARTITIONS]     # default "2KiB 512MiB", 3
+#
+# Records each size's constraints first (`cuzk params constraints`, into a scratch parameter
+# directory), then prints a markdown table: wall and CPU seconds per partition, peak memory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes="${1:-2KiB 512MiB}"
+partitions="${2:-3}"
+export FIL_PROOFS_PARAMETER_CACHE="${BENCH_PARAMS:-/var/tmp/cuzk-bench-synthesis}"
+mkdir -p "$FIL_PROOFS_PARAMETER_CACHE"
+# The dev profile is optimized (opt-level 3) in this crate and its dependencies.
+cargo build --quiet --bin cuzk --example synthesis_bench
+bin="${CARGO_TARGET_DIR:-target}/debug"
+echo "| size | path | wall s/partition | CPU s/partition | peak memory |"
+echo "|---|---|---|---|---|"
+for size in $sizes; do
+  "$bin/cuzk" params constraints --sector-size "$size" >&2
+  for path in full precompiled; do
+    "$bin/examples/synthesis_bench" --sector-size "$size" --path "$path" \
+      --partitions "$partitions" --threads "$(nproc)"
+  done
+done
