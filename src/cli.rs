@@ -17,7 +17,7 @@ use crate::kernels::GpuSelection;
 use crate::params;
 use crate::pipeline::{self, RunSettings};
 use crate::spool::SpoolLayout;
-use crate::{reference, status, waterfall};
+use crate::{damocles, reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
 #[derive(Debug, Parser)]
@@ -51,6 +51,49 @@ pub enum Command {
     /// Manage Groth16 parameters.
     #[command(subcommand)]
     Params(ParamsCommand),
+    /// Serve damocles-worker as its external C2 processor: requests as JSON lines on stdin,
+    /// one answer line each on stdout, proved by cuzk's pipeline.
+    #[command(name = "damocles-c2")]
+    DamoclesC2(DamoclesC2Args),
+    /// `cuzk processor c2`: what damocles-worker runs when its processor has no `args`; the
+    /// same as `cuzk damocles-c2`.
+    #[command(hide = true)]
+    Processor(ProcessorArgs),
+}
+
+/// Arguments of `cuzk damocles-c2`.
+#[derive(Debug, Args)]
+#[command(after_help = "In damocles-worker's configuration:
+
+  [[processors.c2]]
+  bin = \"/usr/local/bin/cuzk\"
+  args = [\"damocles-c2\", \"--params\", \"/var/tmp/filecoin-proof-parameters\"]
+  envs = { CUDA_VISIBLE_DEVICES = \"0\" }
+
+stdout carries protocol lines only; progress and logs go to stderr.")]
+pub struct DamoclesC2Args {
+    /// Where the processor keeps its private spool (a fresh directory inside, removed at
+    /// exit; C1 files of requests in flight live there) [default: $TMPDIR, else /tmp].
+    #[arg(long, value_name = "DIR")]
+    pub tmp_dir: Option<PathBuf>,
+    /// Append the timeline here, for `cuzk waterfall` [default: inside the private spool,
+    /// removed at exit].
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// How much runs at once.
+    #[command(flatten)]
+    pub tuning: TuningArgs,
+}
+
+/// Arguments of the hidden `cuzk processor STAGE`.
+#[derive(Debug, Args)]
+pub struct ProcessorArgs {
+    /// The damocles stage; cuzk serves c2 only.
+    #[arg(value_parser = [crate::damocles::STAGE])]
+    pub stage: String,
+    /// As for `damocles-c2`.
+    #[command(flatten)]
+    pub c2: DamoclesC2Args,
 }
 
 /// Arguments of `cuzk prove-dir`.
@@ -252,6 +295,9 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Bench(args) => run_bench(args),
         Command::Params(ParamsCommand::Gen(args)) => params_gen(args),
         Command::Params(ParamsCommand::Path(args)) => params_path(args),
+        Command::DamoclesC2(args) | Command::Processor(ProcessorArgs { c2: args, .. }) => {
+            damocles_c2(args)
+        }
     }
 }
 
@@ -344,6 +390,21 @@ impl TuningArgs {
 fn prove_dir(args: ProveDirArgs) -> Result<u8> {
     let summary = pipeline::run(&args.to_settings()?)?;
     Ok(if summary.failed > 0 { 1 } else { 0 })
+}
+
+/// The top-level entry point for `cuzk damocles-c2` (and `cuzk processor c2`).
+fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
+    // First, before anything can print: stdout becomes the protocol's alone.
+    let output = damocles::protocol_stdout()?;
+    let tmp_dir = args.tmp_dir.unwrap_or_else(std::env::temp_dir);
+    let layout = SpoolLayout::beside(&tmp_dir.join("inbox"));
+    let settings = damocles::ProcessorSettings {
+        run: args.tuning.to_settings(layout)?,
+        tmp_dir,
+        timeline: args.timeline,
+    };
+    let input = Box::new(std::io::BufReader::new(std::io::stdin()));
+    damocles::serve(input, Box::new(output), &settings)
 }
 
 /// The top-level entry point for `cuzk status`.

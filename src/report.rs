@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::event::{Event, EventKind};
@@ -31,15 +31,24 @@ pub struct RunSummary {
     pub elapsed_s: f64,
 }
 
-/// Starts the reporter thread; it ends when every sender of `events` is gone.
-pub fn spawn(events: Receiver<Event>, timeline: TimelineWriter) -> JoinHandle<RunSummary> {
+/// Starts the reporter thread; it ends when every sender of `events` is gone. `observer`, if
+/// any, gets each event once the timeline has it.
+pub fn spawn(
+    events: Receiver<Event>,
+    timeline: TimelineWriter,
+    observer: Option<Sender<Event>>,
+) -> JoinHandle<RunSummary> {
     std::thread::Builder::new()
         .name("reporter".into())
-        .spawn(move || report(events, timeline))
+        .spawn(move || report(events, timeline, observer))
         .expect("spawning the reporter thread")
 }
 
-fn report(events: Receiver<Event>, mut timeline: TimelineWriter) -> RunSummary {
+fn report(
+    events: Receiver<Event>,
+    mut timeline: TimelineWriter,
+    mut observer: Option<Sender<Event>>,
+) -> RunSummary {
     let mut display = Display::new();
     let mut summary = RunSummary::default();
     let mut timeline_failed = false;
@@ -71,6 +80,12 @@ fn report(events: Receiver<Event>, mut timeline: TimelineWriter) -> RunSummary {
             _ => {}
         }
         display.show(&event, &summary);
+        // An observer that went away stops observing; the run goes on.
+        if let Some(tx) = &observer {
+            if tx.send(event).is_err() {
+                observer = None;
+            }
+        }
     }
     display.finish(&summary);
     summary

@@ -28,7 +28,7 @@ use super::constraints::ConstraintSets;
 use super::intake::{self, IntakeError, IntakeRules};
 use super::job::{quarantine, Job, JobError, Outcome};
 use super::settings::RunSettings;
-use super::stop::{is_stopping, Halt};
+use super::stop::{is_stopping, Drain, Halt};
 use super::synthesis::{PartitionTask, SynthesisPool, SynthesisSlots};
 
 /// How long the feeder sleeps at most while partitions wait for room.
@@ -91,6 +91,8 @@ pub struct Feeder<'a> {
     admitted: VecDeque<Admitted>,
     /// Test parameters being generated, by parameter file.
     generating: HashMap<PathBuf, JoinHandle<Result<()>>>,
+    /// Asked by the program feeding the inbox: end once it is drained.
+    drain: Drain,
 }
 
 /// Where the feeder sends its work, and what it shares with the other stages.
@@ -121,6 +123,7 @@ impl<'a> Feeder<'a> {
         events: EventSink,
         run_id: &'a str,
         links: FeederLinks,
+        drain: Drain,
     ) -> Feeder<'a> {
         Feeder {
             settings,
@@ -139,6 +142,7 @@ impl<'a> Feeder<'a> {
             deferred: HashMap::new(),
             admitted: VecDeque::new(),
             generating: HashMap::new(),
+            drain,
         }
     }
 }
@@ -161,25 +165,40 @@ impl Feeder<'_> {
                 self.events.emit(EventKind::StopRequested);
                 announced_stop = true;
             }
+            // Read before the scan: a file put in the inbox before a drain was asked for is
+            // then seen by this scan or, if the drain came during it, by the next one.
+            let is_draining = self.is_draining();
             let mut is_inbox_waiting = false;
+            let mut is_scanned = false;
             if !is_stopping() && self.admitted.is_empty() {
                 // Work of runs that died, here or on another host sharing the spool.
                 for claimed in self.spool.take_over_orphans(self.settings.lease)? {
                     self.admit(claimed, true)?;
                 }
                 is_inbox_waiting = self.claim_from_inbox()?;
+                is_scanned = true;
             }
             self.start_partitions();
             if self.admitted.is_empty() && self.generating.is_empty() {
                 if is_stopping() {
                     return Ok(());
                 }
-                if self.settings.once && !is_inbox_waiting && self.deferred.is_empty() {
+                if !is_scanned {
+                    // The last job just started; whether the inbox is drained is only known
+                    // from a scan made now, not from the one before that job was claimed.
+                    continue;
+                }
+                if is_draining && !is_inbox_waiting && self.deferred.is_empty() {
                     return Ok(());
                 }
             }
             self.wait();
         }
+    }
+
+    /// True when the run ends once the inbox is drained: `--once`, or a drain was asked for.
+    fn is_draining(&self) -> bool {
+        self.settings.once || self.drain.is_requested()
     }
 
     /// Claims and admits inbox files while the pool could use more work. True when files
@@ -221,7 +240,8 @@ impl Feeder<'_> {
             TICK
         };
         let deadline = Instant::now() + period;
-        while !is_stopping() {
+        let was_draining = self.is_draining();
+        while !is_stopping() && self.is_draining() == was_draining {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;

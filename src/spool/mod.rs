@@ -175,7 +175,7 @@ pub fn host_name() -> String {
 }
 
 /// True if process `pid` exists on this host.
-fn is_process_alive(pid: u32) -> bool {
+pub(crate) fn is_process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
