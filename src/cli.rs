@@ -37,6 +37,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Prove every C1 file that lands in an inbox directory.
+    #[command(
+        after_help = "Which sector a C1 file is: a lotus sector name s-t0<miner>-<sector>.json (or s-f0<miner>-<sector>.json) \
+says both. A file named anything else (lotus-bench's commit2 input, say) takes its sector number from the wrapper's \
+SectorNum and its miner from --miner-addr or --miner-id; without either it fails with a hint. The replica id is \
+recomputed from them before any proving, so a wrong miner or sector fails at once."
+    )]
     ProveDir(ProveDirArgs),
     /// Show what a spool holds and how its last run went.
     Status(StatusArgs),
@@ -122,6 +128,9 @@ pub struct ProveDirArgs {
     /// Miner actor id for files whose name is not a lotus sector name s-t0<miner>-<sector>.
     #[arg(long, value_name = "ID")]
     pub miner_id: Option<u64>,
+    /// The same as --miner-id, as a miner ID address like lotus-bench's: t01000 or f01000.
+    #[arg(long, value_name = "ADDR", value_parser = c1::parse_miner_address, conflicts_with = "miner_id")]
+    pub miner_addr: Option<u64>,
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
@@ -260,6 +269,9 @@ pub struct ReferenceArgs {
     /// Miner actor id for files without a lotus sector name.
     #[arg(long, value_name = "ID")]
     pub miner_id: Option<u64>,
+    /// The same as --miner-id, as a miner ID address: t01000 or f01000.
+    #[arg(long, value_name = "ADDR", value_parser = c1::parse_miner_address, conflicts_with = "miner_id")]
+    pub miner_addr: Option<u64>,
     /// C1 files to prove.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
@@ -340,7 +352,7 @@ impl ProveDirArgs {
         settings.timeline = or(&self.timeline, parent_of(&self.inbox).join("timeline.csv"));
         Ok(RunSettings {
             once: self.once,
-            miner_id: self.miner_id,
+            miner_id: self.miner_id.or(self.miner_addr),
             poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
             settle: seconds("settle-secs", self.settle_secs)?,
             incomplete_grace: seconds("incomplete-grace-secs", self.incomplete_grace_secs)?,
@@ -452,7 +464,8 @@ fn resolve_width(flag: Option<usize>) -> usize {
 
 /// The top-level entry point for `cuzk reference`.
 fn run_reference(args: ReferenceArgs) -> Result<u8> {
-    reference::run(&args.files, args.miner_id, &mut |line| print(line))
+    let miner_id = args.miner_id.or(args.miner_addr);
+    reference::run(&args.files, miner_id, &mut |line| print(line))
 }
 
 /// The top-level entry point for `cuzk bench`.

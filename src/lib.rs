@@ -18,6 +18,8 @@
 //! [`damocles`] feeds the same pipeline from damocles-worker's external processor protocol
 //! instead of an inbox somebody else fills.
 //!
+//! [`commcid`] writes sector commitments as the CIDs lotus shows.
+//!
 //! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
 //! allocate. [`status`] reports what a spool holds. [`params`] finds and loads the Groth16 parameters; [`reference`] runs filecoin-proofs'
 //! own prover for comparison; [`sealing`] seals random test sectors; [`shape`] makes benchmark inputs of any size; [`cli`] is the command line.
@@ -27,6 +29,7 @@ pub mod backend;
 pub mod bench;
 pub mod c1;
 pub mod cli;
+pub mod commcid;
 pub mod damocles;
 pub mod event;
 pub mod kernels;

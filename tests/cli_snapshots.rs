@@ -61,13 +61,17 @@ fn main_error_messages() {
     )
     .expect("copy");
     fs::write(root.join("not-a-timeline.csv"), b"hello\n").expect("write");
-    let cases: [(&str, &[&str]); 7] = [
+    let cases: [(&str, &[&str]); 8] = [
         (
             "missing-params",
             &["prove-dir", "inbox", "--once", "--settle-secs", "0"],
         ),
         ("missing-inbox", &["prove-dir", "no-such-inbox", "--once"]),
         ("bad-gpus", &["prove-dir", "inbox", "--gpus", "zero"]),
+        (
+            "bad-miner-addr",
+            &["prove-dir", "inbox", "--miner-addr", "f1abcdefgh"],
+        ),
         ("waterfall-missing-file", &["waterfall", "nowhere.csv"]),
         (
             "waterfall-not-a-timeline",
