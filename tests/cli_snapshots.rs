@@ -27,7 +27,7 @@ fn transcript(args: &[&str], cwd: &Path, params: &Path) -> String {
 #[test]
 fn help_of_every_command() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let commands: [&[&str]; 10] = [
+    let commands: [&[&str]; 11] = [
         &["--help"],
         &["damocles-c2", "--help"],
         &["bench", "--help"],
@@ -38,6 +38,7 @@ fn help_of_every_command() {
         &["params", "--help"],
         &["params", "gen", "--help"],
         &["params", "path", "--help"],
+        &["params", "check", "--help"],
     ];
     for args in commands {
         let name = format!("help_{}", args[..args.len() - 1].join("_"))

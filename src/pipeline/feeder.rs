@@ -19,7 +19,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, Footprint, MemoryBudget};
-use crate::params::{self, LoadParamsError, ParamSets};
+use crate::params::{self, ParamSets};
 use crate::porep::Sector;
 use crate::spool::{ClaimedJob, Spool};
 use crate::synth::Capacity;
@@ -407,16 +407,16 @@ impl Feeder<'_> {
         Ok(())
     }
 
-    /// The footprint of sectors of `size` with parameters at `params_path`, checked once
-    /// against the budget: parameters plus one partition must fit, or nothing can be proved.
+    /// The footprint of sectors of `size` with parameters at `params_path`, checked once: the
+    /// files must be whole (see [`params::check_usable`]), and parameters plus one partition
+    /// must fit the budget, or nothing can be proved.
     fn footprint(&mut self, size: u64, params_path: &Path) -> Result<Footprint> {
         if let Some(footprint) = self.fits.get(&size) {
             return Ok(*footprint);
         }
-        let footprint = Footprint::of_file(params_path).map_err(|e| LoadParamsError {
-            path: params_path.to_owned(),
-            reason: e.to_string(),
-        })?;
+        // The first use of the file: a download cut short stops the run here, named, before
+        // any work depends on it.
+        let footprint = Footprint::of(&params::check_usable(params_path, size)?);
         if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
             return Err(DoesNotFitError {
                 size: SectorSizeName(size),
