@@ -17,7 +17,7 @@ use crate::kernels::GpuSelection;
 use crate::params;
 use crate::pipeline::{self, RunSettings};
 use crate::spool::SpoolLayout;
-use crate::{damocles, reference, status, waterfall};
+use crate::{damocles, metrics, reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
 #[derive(Debug, Parser)]
@@ -233,6 +233,15 @@ pub struct StatusArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+    /// Print metrics in Prometheus' text format: proofs done and failed, files waiting, the
+    /// last run's seconds per proof and prover busy share.
+    #[arg(long, conflicts_with = "json")]
+    pub prometheus: bool,
+    /// Write the Prometheus metrics to FILE atomically, for node_exporter's textfile
+    /// collector (name it *.prom in its --collector.textfile.directory); prints nothing else
+    /// unless --prometheus or --json asks.
+    #[arg(long, value_name = "FILE")]
+    pub textfile: Option<PathBuf>,
 }
 
 /// Arguments of `cuzk waterfall`.
@@ -441,6 +450,19 @@ fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
 /// The top-level entry point for `cuzk status`.
 fn show_status(args: StatusArgs) -> Result<u8> {
     let lease = seconds("lease-secs", args.lease_secs)?;
+    if args.prometheus || args.textfile.is_some() {
+        let metrics = metrics::collect(&args.spool, args.timeline.as_deref(), lease)?;
+        let text = metrics::render(&metrics);
+        if let Some(path) = &args.textfile {
+            metrics::write_textfile(path, &text)?;
+        }
+        if args.prometheus {
+            print(&text)?;
+        }
+        if !args.json {
+            return Ok(0);
+        }
+    }
     let status = status::inspect_spool(&args.spool, args.timeline.as_deref(), lease)?;
     if args.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&status)?))?;
