@@ -27,6 +27,8 @@ pub struct RunSummary {
     pub failed: usize,
     /// Times a file was left in the inbox because it looked unfinished.
     pub deferred: usize,
+    /// Inbox files that could not be claimed and were never claimed later in the run.
+    pub skipped: usize,
     /// Seconds from the first to the last event.
     pub elapsed_s: f64,
 }
@@ -77,8 +79,15 @@ fn report(
             }
             EventKind::JobFailed { .. } => summary.failed += 1,
             EventKind::FileDeferred { .. } => summary.deferred += 1,
+            EventKind::FileSkipped { job, .. } => {
+                display.skipped.insert(job.clone());
+            }
+            EventKind::JobClaimed { job, .. } => {
+                display.skipped.remove(job);
+            }
             _ => {}
         }
+        summary.skipped = display.skipped.len();
         display.show(&event, &summary);
         // An observer that went away stops observing; the run goes on.
         if let Some(tx) = &observer {
@@ -99,6 +108,8 @@ struct Display {
     benchmarks: std::collections::HashSet<String>,
     /// Parameter loads seen, with when they started (negative once reported done).
     loads: std::collections::HashMap<String, f64>,
+    /// Inbox files that could not be claimed, until one is claimed after all.
+    skipped: std::collections::HashSet<String>,
 }
 
 impl Display {
@@ -117,6 +128,7 @@ impl Display {
             in_flight: 0,
             benchmarks: Default::default(),
             loads: Default::default(),
+            skipped: Default::default(),
         }
     }
 
@@ -181,6 +193,9 @@ impl Display {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.line(&format!("[{secs:7.1}s] waiting for {job}: {reason}"));
             }
+            EventKind::FileSkipped { job, reason } => self.line(&format!(
+                "[{secs:7.1}s] cannot claim {job}, left in the inbox: {reason}"
+            )),
             EventKind::ParamsGenerating { path } => self.line(&format!(
                 "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 18 minutes on 2 cores)"
             )),
@@ -250,8 +265,13 @@ impl Display {
         } else {
             String::new()
         };
+        let skipped = if summary.skipped > 0 {
+            format!(", {} left in the inbox unclaimed", summary.skipped)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "done: {} proved{benchmarked}, {} failed in {:.1} s{per_proof}",
+            "done: {} proved{benchmarked}, {} failed{skipped} in {:.1} s{per_proof}",
             summary.proved, summary.failed, summary.elapsed_s
         );
     }

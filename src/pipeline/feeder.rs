@@ -68,6 +68,9 @@ enum Readiness {
     Waiting,
 }
 
+/// A file seen changing: its size and modification time, and since when it looked so.
+type Seen = (u64, SystemTime, Instant);
+
 /// The feeder and what it owns.
 pub struct Feeder<'a> {
     settings: &'a RunSettings,
@@ -87,6 +90,12 @@ pub struct Feeder<'a> {
     fits: HashMap<u64, Footprint>,
     /// Files that looked unfinished, with the (size, mtime) they had then.
     deferred: HashMap<PathBuf, (u64, SystemTime)>,
+    /// Files still settling, as first seen unchanged.
+    settling: HashMap<PathBuf, Seen>,
+    /// When the next settling file is due, if one is waited for.
+    next_settled: Option<Instant>,
+    /// Files that could not be claimed, with the reason last reported.
+    skipped: HashMap<PathBuf, String>,
     /// Jobs in order, with partitions still to start.
     admitted: VecDeque<Admitted>,
     /// Test parameters being generated, by parameter file.
@@ -140,6 +149,9 @@ impl<'a> Feeder<'a> {
             wake: links.wake,
             fits: HashMap::new(),
             deferred: HashMap::new(),
+            settling: HashMap::new(),
+            next_settled: None,
+            skipped: HashMap::new(),
             admitted: VecDeque::new(),
             generating: HashMap::new(),
             drain,
@@ -205,7 +217,11 @@ impl Feeder<'_> {
     /// were left that a later scan may claim (still settling, or more than the pool wants).
     fn claim_from_inbox(&mut self) -> Result<bool> {
         let mut is_waiting = false;
-        for path in self.spool.scan_inbox()? {
+        let listed = self.spool.scan_inbox()?;
+        self.settling.retain(|path, _| listed.contains(path));
+        self.skipped.retain(|path, _| listed.contains(path));
+        self.next_settled = None;
+        for path in listed {
             if !self.admitted.is_empty() || is_stopping() || self.halt.reason().is_some() {
                 return Ok(true);
             }
@@ -221,24 +237,48 @@ impl Feeder<'_> {
                 Ok(Some(claimed)) => claimed,
                 Ok(None) => continue,
                 Err(err) => {
-                    log::warn!("{err:#}");
+                    // Left in the inbox and tried again at the next scan; said once per
+                    // reason, so a --once run can tell why it ends without proving it.
+                    self.report_skipped(&path, format!("{err:#}"));
                     continue;
                 }
             };
+            self.skipped.remove(&path);
             self.admit(claimed, false)?;
             self.start_partitions();
         }
         Ok(is_waiting)
     }
 
+    /// Reports once per reason that the inbox file at `path` cannot be claimed.
+    fn report_skipped(&mut self, path: &Path, reason: String) {
+        if self.skipped.get(path) == Some(&reason) {
+            return;
+        }
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.skipped.insert(path.to_owned(), reason.clone());
+        self.events.emit(EventKind::FileSkipped {
+            job: crate::spool::job_name(&file_name),
+            reason,
+        });
+    }
+
     /// Sleeps until woken (a file arrived, a slot came back, parameters were made), the
-    /// next rescan is due, or a stop signal arrives.
+    /// next rescan or settling file is due, or a stop signal arrives.
     fn wait(&self) {
-        let period = if self.admitted.is_empty() && self.generating.is_empty() {
+        let mut period = if self.admitted.is_empty() && self.generating.is_empty() {
             self.settings.poll
         } else {
             TICK
         };
+        // Only when the next loop scans the inbox (and so resets it): a due time in the
+        // past would otherwise make this a busy loop while a job waits for memory.
+        if let Some(due) = self.next_settled.filter(|_| self.admitted.is_empty()) {
+            period = period.min(due.saturating_duration_since(Instant::now()));
+        }
         let deadline = Instant::now() + period;
         let was_draining = self.is_draining();
         while !is_stopping() && self.is_draining() == was_draining {
@@ -272,7 +312,10 @@ impl Feeder<'_> {
         Some(watcher)
     }
 
-    /// Files changed too recently, or deferred and unchanged since, are not claimed yet.
+    /// Files changed too recently, or deferred and unchanged since, are not claimed yet. A
+    /// file has settled when its modification time is `--settle-secs` old, or when it was
+    /// seen unchanged that long: a clock ahead of ours (`rsync -t` from another host) must
+    /// not hold a file back until our clock catches up.
     fn readiness(&mut self, path: &Path) -> Readiness {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return Readiness::Ready;
@@ -280,8 +323,22 @@ impl Feeder<'_> {
         let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         let age = modified.elapsed().unwrap_or_default();
         if age < self.settings.settle {
-            return Readiness::Waiting;
+            let now = Instant::now();
+            let seen = self
+                .settling
+                .entry(path.to_owned())
+                .or_insert((meta.len(), modified, now));
+            if (seen.0, seen.1) != (meta.len(), modified) {
+                *seen = (meta.len(), modified, now);
+            }
+            let unchanged = seen.2.elapsed();
+            if unchanged < self.settings.settle {
+                let due = now + self.settings.settle - age.max(unchanged);
+                self.next_settled = Some(self.next_settled.map_or(due, |d| d.min(due)));
+                return Readiness::Waiting;
+            }
         }
+        self.settling.remove(path);
         match self.deferred.get(path) {
             Some(&seen)
                 if seen == (meta.len(), modified) && age < self.settings.incomplete_grace =>
