@@ -268,6 +268,12 @@ impl Shared {
                 stage,
                 message,
             } => (job, Err(format!("cuzk: {stage}: {message}"))),
+            // Never the case for a file this module wrote, but a request must not wait for
+            // a claim that cannot happen; its file goes, so it is never proved unasked.
+            EventKind::FileSkipped { job, reason } => (
+                job,
+                Err(format!("cuzk: cannot claim the request's file: {reason}")),
+            ),
             _ => return,
         };
         let Some(id) = self.lock().ids.remove(job) else {

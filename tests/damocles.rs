@@ -28,8 +28,13 @@ struct Processor {
 }
 
 fn start(args: &[&str]) -> Processor {
+    start_with(args, &[])
+}
+
+fn start_with(args: &[&str], envs: &[(&str, &Path)]) -> Processor {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
         .args(args)
+        .envs(envs.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -223,4 +228,60 @@ fn damocles_default_arguments_start_the_same_processor() {
 
     let out = common::cuzk(&["processor", "pc1"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2), "only c2 is served");
+}
+
+#[test]
+fn a_run_that_cannot_go_on_answers_with_the_reason_and_the_next_request_retries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty_cache = dir.path().join("no-params");
+    std::fs::create_dir(&empty_cache).expect("cache");
+    let timeline = dir.path().join("timeline.csv");
+    let mut processor = start_with(
+        &[
+            "damocles-c2",
+            "--gpus",
+            "none",
+            "--tmp-dir",
+            &dir.path().display().to_string(),
+            "--timeline",
+            &timeline.display().to_string(),
+        ],
+        &[("FIL_PROOFS_PARAMETER_CACHE", &empty_cache)],
+    );
+    let ready = processor.lines.recv_timeout(STABLE_WAIT);
+    assert_eq!(ready.as_deref(), Ok("c2 processor ready"));
+    let c1 = cuzk::c1::read_c1_file(&fixture("s-t01000-1.json"), cuzk::c1::DEFAULT_MAX_C1_BYTES)
+        .expect("fixture");
+    let c1out = serde_json::to_string(&c1.output).expect("c1out");
+    let sector = SectorIdentity {
+        miner_id: 1000,
+        sector_num: 1,
+    };
+    let mut stdin = processor.child.stdin.take().expect("stdin");
+    for id in [21, 22] {
+        // One at a time: the second comes after the first run has ended.
+        writeln!(stdin, "{}", request(id, &c1out, 1000, sector)).expect("request");
+        stdin.flush().expect("flush");
+        let line = processor
+            .lines
+            .recv_timeout(Duration::from_secs(120))
+            .expect("an answer");
+        let answer: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(answer["id"], id);
+        let message = answer["err_msg"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("missing Groth16 parameters") && message.contains("fetch-params"),
+            "{answer}"
+        );
+    }
+    drop(stdin);
+    let status = processor.child.wait().expect("wait");
+    let stderr = processor.stderr.join().expect("stderr");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let rows = std::fs::read_to_string(&timeline).expect("timeline");
+    assert!(
+        rows.matches(",RUN_START,").count() >= 2,
+        "the second request started a fresh run: {rows}"
+    );
+    assert!(cuzk_spools(dir.path()).is_empty());
 }
