@@ -3,8 +3,8 @@
 //! Two forms are accepted: the lotus-bench / Curio `Commit2In` wrapper
 //! (`{"SectorNum", "Phase1Out": base64 JSON, "SectorSize"}`) and the bare
 //! `SealCommitPhase1Output` JSON of filecoin-proofs-api. The file carries no miner id, so
-//! [`SectorIdentity`] is resolved from the lotus file name `s-t0<miner>-<sector>`, the
-//! wrapper's `SectorNum` and the `--miner-id` flag. This module only parses and checks shapes;
+//! [`SectorIdentity`] is resolved from the lotus file name `s-t0<miner>-<sector>` (or
+//! `s-f0...`), the wrapper's `SectorNum` and the `--miner-id` / `--miner-addr` flags. This module only parses and checks shapes;
 //! binding the data to the PoRep circuit is `porep`'s job.
 
 use std::fmt;
@@ -414,6 +414,52 @@ impl fmt::Display for SectorIdentity {
     }
 }
 
+/// Why a miner address is not one C2 can use.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseMinerAddrError {
+    /// Not a Filecoin address at all.
+    #[error("{0:?} is not a miner address like t01000 or f01000 (t for test networks, f for mainnet, then 0 and the actor id)")]
+    NotAnAddress(String),
+    /// A Filecoin address, but not an ID address.
+    #[error("{address:?} is a {kind} address; C2 needs the miner's ID address t0<id> or f0<id> (hint: `lotus state lookup {address}` prints it)")]
+    NotAnIdAddress {
+        /// The address given.
+        address: String,
+        /// What kind of address it is.
+        kind: &'static str,
+    },
+}
+
+/// The actor id of a miner ID address, `t0<id>` or `f0<id>`, as lotus-bench's `--miner-addr`
+/// takes it.
+pub fn parse_miner_address(text: &str) -> Result<u64, ParseMinerAddrError> {
+    let not_an_address = || ParseMinerAddrError::NotAnAddress(text.to_owned());
+    let rest = text.strip_prefix(['t', 'f']).ok_or_else(not_an_address)?;
+    let kind = match rest.chars().next() {
+        Some('0') => None,
+        Some('1') => Some("secp256k1 (account)"),
+        Some('2') => Some("actor (robust)"),
+        Some('3') => Some("BLS (account)"),
+        Some('4') => Some("delegated"),
+        _ => return Err(not_an_address()),
+    };
+    if let Some(kind) = kind {
+        return Err(ParseMinerAddrError::NotAnIdAddress {
+            address: text.to_owned(),
+            kind,
+        });
+    }
+    let digits = &rest[1..];
+    // go-address writes ids without leading zeros; anything else is a typo.
+    let is_canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if !is_canonical {
+        return Err(not_an_address());
+    }
+    digits.parse().map_err(|_| not_an_address())
+}
+
 /// Miner and sector from a lotus sector name `s-t0<miner>-<sector>` (or `s-f0`), with any
 /// extension, if the file name is one.
 pub fn identity_from_file_name(path: &Path) -> Option<SectorIdentity> {
@@ -437,7 +483,7 @@ pub fn identity_from_file_name(path: &Path) -> Option<SectorIdentity> {
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveIdentityError {
     /// No miner id anywhere.
-    #[error("{path}: no miner id (hint: name the file s-t0<miner>-<sector>.json as lotus does, or pass --miner-id)")]
+    #[error("{path}: no miner id (hint: name the file s-t0<miner>-<sector>.json as lotus does, or pass --miner-addr t0<miner> or --miner-id <miner>)")]
     NoMiner {
         /// The file.
         path: PathBuf,
@@ -461,7 +507,8 @@ pub enum ResolveIdentityError {
 }
 
 /// Resolves the miner and sector of the C1 file at `path`: the lotus file name first, then
-/// the wrapper's `SectorNum`, then `default_miner` (the `--miner-id` flag) for the miner.
+/// the wrapper's `SectorNum`, then `default_miner` (the `--miner-id` or `--miner-addr` flag)
+/// for the miner.
 pub fn resolve_identity(
     path: &Path,
     c1: &C1File,
@@ -530,6 +577,80 @@ mod tests {
         assert_eq!(id("c1-7.json"), None);
         assert_eq!(id("s-t0abc-7.json"), None);
     }
+
+    #[test]
+    fn miner_addresses_give_actor_ids() {
+        assert_eq!(parse_miner_address("t01000"), Ok(1000));
+        assert_eq!(parse_miner_address("f02345"), Ok(2345));
+        assert_eq!(parse_miner_address("t00"), Ok(0));
+        for bad in [
+            "",
+            "t0",
+            "x01000",
+            "01000",
+            "1000",
+            "t0 1000",
+            "t001000",
+            "t01000x",
+            "t099999999999999999999",
+        ] {
+            let err = parse_miner_address(bad).expect_err(bad);
+            assert!(
+                matches!(err, ParseMinerAddrError::NotAnAddress(_)),
+                "{bad}: {err}"
+            );
+        }
+        let err = parse_miner_address("f3vvmn62lofvhjd2ugzca6sof2j2ubwok6cj4xxbfzz4yuxfkgobpihhd2thlanmsh3w2ptld2gqkn2jvlss4a")
+            .expect_err("BLS");
+        assert!(err.to_string().contains("BLS"), "{err}");
+        assert!(err.to_string().contains("lotus state lookup"), "{err}");
+        assert!(parse_miner_address("t1abc")
+            .expect_err("secp")
+            .to_string()
+            .contains("secp256k1"));
+    }
+
+    #[test]
+    fn mainnet_names_and_flags_resolve_like_test_network_ones() {
+        let c1 = |wrapper_sector_num| C1File {
+            form: C1Form::Wrapper,
+            wrapper_sector_num,
+            is_benchmark: false,
+            output: serde_json::from_str(MINIMAL_OUTPUT).expect("output"),
+        };
+        let resolve =
+            |name: &str, sector, miner| resolve_identity(Path::new(name), &c1(sector), miner);
+        let want = |miner_id, sector_num| {
+            Some(SectorIdentity {
+                miner_id,
+                sector_num,
+            })
+        };
+        assert_eq!(
+            resolve("inbox/s-f01000-7.json", Some(7), None).ok(),
+            want(1000, 7)
+        );
+        assert_eq!(
+            resolve("inbox/s-f01000-7.json", None, Some(5)).ok(),
+            want(1000, 7)
+        );
+        // Any other name: the miner from the flag, the sector from the wrapper.
+        assert_eq!(
+            resolve("inbox/commit2-in.json", Some(7), Some(2000)).ok(),
+            want(2000, 7)
+        );
+        assert!(matches!(
+            resolve("inbox/commit2-in.json", Some(7), None),
+            Err(ResolveIdentityError::NoMiner { .. })
+        ));
+        assert!(matches!(
+            resolve("inbox/s-f01000-7.json", Some(8), None),
+            Err(ResolveIdentityError::SectorConflict { .. })
+        ));
+    }
+
+    /// The smallest JSON serde takes as a SealCommitPhase1Output.
+    const MINIMAL_OUTPUT: &str = r#"{"registered_proof":"StackedDrg2KiBV1_1","vanilla_proofs":{"StackedDrg2KiBV1":[]},"comm_r":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"comm_d":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"replica_id":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"seed":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"ticket":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}"#;
 
     #[test]
     fn sector_sizes_round_trip() {

@@ -17,7 +17,7 @@ use crate::kernels::GpuSelection;
 use crate::params;
 use crate::pipeline::{self, RunSettings};
 use crate::spool::SpoolLayout;
-use crate::{reference, status, waterfall};
+use crate::{damocles, metrics, reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
 #[derive(Debug, Parser)]
@@ -37,6 +37,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Prove every C1 file that lands in an inbox directory.
+    #[command(
+        after_help = "Which sector a C1 file is: a lotus sector name s-t0<miner>-<sector>.json (or s-f0<miner>-<sector>.json) \
+says both. A file named anything else (lotus-bench's commit2 input, say) takes its sector number from the wrapper's \
+SectorNum and its miner from --miner-addr or --miner-id; without either it fails with a hint. The replica id is \
+recomputed from them before any proving, so a wrong miner or sector fails at once."
+    )]
     ProveDir(ProveDirArgs),
     /// Show what a spool holds and how its last run went.
     Status(StatusArgs),
@@ -51,6 +57,49 @@ pub enum Command {
     /// Manage Groth16 parameters.
     #[command(subcommand)]
     Params(ParamsCommand),
+    /// Serve damocles-worker as its external C2 processor: requests as JSON lines on stdin,
+    /// one answer line each on stdout, proved by cuzk's pipeline.
+    #[command(name = "damocles-c2")]
+    DamoclesC2(DamoclesC2Args),
+    /// `cuzk processor c2`: what damocles-worker runs when its processor has no `args`; the
+    /// same as `cuzk damocles-c2`.
+    #[command(hide = true)]
+    Processor(ProcessorArgs),
+}
+
+/// Arguments of `cuzk damocles-c2`.
+#[derive(Debug, Args)]
+#[command(after_help = "In damocles-worker's configuration:
+
+  [[processors.c2]]
+  bin = \"/usr/local/bin/cuzk\"
+  args = [\"damocles-c2\", \"--params\", \"/var/tmp/filecoin-proof-parameters\"]
+  envs = { CUDA_VISIBLE_DEVICES = \"0\" }
+
+stdout carries protocol lines only; progress and logs go to stderr.")]
+pub struct DamoclesC2Args {
+    /// Where the processor keeps its private spool (a fresh directory inside, removed at
+    /// exit; C1 files of requests in flight live there) [default: $TMPDIR, else /tmp].
+    #[arg(long, value_name = "DIR")]
+    pub tmp_dir: Option<PathBuf>,
+    /// Append the timeline here, for `cuzk waterfall` [default: inside the private spool,
+    /// removed at exit].
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// How much runs at once.
+    #[command(flatten)]
+    pub tuning: TuningArgs,
+}
+
+/// Arguments of the hidden `cuzk processor STAGE`.
+#[derive(Debug, Args)]
+pub struct ProcessorArgs {
+    /// The damocles stage; cuzk serves c2 only.
+    #[arg(value_parser = [crate::damocles::STAGE])]
+    pub stage: String,
+    /// As for `damocles-c2`.
+    #[command(flatten)]
+    pub c2: DamoclesC2Args,
 }
 
 /// Arguments of `cuzk prove-dir`.
@@ -79,6 +128,9 @@ pub struct ProveDirArgs {
     /// Miner actor id for files whose name is not a lotus sector name s-t0<miner>-<sector>.
     #[arg(long, value_name = "ID")]
     pub miner_id: Option<u64>,
+    /// The same as --miner-id, as a miner ID address like lotus-bench's: t01000 or f01000.
+    #[arg(long, value_name = "ADDR", value_parser = c1::parse_miner_address, conflicts_with = "miner_id")]
+    pub miner_addr: Option<u64>,
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
@@ -185,6 +237,15 @@ pub struct StatusArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+    /// Print metrics in Prometheus' text format: proofs done and failed, files waiting, the
+    /// last run's seconds per proof and prover busy share.
+    #[arg(long, conflicts_with = "json")]
+    pub prometheus: bool,
+    /// Write the Prometheus metrics to FILE atomically, for node_exporter's textfile
+    /// collector (name it *.prom in its --collector.textfile.directory); prints nothing else
+    /// unless --prometheus or --json asks.
+    #[arg(long, value_name = "FILE")]
+    pub textfile: Option<PathBuf>,
 }
 
 /// Arguments of `cuzk waterfall`.
@@ -221,6 +282,9 @@ pub struct ReferenceArgs {
     /// Miner actor id for files without a lotus sector name.
     #[arg(long, value_name = "ID")]
     pub miner_id: Option<u64>,
+    /// The same as --miner-id, as a miner ID address: t01000 or f01000.
+    #[arg(long, value_name = "ADDR", value_parser = c1::parse_miner_address, conflicts_with = "miner_id")]
+    pub miner_addr: Option<u64>,
     /// C1 files to prove.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
@@ -236,6 +300,24 @@ pub enum ParamsCommand {
     /// Record a sector size's constraints beside its parameters now, so the first run does
     /// not (prove-dir records them on first use otherwise; 32GiB: two to three minutes, 9 GB).
     Constraints(ParamsSizeArgs),
+    /// Check the parameter cache against the digests in filecoin-proofs' parameters.json:
+    /// ok, missing, corrupt, generated (by cuzk, intact) or unofficial, per file. Hashes
+    /// every file: minutes for a 32GiB set.
+    Check(ParamsCheckArgs),
+}
+
+/// Arguments of `cuzk params check`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 when nothing is missing, damaged or of unknown origin; 1 otherwise.
+A file with an official name and another digest is either damaged or generated; cuzk params gen \
+records what it generates beside it (<file>.cuzk-generated.json), so only such files are told apart."
+)]
+pub struct ParamsCheckArgs {
+    /// Only the files for this sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB); the PoRep
+    /// .params and .vk of the size must be there [default: every parameter file in the cache].
+    #[arg(long, value_name = "SIZE", value_parser = parse_sector_size)]
+    pub sector_size: Option<u64>,
 }
 
 /// The sector size argument of `cuzk params gen` and `cuzk params path`.
@@ -260,6 +342,10 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Params(ParamsCommand::Gen(args)) => params_gen(args),
         Command::Params(ParamsCommand::Path(args)) => params_path(args),
         Command::Params(ParamsCommand::Constraints(args)) => params_constraints(args),
+        Command::Params(ParamsCommand::Check(args)) => params_check(args),
+        Command::DamoclesC2(args) | Command::Processor(ProcessorArgs { c2: args, .. }) => {
+            damocles_c2(args)
+        }
     }
 }
 
@@ -302,7 +388,7 @@ impl ProveDirArgs {
         settings.timeline = or(&self.timeline, parent_of(&self.inbox).join("timeline.csv"));
         Ok(RunSettings {
             once: self.once,
-            miner_id: self.miner_id,
+            miner_id: self.miner_id.or(self.miner_addr),
             poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
             settle: seconds("settle-secs", self.settle_secs)?,
             incomplete_grace: seconds("incomplete-grace-secs", self.incomplete_grace_secs)?,
@@ -348,15 +434,81 @@ impl TuningArgs {
 }
 
 /// The top-level entry point for `cuzk prove-dir`: 0 when every job was proved, 1 when some
-/// failed (they are in `failed/`), an error when the run itself could not go on.
+/// failed (they are in `failed/`) or, with `--once`, when files were left in the inbox
+/// unclaimed; an error when the run itself could not go on.
 fn prove_dir(args: ProveDirArgs) -> Result<u8> {
-    let summary = pipeline::run(&args.to_settings()?)?;
-    Ok(if summary.failed > 0 { 1 } else { 0 })
+    let settings = args.to_settings()?;
+    let summary = pipeline::run(&settings)?;
+    if !settings.once {
+        return Ok(if summary.failed > 0 { 1 } else { 0 });
+    }
+    // A drain that leaves files behind did not do its job, even if it proved the rest.
+    if summary.skipped > 0 {
+        eprintln!(
+            "cuzk: {} file(s) in {} could not be claimed, so they were not proved (the reasons are above); they are still there",
+            summary.skipped,
+            settings.layout.inbox.display()
+        );
+    }
+    note_temporary_files(&settings.layout.inbox);
+    Ok(if summary.failed > 0 || summary.skipped > 0 {
+        1
+    } else {
+        0
+    })
+}
+
+/// After a `--once` run: says so if the inbox still holds names cuzk never takes (dotfiles,
+/// `.part`, `.tmp`), which a writer that died leaves behind.
+fn note_temporary_files(inbox: &Path) {
+    let Ok(entries) = std::fs::read_dir(inbox) else {
+        return;
+    };
+    let temporary: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| crate::spool::is_temporary_name(name))
+        .collect();
+    if let Some(first) = temporary.first() {
+        eprintln!(
+            "cuzk: note: {} file(s) with temporary names left alone in {} (first: {first}); cuzk takes a file once its writer renames it to its final name",
+            temporary.len(),
+            inbox.display()
+        );
+    }
+}
+
+/// The top-level entry point for `cuzk damocles-c2` (and `cuzk processor c2`).
+fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
+    // First, before anything can print: stdout becomes the protocol's alone.
+    let output = damocles::protocol_stdout()?;
+    let tmp_dir = args.tmp_dir.unwrap_or_else(std::env::temp_dir);
+    let layout = SpoolLayout::beside(&tmp_dir.join("inbox"));
+    let settings = damocles::ProcessorSettings {
+        run: args.tuning.to_settings(layout)?,
+        tmp_dir,
+        timeline: args.timeline,
+    };
+    let input = Box::new(std::io::BufReader::new(std::io::stdin()));
+    damocles::serve(input, Box::new(output), &settings)
 }
 
 /// The top-level entry point for `cuzk status`.
 fn show_status(args: StatusArgs) -> Result<u8> {
     let lease = seconds("lease-secs", args.lease_secs)?;
+    if args.prometheus || args.textfile.is_some() {
+        let metrics = metrics::collect(&args.spool, args.timeline.as_deref(), lease)?;
+        let text = metrics::render(&metrics);
+        if let Some(path) = &args.textfile {
+            metrics::write_textfile(path, &text)?;
+        }
+        if args.prometheus {
+            print(&text)?;
+        }
+        if !args.json {
+            return Ok(0);
+        }
+    }
     let status = status::inspect_spool(&args.spool, args.timeline.as_deref(), lease)?;
     if args.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&status)?))?;
@@ -399,7 +551,8 @@ fn resolve_width(flag: Option<usize>) -> usize {
 
 /// The top-level entry point for `cuzk reference`.
 fn run_reference(args: ReferenceArgs) -> Result<u8> {
-    reference::run(&args.files, args.miner_id, &mut |line| print(line))
+    let miner_id = args.miner_id.or(args.miner_addr);
+    reference::run(&args.files, miner_id, &mut |line| print(line))
 }
 
 /// The top-level entry point for `cuzk bench`.
@@ -486,6 +639,115 @@ fn params_constraints(args: ParamsSizeArgs) -> Result<u8> {
         file.display()
     );
     Ok(0)
+}
+
+/// The top-level entry point for `cuzk params check`: 0 when every file is whole and
+/// official (or generated by cuzk and intact), 1 when one is missing, damaged or of unknown
+/// origin.
+fn params_check(args: ParamsCheckArgs) -> Result<u8> {
+    let dir = params::params_dir();
+    let required: Vec<String> = match args.sector_size {
+        Some(size) => {
+            let (params_path, vk_path) = params::param_paths(size)?;
+            [params_path, vk_path]
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    anyhow::ensure!(
+        dir.is_dir(),
+        "{}: no parameter cache there (hint: fetch parameters with `lotus fetch-params 32GiB` or `curio fetch-params 32GiB`, or point --params at the cache)",
+        dir.display()
+    );
+    let manifest = params::check::official_manifest();
+    let request = params::check::CheckRequest {
+        dir: &dir,
+        manifest: &manifest,
+        sector_size: args.sector_size,
+        required: &required,
+    };
+    let mut progress = HashProgress::default();
+    let checks = params::check::check_cache(&request, &mut |name, done, total| {
+        progress.show(name, done, total)
+    })
+    .with_context(|| format!("listing {}", dir.display()))?;
+    progress.finish();
+    let mut out = format!(
+        "{}: checked against filecoin-proofs' parameters.json\n",
+        dir.display()
+    );
+    for check in &checks {
+        let size = check
+            .sector_size
+            .map(|s| format!(" ({})", SectorSizeName(s)))
+            .unwrap_or_default();
+        out += &format!("{}{size}: {}\n", check.name, check.verdict.describe());
+    }
+    let problems = checks.iter().filter(|c| c.verdict.is_problem()).count();
+    if checks.is_empty() {
+        out += "no parameter files found (hint: `lotus fetch-params 32GiB` or `curio fetch-params 32GiB` fetch them)\n";
+    } else {
+        out += &format!(
+            "{} file(s), {problems} missing, damaged or of unknown origin\n",
+            checks.len()
+        );
+    }
+    print(&out)?;
+    Ok(if problems > 0 || checks.is_empty() {
+        1
+    } else {
+        0
+    })
+}
+
+/// Shows hashing progress on stderr: a bar on a terminal, else a line every ten seconds.
+#[derive(Default)]
+struct HashProgress {
+    bar: Option<(String, indicatif::ProgressBar)>,
+    last_line: Option<Instant>,
+}
+
+impl HashProgress {
+    fn show(&mut self, name: &str, done: u64, total: u64) {
+        if std::io::stderr().is_terminal() {
+            let is_same = self.bar.as_ref().is_some_and(|(shown, _)| shown == name);
+            if !is_same {
+                self.finish();
+                let bar = indicatif::ProgressBar::new(total).with_message(name.to_owned());
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "hashing {msg} {bar:30} {bytes}/{total_bytes} ({eta})",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                self.bar = Some((name.to_owned(), bar));
+            }
+            if let Some((_, bar)) = &self.bar {
+                bar.set_position(done);
+            }
+            return;
+        }
+        let is_due = self
+            .last_line
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
+        if is_due || done == total {
+            self.last_line = Some(Instant::now());
+            eprintln!(
+                "hashing {name}: {:.1} of {:.1} GB ({:.0}%)",
+                done as f64 / 1e9,
+                total as f64 / 1e9,
+                100.0 * done as f64 / total.max(1) as f64
+            );
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some((_, bar)) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// Shows that a long step is alive: a spinner on a terminal, a line a minute otherwise.

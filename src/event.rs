@@ -186,6 +186,14 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
+    /// An inbox file could not be claimed (its name is not UTF-8, the rename was refused);
+    /// it stays in the inbox and is tried again at the next scan.
+    FileSkipped {
+        /// The job the file would have been.
+        job: String,
+        /// Why it could not be claimed.
+        reason: String,
+    },
     /// SIGINT or SIGTERM: no new files are claimed; work in flight finishes.
     StopRequested,
     /// The run ended.
@@ -238,6 +246,8 @@ pub enum EventName {
     Failed,
     /// [`EventKind::FileDeferred`].
     Deferred,
+    /// [`EventKind::FileSkipped`].
+    Skipped,
     /// [`EventKind::StopRequested`].
     Stop,
     /// [`EventKind::RunFinished`].
@@ -246,7 +256,7 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 21] = [
+    pub const ALL: [EventName; 22] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
@@ -266,6 +276,7 @@ impl EventName {
         EventName::Done,
         EventName::Failed,
         EventName::Deferred,
+        EventName::Skipped,
         EventName::Stop,
         EventName::RunEnd,
     ];
@@ -292,6 +303,7 @@ impl EventName {
             EventName::Done => "DONE",
             EventName::Failed => "FAILED",
             EventName::Deferred => "DEFERRED",
+            EventName::Skipped => "SKIPPED",
             EventName::Stop => "STOP",
             EventName::RunEnd => "RUN_END",
         }
@@ -334,6 +346,7 @@ impl EventKind {
             EventKind::ProofWritten { .. } => EventName::Done,
             EventKind::JobFailed { .. } => EventName::Failed,
             EventKind::FileDeferred { .. } => EventName::Deferred,
+            EventKind::FileSkipped { .. } => EventName::Skipped,
             EventKind::StopRequested => EventName::Stop,
             EventKind::RunFinished { .. } => EventName::RunEnd,
         }
@@ -355,7 +368,8 @@ impl EventKind {
             | EventKind::VerifyFinished { job, .. }
             | EventKind::ProofWritten { job, .. }
             | EventKind::JobFailed { job, .. }
-            | EventKind::FileDeferred { job, .. } => Some(job),
+            | EventKind::FileDeferred { job, .. }
+            | EventKind::FileSkipped { job, .. } => Some(job),
             EventKind::RunStarted { .. }
             | EventKind::ParamsGenerating { .. }
             | EventKind::ParamsLoadStarted { .. }
@@ -582,6 +596,10 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
             EventName::Deferred => EventKind::FileDeferred {
                 job: "s-t01000-3".into(),
                 reason: "JSON ends early".into(),
+            },
+            EventName::Skipped => EventKind::FileSkipped {
+                job: "s-t01000-\u{fffd}".into(),
+                reason: "claiming it: Operation not permitted (os error 1)".into(),
             },
             EventName::Stop => EventKind::StopRequested,
             EventName::RunEnd => EventKind::RunFinished {

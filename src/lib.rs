@@ -15,18 +15,27 @@
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
 //!
+//! [`damocles`] feeds the same pipeline from damocles-worker's external processor protocol
+//! instead of an inbox somebody else fills.
+//!
 //! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
-//! allocate. [`status`] reports what a spool holds. [`params`] finds and loads the Groth16 parameters; [`reference`] runs filecoin-proofs'
-//! own prover for comparison; [`sealing`] seals random test sectors; [`shape`] makes benchmark inputs of any size; [`cli`] is the command line.
+//! allocate. [`status`] reports what a spool holds, and [`metrics`] says it to Prometheus.
+//! [`params`] finds, checks and loads the Groth16 parameters; [`reference`] runs
+//! filecoin-proofs' own prover for comparison; [`sealing`] seals random test sectors;
+//! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
+//! lotus shows; [`cli`] is the command line.
 #![deny(missing_docs)]
 
 pub mod backend;
 pub mod bench;
 pub mod c1;
 pub mod cli;
+pub mod commcid;
+pub mod damocles;
 pub mod event;
 pub mod kernels;
 pub mod memory;
+pub mod metrics;
 pub mod params;
 pub mod pipeline;
 pub mod porep;

@@ -79,7 +79,7 @@ pub struct Sector {
 #[derive(Debug, thiserror::Error)]
 pub enum BindSectorError {
     /// The replica id does not match the miner, sector, ticket, comm_d and porep id.
-    #[error("replica id in the C1 file does not match {identity} ({proof:?}): expected {expected}, found {found} (hint: the file was sealed for another miner or sector; name it s-t0<miner>-<sector>.json after the sector it holds, or pass the right --miner-id)")]
+    #[error("replica id in the C1 file does not match {identity} ({proof:?}): expected {expected}, found {found} (hint: the file was sealed for another miner or sector; name it s-t0<miner>-<sector>.json after the sector it holds, or pass the right --miner-addr or --miner-id)")]
     ReplicaIdMismatch {
         /// Who we thought the file belonged to.
         identity: SectorIdentity,
@@ -132,6 +132,16 @@ pub fn bind(c1: C1File, identity: SectorIdentity) -> Result<Sector, BindSectorEr
 }
 
 impl Sector {
+    /// The sealed sector's commitment.
+    pub fn comm_r(&self) -> [u8; 32] {
+        self.comm_r
+    }
+
+    /// The commitment to the sector's unsealed data.
+    pub fn comm_d(&self) -> [u8; 32] {
+        self.comm_d
+    }
+
     /// Checks a whole proof (partition proofs concatenated) with filecoin-proofs'
     /// `verify_seal`, the same check the chain's actors make.
     pub fn verify_seal(&self, proof: &[u8]) -> Result<bool> {

@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::event::{Event, EventKind};
@@ -27,19 +27,30 @@ pub struct RunSummary {
     pub failed: usize,
     /// Times a file was left in the inbox because it looked unfinished.
     pub deferred: usize,
+    /// Inbox files that could not be claimed and were never claimed later in the run.
+    pub skipped: usize,
     /// Seconds from the first to the last event.
     pub elapsed_s: f64,
 }
 
-/// Starts the reporter thread; it ends when every sender of `events` is gone.
-pub fn spawn(events: Receiver<Event>, timeline: TimelineWriter) -> JoinHandle<RunSummary> {
+/// Starts the reporter thread; it ends when every sender of `events` is gone. `observer`, if
+/// any, gets each event once the timeline has it.
+pub fn spawn(
+    events: Receiver<Event>,
+    timeline: TimelineWriter,
+    observer: Option<Sender<Event>>,
+) -> JoinHandle<RunSummary> {
     std::thread::Builder::new()
         .name("reporter".into())
-        .spawn(move || report(events, timeline))
+        .spawn(move || report(events, timeline, observer))
         .expect("spawning the reporter thread")
 }
 
-fn report(events: Receiver<Event>, mut timeline: TimelineWriter) -> RunSummary {
+fn report(
+    events: Receiver<Event>,
+    mut timeline: TimelineWriter,
+    mut observer: Option<Sender<Event>>,
+) -> RunSummary {
     let mut display = Display::new();
     let mut summary = RunSummary::default();
     let mut timeline_failed = false;
@@ -68,9 +79,22 @@ fn report(events: Receiver<Event>, mut timeline: TimelineWriter) -> RunSummary {
             }
             EventKind::JobFailed { .. } => summary.failed += 1,
             EventKind::FileDeferred { .. } => summary.deferred += 1,
+            EventKind::FileSkipped { job, .. } => {
+                display.skipped.insert(job.clone());
+            }
+            EventKind::JobClaimed { job, .. } => {
+                display.skipped.remove(job);
+            }
             _ => {}
         }
+        summary.skipped = display.skipped.len();
         display.show(&event, &summary);
+        // An observer that went away stops observing; the run goes on.
+        if let Some(tx) = &observer {
+            if tx.send(event).is_err() {
+                observer = None;
+            }
+        }
     }
     display.finish(&summary);
     summary
@@ -84,6 +108,8 @@ struct Display {
     benchmarks: std::collections::HashSet<String>,
     /// Parameter loads seen, with when they started (negative once reported done).
     loads: std::collections::HashMap<String, f64>,
+    /// Inbox files that could not be claimed, until one is claimed after all.
+    skipped: std::collections::HashSet<String>,
 }
 
 impl Display {
@@ -102,6 +128,7 @@ impl Display {
             in_flight: 0,
             benchmarks: Default::default(),
             loads: Default::default(),
+            skipped: Default::default(),
         }
     }
 
@@ -166,6 +193,9 @@ impl Display {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.line(&format!("[{secs:7.1}s] waiting for {job}: {reason}"));
             }
+            EventKind::FileSkipped { job, reason } => self.line(&format!(
+                "[{secs:7.1}s] cannot claim {job}, left in the inbox: {reason}"
+            )),
             EventKind::ParamsGenerating { path } => self.line(&format!(
                 "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 18 minutes on 2 cores)"
             )),
@@ -235,8 +265,13 @@ impl Display {
         } else {
             String::new()
         };
+        let skipped = if summary.skipped > 0 {
+            format!(", {} left in the inbox unclaimed", summary.skipped)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "done: {} proved{benchmarked}, {} failed in {:.1} s{per_proof}",
+            "done: {} proved{benchmarked}, {} failed{skipped} in {:.1} s{per_proof}",
             summary.proved, summary.failed, summary.elapsed_s
         );
     }

@@ -3,7 +3,7 @@
 //! Read-only: it lists the spool's directories and reads the timeline, and never claims,
 //! moves or creates anything.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::event::EventName;
 use crate::spool::{is_temporary_name, OwnerState, SpoolLayout};
-use crate::timeline::read_timeline;
+use crate::timeline::{read_timeline, Timeline};
 
 /// What `cuzk status` reports.
 #[derive(Debug, Serialize)]
@@ -58,6 +58,13 @@ pub fn inspect_spool(
     timeline: Option<&Path>,
     lease: Duration,
 ) -> Result<SpoolStatus> {
+    let (layout, timeline) = locate_spool(spool, timeline)?;
+    inspect(&layout, &timeline, lease)
+}
+
+/// The layout of the spool at `spool` (the directory holding `inbox/`, or the inbox itself)
+/// and its timeline: `timeline`, else `timeline.csv` in the spool directory.
+pub fn locate_spool(spool: &Path, timeline: Option<&Path>) -> Result<(SpoolLayout, PathBuf)> {
     let (root, inbox) = if spool.join("inbox").is_dir() {
         (spool.to_owned(), spool.join("inbox"))
     } else {
@@ -73,11 +80,21 @@ pub fn inspect_spool(
         spool.display()
     );
     let timeline = timeline.map_or_else(|| root.join("timeline.csv"), Path::to_owned);
-    inspect(&SpoolLayout::beside(&inbox), &timeline, lease)
+    Ok((SpoolLayout::beside(&inbox), timeline))
 }
 
 /// Collects the status of the spool at `layout`.
 pub fn inspect(layout: &SpoolLayout, timeline: &Path, lease: Duration) -> Result<SpoolStatus> {
+    inspect_with(layout, read_timeline(timeline).ok().as_ref(), lease)
+}
+
+/// Collects the status of the spool at `layout` with its timeline already read (`None`:
+/// there is none yet).
+pub fn inspect_with(
+    layout: &SpoolLayout,
+    timeline: Option<&Timeline>,
+    lease: Duration,
+) -> Result<SpoolStatus> {
     let inbox = files(&layout.inbox, |_| true)?;
     let oldest_waiting =
         inbox
@@ -101,7 +118,7 @@ pub fn inspect(layout: &SpoolLayout, timeline: &Path, lease: Duration) -> Result
         done: files(&layout.done, |_| true)?.len(),
         oldest_waiting,
         owners,
-        last_run: last_run(timeline),
+        last_run: timeline.and_then(last_run),
     })
 }
 
@@ -125,8 +142,7 @@ fn files(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, SystemT
     Ok(found)
 }
 
-fn last_run(timeline: &Path) -> Option<LastRun> {
-    let timeline = read_timeline(timeline).ok()?;
+fn last_run(timeline: &Timeline) -> Option<LastRun> {
     let run_id = timeline.rows.last()?.run_id.clone();
     let rows: Vec<_> = timeline
         .rows

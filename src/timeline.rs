@@ -253,12 +253,14 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             worker: "",
             detail: format!("{stage}: {message}"),
         },
-        EventKind::FileDeferred { job, reason } => Fields {
-            job,
-            partition: None,
-            worker: "",
-            detail: reason.clone(),
-        },
+        EventKind::FileDeferred { job, reason } | EventKind::FileSkipped { job, reason } => {
+            Fields {
+                job,
+                partition: None,
+                worker: "",
+                detail: reason.clone(),
+            }
+        }
         EventKind::StopRequested => fields("", None, "", String::new()),
         EventKind::RunFinished { proved, failed } => {
             fields("", None, "", format!("proved={proved};failed={failed}"))
@@ -386,6 +388,10 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             }
         }
         EventName::Deferred => EventKind::FileDeferred {
+            job: job()?,
+            reason: detail(),
+        },
+        EventName::Skipped => EventKind::FileSkipped {
             job: job()?,
             reason: detail(),
         },

@@ -20,7 +20,8 @@
 //!    the metrics, the axis in [`axis`]).
 //!
 //! [`intervals`] holds the interval arithmetic behind busy, idle and queued time; [`shared`]
-//! the options and the small helpers every step uses.
+//! the options and the small helpers every step uses. [`last_run_digest`] hands the few
+//! numbers a monitor wants of the last run to `cuzk status --prometheus`.
 //!
 //! # Definitions
 //!
@@ -54,7 +55,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::timeline::read_timeline;
+use crate::timeline::{read_timeline, Timeline};
 
 mod analysis;
 mod ascii;
@@ -118,5 +119,53 @@ pub fn draw(path: &Path, request: &Request) -> Result<String> {
         render_json(&path.display().to_string(), &analysis)
     } else {
         Ok(render_ascii(&analysis.runs, request.width))
+    }
+}
+
+/// The numbers a monitor wants of a run, from the same metrics the waterfall draws.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunDigest {
+    /// The run's id.
+    pub run_id: String,
+    /// Seconds per proof over the steady state (the whole span for fewer than two proofs);
+    /// `None` when the run proved nothing.
+    pub seconds_per_proof: Option<f64>,
+    /// Each prover lane (`gpu-0`, `cpu-0`) with the share of the run's span it spent proving.
+    pub prover_busy: Vec<(String, f64)>,
+}
+
+/// The digest of the last run in `timeline`, if it has one with usable events.
+pub fn last_run_digest(timeline: &Timeline) -> Option<RunDigest> {
+    let screened = screen(timeline);
+    let options = Options {
+        per_partition: false,
+        gap_s: 1.0,
+    };
+    let analysis = analyze(&screened, &Selection::Last, &options).ok()?;
+    let run = analysis.runs.into_iter().next()?;
+    Some(RunDigest {
+        seconds_per_proof: run.throughput.map(|t| t.seconds_per_proof),
+        prover_busy: run
+            .lanes
+            .iter()
+            .map(|lane| (lane.name.clone(), lane.busy_fraction))
+            .collect(),
+        run_id: run.run_id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::waterfall::test_support::fixture;
+
+    #[test]
+    fn the_digest_is_the_last_runs_metrics() {
+        let digest = last_run_digest(&fixture("gpu_bound.csv")).expect("a run");
+        assert_eq!(digest.seconds_per_proof, Some(2.0));
+        assert_eq!(digest.prover_busy, [("gpu-0".to_owned(), 0.8)]);
+        let runs = last_run_digest(&fixture("runs.csv")).expect("a run");
+        assert_eq!(runs.run_id, "r2");
+        assert_eq!(last_run_digest(&Timeline::default()), None);
     }
 }

@@ -27,8 +27,9 @@ fn transcript(args: &[&str], cwd: &Path, params: &Path) -> String {
 #[test]
 fn help_of_every_command() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let commands: [&[&str]; 9] = [
+    let commands: [&[&str]; 11] = [
         &["--help"],
+        &["damocles-c2", "--help"],
         &["bench", "--help"],
         &["prove-dir", "--help"],
         &["status", "--help"],
@@ -37,6 +38,7 @@ fn help_of_every_command() {
         &["params", "--help"],
         &["params", "gen", "--help"],
         &["params", "path", "--help"],
+        &["params", "check", "--help"],
     ];
     for args in commands {
         let name = format!("help_{}", args[..args.len() - 1].join("_"))
@@ -60,13 +62,17 @@ fn main_error_messages() {
     )
     .expect("copy");
     fs::write(root.join("not-a-timeline.csv"), b"hello\n").expect("write");
-    let cases: [(&str, &[&str]); 7] = [
+    let cases: [(&str, &[&str]); 8] = [
         (
             "missing-params",
             &["prove-dir", "inbox", "--once", "--settle-secs", "0"],
         ),
         ("missing-inbox", &["prove-dir", "no-such-inbox", "--once"]),
         ("bad-gpus", &["prove-dir", "inbox", "--gpus", "zero"]),
+        (
+            "bad-miner-addr",
+            &["prove-dir", "inbox", "--miner-addr", "f1abcdefgh"],
+        ),
         ("waterfall-missing-file", &["waterfall", "nowhere.csv"]),
         (
             "waterfall-not-a-timeline",

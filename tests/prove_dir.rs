@@ -57,6 +57,13 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
         assert_eq!(meta["sector_size"], 2048);
         assert_eq!(meta["registered_proof"], "StackedDrg2KiBV1_1");
         assert_eq!(meta["proof_len"], 192);
+        // The sector and the proof as lotus-bench prints them.
+        let c1 = cuzk::c1::read_c1_file(&done, cuzk::c1::DEFAULT_MAX_C1_BYTES).expect("C1");
+        assert_eq!(meta["comm_r"], hex::encode(c1.output.comm_r));
+        assert_eq!(meta["comm_d"], hex::encode(c1.output.comm_d));
+        assert_eq!(meta["proof_hex"], hex::encode(&proof));
+        let cid = meta["comm_r_cid"].as_str().unwrap_or_default();
+        assert!(cid.starts_with("bagboea4b5abc"), "{cid}");
     }
 
     let failed = dir.path().join("failed");

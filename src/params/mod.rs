@@ -1,6 +1,7 @@
 //! Groth16 parameters: finds them in the standard Filecoin parameter cache, loads each set
-//! once per run and keeps it resident ([`ParamSets`]), reads files fast ([`load`]), and
-//! generates insecure random test parameters.
+//! once per run and keeps it resident ([`ParamSets`]), reads files fast ([`load`]), checks
+//! them ([`check`]: cheaply before use, by digest on request), and generates insecure random
+//! test parameters.
 //!
 //! The cache directory is `--params`, else `FIL_PROOFS_PARAMETER_CACHE`, else
 //! `/var/tmp/filecoin-proof-parameters`, with the file names every Filecoin tool uses
@@ -19,9 +20,11 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use crate::c1::SectorSizeName;
 
 mod cache;
+pub mod check;
 pub mod load;
 
 pub use cache::{LoadParamsError, LoadedParams, ParamSets};
+pub use check::{check_usable, DamagedParamsError};
 
 /// The environment variable filecoin-proofs reads for the parameter cache.
 pub const PARAMS_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
@@ -47,7 +50,7 @@ pub fn params_dir() -> PathBuf {
 
 /// A parameter file that is not in the cache.
 #[derive(Debug, thiserror::Error)]
-#[error("missing Groth16 parameters for {size} sectors: {path} does not exist (hint: fetch the official parameters with `lotus fetch-params {size}` or `paramfetch` into {dir}, or for test sizes generate insecure ones with `cuzk params gen --sector-size {size}`; set --params or {PARAMS_ENV} if they live elsewhere)")]
+#[error("missing Groth16 parameters for {size} sectors: {path} does not exist (hint: fetch the official parameters with `lotus fetch-params {size}`, `curio fetch-params {size}` or `paramfetch` into {dir}, or for test sizes generate insecure ones with `cuzk params gen --sector-size {size}`; set --params or {PARAMS_ENV} if they live elsewhere)")]
 pub struct MissingParamsError {
     /// The file looked for.
     pub path: PathBuf,
@@ -107,7 +110,8 @@ fn paths_for_shape<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// Generates insecure random parameters for a test sector size into the cache, unless they
-/// are already there. Returns the `.params` and `.vk` paths.
+/// are already there, and records each file it makes beside it (see [`check`]). Returns the
+/// `.params` and `.vk` paths.
 pub fn generate(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
     if !is_test_size(sector_size) {
         bail!(
@@ -117,8 +121,16 @@ pub fn generate(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
         );
     }
     let config = registered_proof_for(sector_size)?.as_v1_config();
+    let (params_path, vk_path) = param_paths(sector_size)?;
+    let is_new = [!params_path.exists(), !vk_path.exists()];
     with_shape!(sector_size, generate_for_shape, &config)?;
-    param_paths(sector_size)
+    // Only files made now: a file that was there is official, or recorded when it was made.
+    for (path, is_new) in [&params_path, &vk_path].into_iter().zip(is_new) {
+        if is_new {
+            check::write_generation_record(path)?;
+        }
+    }
+    Ok((params_path, vk_path))
 }
 
 fn generate_for_shape<Tree: 'static + MerkleTreeTrait>(

@@ -19,7 +19,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, Footprint, MemoryBudget};
-use crate::params::{self, LoadParamsError, ParamSets};
+use crate::params::{self, ParamSets};
 use crate::porep::Sector;
 use crate::spool::{ClaimedJob, Spool};
 use crate::synth::Capacity;
@@ -28,7 +28,7 @@ use super::constraints::ConstraintSets;
 use super::intake::{self, IntakeError, IntakeRules};
 use super::job::{quarantine, Job, JobError, Outcome};
 use super::settings::RunSettings;
-use super::stop::{is_stopping, Halt};
+use super::stop::{is_stopping, Drain, Halt};
 use super::synthesis::{PartitionTask, SynthesisPool, SynthesisSlots};
 
 /// How long the feeder sleeps at most while partitions wait for room.
@@ -68,6 +68,9 @@ enum Readiness {
     Waiting,
 }
 
+/// A file seen changing: its size and modification time, and since when it looked so.
+type Seen = (u64, SystemTime, Instant);
+
 /// The feeder and what it owns.
 pub struct Feeder<'a> {
     settings: &'a RunSettings,
@@ -87,10 +90,18 @@ pub struct Feeder<'a> {
     fits: HashMap<u64, Footprint>,
     /// Files that looked unfinished, with the (size, mtime) they had then.
     deferred: HashMap<PathBuf, (u64, SystemTime)>,
+    /// Files still settling, as first seen unchanged.
+    settling: HashMap<PathBuf, Seen>,
+    /// When the next settling file is due, if one is waited for.
+    next_settled: Option<Instant>,
+    /// Files that could not be claimed, with the reason last reported.
+    skipped: HashMap<PathBuf, String>,
     /// Jobs in order, with partitions still to start.
     admitted: VecDeque<Admitted>,
     /// Test parameters being generated, by parameter file.
     generating: HashMap<PathBuf, JoinHandle<Result<()>>>,
+    /// Asked by the program feeding the inbox: end once it is drained.
+    drain: Drain,
 }
 
 /// Where the feeder sends its work, and what it shares with the other stages.
@@ -121,6 +132,7 @@ impl<'a> Feeder<'a> {
         events: EventSink,
         run_id: &'a str,
         links: FeederLinks,
+        drain: Drain,
     ) -> Feeder<'a> {
         Feeder {
             settings,
@@ -137,8 +149,12 @@ impl<'a> Feeder<'a> {
             wake: links.wake,
             fits: HashMap::new(),
             deferred: HashMap::new(),
+            settling: HashMap::new(),
+            next_settled: None,
+            skipped: HashMap::new(),
             admitted: VecDeque::new(),
             generating: HashMap::new(),
+            drain,
         }
     }
 }
@@ -161,40 +177,51 @@ impl Feeder<'_> {
                 self.events.emit(EventKind::StopRequested);
                 announced_stop = true;
             }
-            // Whether this round looked at the whole inbox and left nothing that a later
-            // look could claim: only then may a `--once` run end.
-            let mut is_inbox_drained = false;
-            let is_scanning = !is_stopping() && self.admitted.is_empty();
-            if is_scanning {
+            // Read before the scan: a file put in the inbox before a drain was asked for is
+            // then seen by this scan or, if the drain came during it, by the next one.
+            let is_draining = self.is_draining();
+            let mut is_inbox_waiting = false;
+            let mut is_scanned = false;
+            if !is_stopping() && self.admitted.is_empty() {
                 // Work of runs that died, here or on another host sharing the spool.
                 for claimed in self.spool.take_over_orphans(self.settings.lease)? {
                     self.admit(claimed, true)?;
                 }
-                is_inbox_drained = !self.claim_from_inbox()?;
+                is_inbox_waiting = self.claim_from_inbox()?;
+                is_scanned = true;
             }
             self.start_partitions();
             if self.admitted.is_empty() && self.generating.is_empty() {
                 if is_stopping() {
                     return Ok(());
                 }
-                if self.settings.once && is_inbox_drained && self.deferred.is_empty() {
-                    return Ok(());
-                }
-                // The last admitted job just started in full: look for the next one now,
-                // while the pool may have room, rather than after a poll period.
-                if !is_scanning && !is_stopping() {
+                if !is_scanned {
+                    // The last job just started; whether the inbox is drained is only known
+                    // from a scan made now, not from the one before that job was claimed.
                     continue;
+                }
+                if is_draining && !is_inbox_waiting && self.deferred.is_empty() {
+                    return Ok(());
                 }
             }
             self.wait();
         }
     }
 
+    /// True when the run ends once the inbox is drained: `--once`, or a drain was asked for.
+    fn is_draining(&self) -> bool {
+        self.settings.once || self.drain.is_requested()
+    }
+
     /// Claims and admits inbox files while the pool could use more work. True when files
     /// were left that a later scan may claim (still settling, or more than the pool wants).
     fn claim_from_inbox(&mut self) -> Result<bool> {
         let mut is_waiting = false;
-        for path in self.spool.scan_inbox()? {
+        let listed = self.spool.scan_inbox()?;
+        self.settling.retain(|path, _| listed.contains(path));
+        self.skipped.retain(|path, _| listed.contains(path));
+        self.next_settled = None;
+        for path in listed {
             if !self.admitted.is_empty() || is_stopping() || self.halt.reason().is_some() {
                 return Ok(true);
             }
@@ -210,26 +237,51 @@ impl Feeder<'_> {
                 Ok(Some(claimed)) => claimed,
                 Ok(None) => continue,
                 Err(err) => {
-                    log::warn!("{err:#}");
+                    // Left in the inbox and tried again at the next scan; said once per
+                    // reason, so a --once run can tell why it ends without proving it.
+                    self.report_skipped(&path, format!("{err:#}"));
                     continue;
                 }
             };
+            self.skipped.remove(&path);
             self.admit(claimed, false)?;
             self.start_partitions();
         }
         Ok(is_waiting)
     }
 
+    /// Reports once per reason that the inbox file at `path` cannot be claimed.
+    fn report_skipped(&mut self, path: &Path, reason: String) {
+        if self.skipped.get(path) == Some(&reason) {
+            return;
+        }
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.skipped.insert(path.to_owned(), reason.clone());
+        self.events.emit(EventKind::FileSkipped {
+            job: crate::spool::job_name(&file_name),
+            reason,
+        });
+    }
+
     /// Sleeps until woken (a file arrived, a slot came back, parameters were made), the
-    /// next rescan is due, or a stop signal arrives.
+    /// next rescan or settling file is due, or a stop signal arrives.
     fn wait(&self) {
-        let period = if self.admitted.is_empty() && self.generating.is_empty() {
+        let mut period = if self.admitted.is_empty() && self.generating.is_empty() {
             self.settings.poll
         } else {
             TICK
         };
+        // Only when the next loop scans the inbox (and so resets it): a due time in the
+        // past would otherwise make this a busy loop while a job waits for memory.
+        if let Some(due) = self.next_settled.filter(|_| self.admitted.is_empty()) {
+            period = period.min(due.saturating_duration_since(Instant::now()));
+        }
         let deadline = Instant::now() + period;
-        while !is_stopping() {
+        let was_draining = self.is_draining();
+        while !is_stopping() && self.is_draining() == was_draining {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
@@ -260,7 +312,10 @@ impl Feeder<'_> {
         Some(watcher)
     }
 
-    /// Files changed too recently, or deferred and unchanged since, are not claimed yet.
+    /// Files changed too recently, or deferred and unchanged since, are not claimed yet. A
+    /// file has settled when its modification time is `--settle-secs` old, or when it was
+    /// seen unchanged that long: a clock ahead of ours (`rsync -t` from another host) must
+    /// not hold a file back until our clock catches up.
     fn readiness(&mut self, path: &Path) -> Readiness {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return Readiness::Ready;
@@ -268,8 +323,22 @@ impl Feeder<'_> {
         let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         let age = modified.elapsed().unwrap_or_default();
         if age < self.settings.settle {
-            return Readiness::Waiting;
+            let now = Instant::now();
+            let seen = self
+                .settling
+                .entry(path.to_owned())
+                .or_insert((meta.len(), modified, now));
+            if (seen.0, seen.1) != (meta.len(), modified) {
+                *seen = (meta.len(), modified, now);
+            }
+            let unchanged = seen.2.elapsed();
+            if unchanged < self.settings.settle {
+                let due = now + self.settings.settle - age.max(unchanged);
+                self.next_settled = Some(self.next_settled.map_or(due, |d| d.min(due)));
+                return Readiness::Waiting;
+            }
         }
+        self.settling.remove(path);
         match self.deferred.get(path) {
             Some(&seen)
                 if seen == (meta.len(), modified) && age < self.settings.incomplete_grace =>
@@ -395,16 +464,16 @@ impl Feeder<'_> {
         Ok(())
     }
 
-    /// The footprint of sectors of `size` with parameters at `params_path`, checked once
-    /// against the budget: parameters plus one partition must fit, or nothing can be proved.
+    /// The footprint of sectors of `size` with parameters at `params_path`, checked once: the
+    /// files must be whole (see [`params::check_usable`]), and parameters plus one partition
+    /// must fit the budget, or nothing can be proved.
     fn footprint(&mut self, size: u64, params_path: &Path) -> Result<Footprint> {
         if let Some(footprint) = self.fits.get(&size) {
             return Ok(*footprint);
         }
-        let footprint = Footprint::of_file(params_path).map_err(|e| LoadParamsError {
-            path: params_path.to_owned(),
-            reason: e.to_string(),
-        })?;
+        // The first use of the file: a download cut short stops the run here, named, before
+        // any work depends on it.
+        let footprint = Footprint::of(&params::check_usable(params_path, size)?);
         if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
             return Err(DoesNotFitError {
                 size: SectorSizeName(size),

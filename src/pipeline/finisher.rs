@@ -15,6 +15,7 @@ use crossbeam_channel::Receiver;
 use serde::Serialize;
 
 use crate::c1::SectorSizeName;
+use crate::commcid;
 use crate::event::{EventKind, EventSink, Stage};
 use crate::params;
 use crate::spool::{FinishJobError, Spool};
@@ -145,7 +146,8 @@ fn hand_back(spool: &Spool, events: &EventSink, job: &Job, why: &str) {
     });
 }
 
-/// What `outbox/<job>.json` says about a proof.
+/// What `outbox/<job>.json` says about a proof. The proof is there twice: base64, and hex
+/// as lotus-bench prints it; `<job>.proof` beside it holds the raw bytes.
 #[derive(Serialize)]
 struct ProofRecord<'a> {
     job: &'a str,
@@ -155,9 +157,16 @@ struct ProofRecord<'a> {
     sector_size: u64,
     sector_size_name: String,
     registered_proof: String,
+    /// Hex, as in the C1 file's byte arrays.
+    comm_r: String,
+    comm_d: String,
+    /// As lotus prints them (`lotus-miner sectors status`).
+    comm_r_cid: String,
+    comm_d_cid: String,
     partitions: usize,
     proof_len: usize,
     proof_base64: String,
+    proof_hex: String,
     verified_with: &'static str,
     provers: Vec<String>,
     run_id: &'a str,
@@ -285,9 +294,14 @@ fn write_proof(
         sector_size: job.sector.sector_size,
         sector_size_name: SectorSizeName(job.sector.sector_size).to_string(),
         registered_proof: format!("{:?}", job.sector.registered_proof),
+        comm_r: hex::encode(job.sector.comm_r()),
+        comm_d: hex::encode(job.sector.comm_d()),
+        comm_r_cid: commcid::sealed_cid(&job.sector.comm_r()),
+        comm_d_cid: commcid::unsealed_cid(&job.sector.comm_d()),
         partitions: done.proofs.len(),
         proof_len: bytes.len(),
         proof_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        proof_hex: hex::encode(&bytes),
         verified_with: "filecoin-proofs verify_seal",
         provers: done.provers.clone(),
         run_id,

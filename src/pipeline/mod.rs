@@ -16,6 +16,10 @@
 //! partition, returned only after the synthesized partition has been accepted by the
 //! provers' channel, bounds the partitions held in memory to `N + D + P`. Data only moves
 //! forward; every stage reports through [`EventSink`].
+//!
+//! A person runs the pipeline with [`run`]; a program that feeds the inbox itself (the
+//! damocles processor) uses [`run_with`] and a [`RunControl`]: it sees every event as the
+//! timeline records it, and asks the run to [`Drain`] and end when its input ends.
 
 use std::time::SystemTime;
 
@@ -23,7 +27,7 @@ use anyhow::{Context, Result};
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::backend::{self, ParamsKind, Prover};
-use crate::event::{EventKind, EventSink};
+use crate::event::{Event, EventKind, EventSink};
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::report;
@@ -42,7 +46,7 @@ mod synthesis;
 
 pub use job::{panic_message, JobError};
 pub use settings::RunSettings;
-pub use stop::is_stopping;
+pub use stop::{is_stopping, Drain};
 
 use constraints::ConstraintSets;
 use feeder::{Feeder, FeederLinks};
@@ -52,9 +56,24 @@ use prover::{prove_partitions, ProverLinks};
 use stop::Halt;
 use synthesis::{SynthesisPool, SynthesisSlots};
 
+/// How a program steers a run it feeds: see [`run_with`].
+#[derive(Clone, Debug, Default)]
+pub struct RunControl {
+    /// Gets every event of the run, after the timeline has recorded it.
+    pub observer: Option<crossbeam_channel::Sender<Event>>,
+    /// Ends the run once the inbox is drained, as `--once` does.
+    pub drain: Drain,
+}
+
 /// Runs the pipeline over a spool until it is drained (`once`) or stopped, and says what it
 /// achieved. An error means the run itself could not go on.
 pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
+    run_with(settings, &RunControl::default())
+}
+
+/// [`run`], steered by `control`: its observer sees each event as it is recorded (a proof
+/// written, a job failed), and its drain ends a watching run once the inbox is empty.
+pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::RunSummary> {
     stop::install_signal_handlers();
     let spool = Spool::open(settings.layout.clone())?;
     let heartbeat = spool.keep_alive(settings.lease);
@@ -68,7 +87,7 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
     let prover_names: Vec<String> = provers.iter().map(|p| p.name().to_owned()).collect();
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);
-    let reporter = report::spawn(event_rx, timeline);
+    let reporter = report::spawn(event_rx, timeline, control.observer.clone());
     let wake = bounded(1);
     let memory = MemoryBudget::new(budget_bytes(settings), Some(wake.0.clone()));
     events.emit(EventKind::RunStarted {
@@ -141,7 +160,14 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
         halt: halt.clone(),
         wake,
     };
-    let mut feeder = Feeder::new(settings, &spool, events.clone(), &run_id, links);
+    let mut feeder = Feeder::new(
+        settings,
+        &spool,
+        events.clone(),
+        &run_id,
+        links,
+        control.drain.clone(),
+    );
     let fed = feeder.feed();
     // Every started partition finishes synthesis and is queued (or fails) before the
     // channels close behind it.

@@ -1,11 +1,13 @@
-//! Why a run stops: stop signals from the operator, and a [`Halt`] when the run itself cannot
-//! go on (the outbox cannot be written, the parameters cannot be loaded).
+//! Why a run stops: stop signals from the operator, a [`Halt`] when the run itself cannot
+//! go on (the outbox cannot be written, the parameters cannot be loaded), and a [`Drain`]
+//! asked for by the program that feeds the inbox.
 //!
 //! The first SIGINT or SIGTERM stops claiming and lets the work in flight finish; the second
 //! exits at once with code 130, leaving claimed files in `work/` to be resumed by the next
-//! run. A halt stops claiming too, and hands back the files it has not started on.
+//! run. A halt stops claiming too, and hands back the files it has not started on. A drain
+//! turns a watching run into a `--once` run: it proves what the inbox holds, then ends.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Stop signals received so far.
@@ -49,5 +51,23 @@ impl Halt {
     /// Why the run must stop, if it must.
     pub fn reason(&self) -> Option<String> {
         self.0.lock().ok().and_then(|slot| slot.clone())
+    }
+}
+
+/// A request to drain: claim and prove what the inbox holds now (files still settling
+/// included), then end the run as `--once` does. Made by a program that feeds the inbox
+/// itself (the damocles processor at the end of its input); cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct Drain(Arc<AtomicBool>);
+
+impl Drain {
+    /// Asks the run to drain; it cannot be taken back.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// True once a drain was asked for.
+    pub fn is_requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
     }
 }

@@ -175,7 +175,7 @@ pub fn host_name() -> String {
 }
 
 /// True if process `pid` exists on this host.
-fn is_process_alive(pid: u32) -> bool {
+pub(crate) fn is_process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -214,6 +214,7 @@ impl Spool {
         for dir in [&layout.work, &layout.outbox, &layout.failed, &layout.done] {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
+        same_file_system(&layout)?;
         for dir in [&layout.outbox, &layout.failed] {
             remove_stale_temporaries(dir)?;
         }
@@ -361,7 +362,12 @@ impl Spool {
         let file_name = path
             .file_name()
             .and_then(OsStr::to_str)
-            .with_context(|| format!("{}: file name is not UTF-8", path.display()))?
+            .with_context(|| {
+                format!(
+                    "{}: the file name is not UTF-8, and job names and results are named after it (hint: rename it, s-t0<miner>-<sector>.json as lotus names C1 files)",
+                    path.display()
+                )
+            })?
             .to_owned();
         let target = self.claims.join(&file_name);
         if !is_present(path) {
@@ -537,9 +543,10 @@ fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
         let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        // A name that is not UTF-8 is listed too: claiming it fails with a reason, which
+        // beats leaving it in the inbox unmentioned.
         let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if is_temporary_name(name) {
+        if is_temporary_name(&name.to_string_lossy()) {
             continue;
         }
         // symlink_metadata: a link's own time, never its target's.
@@ -632,6 +639,33 @@ fn remove_stale_temporaries(dir: &Path) -> Result<()> {
             if !is_process_alive(pid) {
                 let _ = fs::remove_file(entry.path());
             }
+        }
+    }
+    Ok(())
+}
+
+/// Fails unless the inbox, work, done and failed directories share a file system: a C1 file
+/// moves between them by renames, which cannot cross file systems (every claim would fail).
+/// The outbox may live anywhere: results are written inside it.
+fn same_file_system(layout: &SpoolLayout) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let device = |dir: &Path| {
+        fs::metadata(dir)
+            .map(|m| m.dev())
+            .with_context(|| format!("reading {}", dir.display()))
+    };
+    let inbox = device(&layout.inbox)?;
+    for (flag, dir) in [
+        ("--work", &layout.work),
+        ("--done", &layout.done),
+        ("--failed", &layout.failed),
+    ] {
+        if device(dir)? != inbox {
+            anyhow::bail!(
+                "{}: not on the file system of the inbox {}; C1 files move between them by renames, which cannot cross file systems (hint: give {flag} a directory on the inbox's file system, or leave it out to use the one beside the inbox)",
+                dir.display(),
+                layout.inbox.display()
+            );
         }
     }
     Ok(())

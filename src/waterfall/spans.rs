@@ -170,6 +170,7 @@ impl JobSpans {
             | EventKind::ParamsLoadFinished { .. }
             | EventKind::ConstraintsReady { .. }
             | EventKind::FileDeferred { .. }
+            | EventKind::FileSkipped { .. }
             | EventKind::MemoryWait { .. }
             | EventKind::StopRequested => {}
         }
@@ -266,6 +267,8 @@ impl RunSpans {
                 EventKind::FileDeferred { job, .. } => {
                     deferred.insert(job.clone());
                 }
+                // Never claimed: no job span; `cuzk prove-dir` and the timeline say why.
+                EventKind::FileSkipped { .. } => {}
                 kind => {
                     // Other run-level events mark no job.
                     let Some(job) = kind.job() else { continue };

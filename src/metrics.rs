@@ -1,0 +1,336 @@
+//! Metrics where providers look: a spool's state and its timeline in Prometheus' text
+//! exposition format, for node_exporter's textfile collector or any scraper
+//! (`cuzk status --prometheus`, `--textfile PATH`).
+//!
+//! Read-only, like `status`: counters come from the timeline (which is only ever appended
+//! to, so they only grow, and reset only if the file is replaced), gauges from the spool's
+//! directories now and from the last run's waterfall metrics. Each family has its `# HELP`
+//! and `# TYPE` lines; samples carry no timestamps (node_exporter refuses them in textfiles).
+//! Its main type is [`SpoolMetrics`].
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+use anyhow::Result;
+
+use crate::event::EventName;
+use crate::status::{inspect_with, locate_spool};
+use crate::timeline::{read_timeline, Timeline};
+use crate::waterfall::last_run_digest;
+
+/// What is exported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpoolMetrics {
+    /// Proofs written, over every run in the timeline (benchmark shapes left out).
+    pub proved_total: u64,
+    /// Jobs failed, over every run in the timeline.
+    pub failed_total: u64,
+    /// C1 files waiting in the inbox.
+    pub inbox_files: usize,
+    /// C1 files claimed by runs.
+    pub work_files: usize,
+    /// Failed jobs lying in `failed/`.
+    pub failed_files: usize,
+    /// Age of the oldest file waiting in the inbox, 0 when it is empty.
+    pub oldest_waiting_s: f64,
+    /// The last run in the timeline, if there is one.
+    pub last_run: Option<LastRunMetrics>,
+}
+
+/// What is exported of the last run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LastRunMetrics {
+    /// Its id.
+    pub run_id: String,
+    /// Unix time of its latest timeline row.
+    pub timestamp_s: f64,
+    /// Seconds per proof over its steady state, if it proved anything.
+    pub seconds_per_proof: Option<f64>,
+    /// Each prover lane's share of the run spent proving.
+    pub prover_busy: Vec<(String, f64)>,
+}
+
+/// Collects the metrics of the spool at `spool` (the directory holding `inbox/`, or the
+/// inbox itself) and its timeline (default: `timeline.csv` in the spool directory).
+pub fn collect(spool: &Path, timeline: Option<&Path>, lease: Duration) -> Result<SpoolMetrics> {
+    let (layout, timeline_path) = locate_spool(spool, timeline)?;
+    let timeline = read_timeline(&timeline_path).ok();
+    let status = inspect_with(&layout, timeline.as_ref(), lease)?;
+    let (proved_total, failed_total) = timeline.as_ref().map_or((0, 0), totals);
+    Ok(SpoolMetrics {
+        proved_total,
+        failed_total,
+        inbox_files: status.inbox,
+        work_files: status.work,
+        failed_files: status.failed,
+        oldest_waiting_s: status.oldest_waiting.map_or(0.0, |(_, age)| age),
+        last_run: timeline.as_ref().and_then(last_run),
+    })
+}
+
+/// Proofs written and jobs failed over every run; a benchmark shape's result is no proof.
+fn totals(timeline: &Timeline) -> (u64, u64) {
+    let benchmarks: HashSet<(&str, &str)> = timeline
+        .rows
+        .iter()
+        .filter(|r| r.event == EventName::Parsed.as_str() && r.detail.contains("benchmark=true"))
+        .map(|r| (r.run_id.as_str(), r.job.as_str()))
+        .collect();
+    let mut counts = (0, 0);
+    for row in &timeline.rows {
+        if row.event == EventName::Done.as_str()
+            && !benchmarks.contains(&(row.run_id.as_str(), row.job.as_str()))
+        {
+            counts.0 += 1;
+        } else if row.event == EventName::Failed.as_str() {
+            counts.1 += 1;
+        }
+    }
+    counts
+}
+
+fn last_run(timeline: &Timeline) -> Option<LastRunMetrics> {
+    let digest = last_run_digest(timeline)?;
+    let timestamp_s = timeline
+        .rows
+        .iter()
+        .filter(|r| r.run_id == digest.run_id)
+        .filter_map(|r| humantime::parse_rfc3339(&r.wall_clock).ok())
+        .filter_map(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_secs_f64())
+        .fold(None, |latest: Option<f64>, t| {
+            Some(latest.map_or(t, |l| l.max(t)))
+        })?;
+    Some(LastRunMetrics {
+        run_id: digest.run_id,
+        timestamp_s,
+        seconds_per_proof: digest.seconds_per_proof,
+        prover_busy: digest.prover_busy,
+    })
+}
+
+/// One metric family: name, type, help and its samples (labels, value).
+struct Family<'a> {
+    name: &'a str,
+    kind: &'a str,
+    help: &'a str,
+    samples: Vec<(Vec<(&'a str, String)>, f64)>,
+}
+
+/// The metrics in Prometheus' text exposition format (version 0.0.4), ending with a newline.
+pub fn render(metrics: &SpoolMetrics) -> String {
+    let mut families = vec![
+        Family {
+            name: "cuzk_proofs_total",
+            kind: "counter",
+            help: "Jobs finished over every run in the timeline: proofs written (proved, checked with verify_seal) and jobs failed.",
+            samples: vec![
+                (vec![("result", "proved".into())], metrics.proved_total as f64),
+                (vec![("result", "failed".into())], metrics.failed_total as f64),
+            ],
+        },
+        Family {
+            name: "cuzk_spool_files",
+            kind: "gauge",
+            help: "C1 files in the spool now: inbox (waiting), work (claimed, being proved), failed (needing attention).",
+            samples: vec![
+                (vec![("dir", "inbox".into())], metrics.inbox_files as f64),
+                (vec![("dir", "work".into())], metrics.work_files as f64),
+                (vec![("dir", "failed".into())], metrics.failed_files as f64),
+            ],
+        },
+        Family {
+            name: "cuzk_oldest_waiting_seconds",
+            kind: "gauge",
+            help: "Age of the oldest C1 file waiting in the inbox (0 when it is empty).",
+            samples: vec![(vec![], metrics.oldest_waiting_s)],
+        },
+    ];
+    if let Some(run) = &metrics.last_run {
+        families.push(Family {
+            name: "cuzk_last_run_info",
+            kind: "gauge",
+            help: "The last run in the timeline, by id (always 1).",
+            samples: vec![(vec![("run_id", run.run_id.clone())], 1.0)],
+        });
+        families.push(Family {
+            name: "cuzk_last_run_timestamp_seconds",
+            kind: "gauge",
+            help: "Unix time of the last run's latest timeline row.",
+            samples: vec![(vec![], run.timestamp_s)],
+        });
+        if let Some(seconds) = run.seconds_per_proof {
+            families.push(Family {
+                name: "cuzk_last_run_seconds_per_proof",
+                kind: "gauge",
+                help: "Seconds per proof in the last run, over its steady state (see cuzk waterfall).",
+                samples: vec![(vec![], seconds)],
+            });
+        }
+        families.push(Family {
+            name: "cuzk_last_run_prover_busy_ratio",
+            kind: "gauge",
+            help: "Share of the last run each prover (gpu-N, cpu-N) spent proving.",
+            samples: run
+                .prover_busy
+                .iter()
+                .map(|(lane, busy)| (vec![("prover", lane.clone())], *busy))
+                .collect(),
+        });
+    }
+    let mut text = String::new();
+    for family in families {
+        // A value that is not a number has no sample; a family without samples says nothing.
+        let samples: Vec<_> = family
+            .samples
+            .into_iter()
+            .filter(|(_, value)| value.is_finite())
+            .collect();
+        if samples.is_empty() {
+            continue;
+        }
+        let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
+        let _ = writeln!(text, "# TYPE {} {}", family.name, family.kind);
+        for (labels, value) in samples {
+            let labels: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+                .collect();
+            let labels = if labels.is_empty() {
+                String::new()
+            } else {
+                format!("{{{}}}", labels.join(","))
+            };
+            let _ = writeln!(text, "{}{labels} {value}", family.name);
+        }
+    }
+    text
+}
+
+/// A label value as the text format wants it: backslash, double quote and newline escaped.
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Writes `text` to `path` for node_exporter's textfile collector: to a temporary dotfile
+/// in the same directory (never named `*.prom`, so the collector never reads half a file),
+/// fsynced, then renamed over `path`.
+pub fn write_textfile(path: &Path, text: &str) -> Result<()> {
+    crate::spool::write_atomically(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics() -> SpoolMetrics {
+        SpoolMetrics {
+            proved_total: 12,
+            failed_total: 1,
+            inbox_files: 3,
+            work_files: 2,
+            failed_files: 1,
+            oldest_waiting_s: 42.5,
+            last_run: Some(LastRunMetrics {
+                run_id: "20261130T051500Z-7".into(),
+                timestamp_s: 1_796_000_000.25,
+                seconds_per_proof: Some(61.5),
+                prover_busy: vec![("gpu-0".into(), 0.8), ("gpu-1".into(), 0.75)],
+            }),
+        }
+    }
+
+    #[test]
+    fn the_exposition_has_help_type_and_samples() {
+        let text = render(&metrics());
+        let want = "\
+# HELP cuzk_proofs_total Jobs finished over every run in the timeline: proofs written (proved, checked with verify_seal) and jobs failed.
+# TYPE cuzk_proofs_total counter
+cuzk_proofs_total{result=\"proved\"} 12
+cuzk_proofs_total{result=\"failed\"} 1
+# HELP cuzk_spool_files C1 files in the spool now: inbox (waiting), work (claimed, being proved), failed (needing attention).
+# TYPE cuzk_spool_files gauge
+cuzk_spool_files{dir=\"inbox\"} 3
+cuzk_spool_files{dir=\"work\"} 2
+cuzk_spool_files{dir=\"failed\"} 1
+# HELP cuzk_oldest_waiting_seconds Age of the oldest C1 file waiting in the inbox (0 when it is empty).
+# TYPE cuzk_oldest_waiting_seconds gauge
+cuzk_oldest_waiting_seconds 42.5
+# HELP cuzk_last_run_info The last run in the timeline, by id (always 1).
+# TYPE cuzk_last_run_info gauge
+cuzk_last_run_info{run_id=\"20261130T051500Z-7\"} 1
+# HELP cuzk_last_run_timestamp_seconds Unix time of the last run's latest timeline row.
+# TYPE cuzk_last_run_timestamp_seconds gauge
+cuzk_last_run_timestamp_seconds 1796000000.25
+# HELP cuzk_last_run_seconds_per_proof Seconds per proof in the last run, over its steady state (see cuzk waterfall).
+# TYPE cuzk_last_run_seconds_per_proof gauge
+cuzk_last_run_seconds_per_proof 61.5
+# HELP cuzk_last_run_prover_busy_ratio Share of the last run each prover (gpu-N, cpu-N) spent proving.
+# TYPE cuzk_last_run_prover_busy_ratio gauge
+cuzk_last_run_prover_busy_ratio{prover=\"gpu-0\"} 0.8
+cuzk_last_run_prover_busy_ratio{prover=\"gpu-1\"} 0.75
+";
+        assert_eq!(text, want);
+    }
+
+    #[test]
+    fn without_a_run_only_the_spool_is_exported() {
+        let mut quiet = metrics();
+        quiet.last_run = None;
+        let text = render(&quiet);
+        assert!(!text.contains("last_run"), "{text}");
+        assert!(text.ends_with(" 42.5\n"), "{text}");
+        // A run that proved nothing has no seconds per proof, and a NaN is never written.
+        let mut idle = metrics();
+        if let Some(run) = idle.last_run.as_mut() {
+            run.seconds_per_proof = None;
+            run.prover_busy = vec![("cpu-0".into(), f64::NAN)];
+        }
+        let text = render(&idle);
+        assert!(!text.contains("seconds_per_proof"), "{text}");
+        assert!(!text.contains("busy"), "{text}");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn totals_count_every_run_but_not_benchmarks() {
+        let timeline = Timeline {
+            rows: [
+                ("r1", "PARSED", "a", "sector=s;size=2KiB;partitions=1"),
+                ("r1", "DONE", "a", ""),
+                ("r1", "FAILED", "b", "parse: x"),
+                (
+                    "r2",
+                    "PARSED",
+                    "c",
+                    "sector=s;size=32GiB;partitions=10;benchmark=true",
+                ),
+                ("r2", "DONE", "c", ""),
+                ("r2", "DONE", "d", ""),
+            ]
+            .into_iter()
+            .map(|(run, event, job, detail)| crate::timeline::TimelineRow {
+                run_id: run.into(),
+                t_ms: 0.0,
+                wall_clock: String::new(),
+                event: event.into(),
+                job: job.into(),
+                partition: None,
+                worker: String::new(),
+                detail: detail.into(),
+            })
+            .collect(),
+            skipped: Vec::new(),
+        };
+        assert_eq!(totals(&timeline), (2, 1));
+    }
+}

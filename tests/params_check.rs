@@ -1,0 +1,138 @@
+//! Parameter checks through the real binary: `cuzk params check` on a cache of small files
+//! shaped like parameter files, and `prove-dir` stopping on a parameter file cut short
+//! before it proves anything.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{cuzk, fixture, names, spool};
+
+/// Bytes of a verifying key's fixed part: alpha_g1, beta_g1 (G1), beta_g2, gamma_g2 (G2),
+/// delta_g1 (G1), delta_g2 (G2).
+const VK_FIXED: usize = 3 * 96 + 3 * 192;
+
+/// A verifying key with no public inputs, as long as its count says.
+fn vk_bytes() -> Vec<u8> {
+    vec![0; VK_FIXED + 4]
+}
+
+/// A parameter file with no points but one `b` (G1 and G2), cut `cut` bytes short.
+fn params_bytes(cut: usize) -> Vec<u8> {
+    let mut bytes = vk_bytes();
+    for count in [0u32, 0, 0, 1] {
+        bytes.extend_from_slice(&count.to_be_bytes());
+    }
+    bytes.extend_from_slice(&[0; 96]);
+    bytes.extend_from_slice(&1u32.to_be_bytes());
+    bytes.extend_from_slice(&[0; 192]);
+    bytes.truncate(bytes.len() - cut);
+    bytes
+}
+
+/// The 2KiB PoRep parameter file names.
+fn porep_2kib_names() -> (String, String) {
+    let (params, vk) = cuzk::params::param_paths(2048).expect("paths");
+    let name = |p: &Path| p.file_name().expect("name").to_string_lossy().into_owned();
+    (name(&params), name(&vk))
+}
+
+#[test]
+fn params_check_reports_every_file_and_fails_on_problems() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    fs::create_dir(&cache).expect("cache");
+    let (params, vk) = porep_2kib_names();
+    fs::write(cache.join(&params), params_bytes(0)).expect("params");
+    fs::write(cache.join("v28-made-here.params"), params_bytes(0)).expect("unlisted");
+    fs::write(cache.join("v28-made-here.meta"), b"{}").expect("meta");
+
+    let out = cuzk(
+        &["params", "check", "--sector-size", "2KiB"],
+        dir.path(),
+        &[("FIL_PROOFS_PARAMETER_CACHE", &cache)],
+    );
+    assert_eq!(out.status.code(), Some(1), "problems found");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(&format!(
+            "{params} (2KiB): unofficial or corrupt: digest differs"
+        )),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("{vk} (2KiB): missing")),
+        "{report}"
+    );
+    assert!(
+        !report.contains("v28-made-here"),
+        "another size's report: {report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("hashing"),
+        "progress on stderr"
+    );
+
+    // The whole cache: the unlisted file too, and a file cut short.
+    fs::write(cache.join(&params), params_bytes(10)).expect("cut");
+    let out = cuzk(
+        &["params", "check"],
+        dir.path(),
+        &[("FIL_PROOFS_PARAMETER_CACHE", &cache)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("v28-made-here.params: unofficial: not in parameters.json"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("{params} (2KiB): corrupt:")) && report.contains("cut short"),
+        "{report}"
+    );
+    assert!(!report.contains(".meta"), "{report}");
+    assert!(
+        !report.contains(&vk),
+        "a missing file is only asked for with --sector-size: {report}"
+    );
+}
+
+#[test]
+fn prove_dir_stops_on_a_parameter_file_cut_short() {
+    let (dir, inbox) = spool();
+    let cache = dir.path().join("cache");
+    fs::create_dir(&cache).expect("cache");
+    let (params, vk) = porep_2kib_names();
+    fs::write(cache.join(&params), params_bytes(50)).expect("params");
+    fs::write(cache.join(&vk), vk_bytes()).expect("vk");
+    fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("copy");
+    let out = cuzk(
+        &[
+            "prove-dir",
+            "inbox",
+            "--once",
+            "--settle-secs",
+            "0",
+            "--gpus",
+            "none",
+        ],
+        dir.path(),
+        &[("FIL_PROOFS_PARAMETER_CACHE", &cache)],
+    );
+    assert_eq!(out.status.code(), Some(2), "the run cannot go on");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&params) && stderr.contains("cut short"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fetch it again") && stderr.contains("curio fetch-params 2KiB"),
+        "{stderr}"
+    );
+    // Nothing was started with it: the C1 file waits in the inbox for the fixed cache.
+    assert_eq!(names(&inbox), ["s-t01000-1.json"]);
+    assert!(names(&dir.path().join("failed")).is_empty());
+    let timeline = fs::read_to_string(dir.path().join("timeline.csv")).unwrap_or_default();
+    assert!(!timeline.contains(",SYNTH_START,"), "{timeline}");
+}
