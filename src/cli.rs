@@ -323,7 +323,8 @@ pub struct ParamsCheckArgs {
 /// The sector size argument of `cuzk params gen` and `cuzk params path`.
 #[derive(Debug, Args)]
 pub struct ParamsSizeArgs {
-    /// Sector size: 2KiB, 8MiB or 512MiB (`path` also takes 32GiB and 64GiB).
+    /// Sector size: 2KiB, 8MiB or 512MiB for `gen`; also 32GiB and 64GiB for `path` and
+    /// `constraints`.
     #[arg(long, value_parser = parse_sector_size, default_value = "2KiB")]
     pub sector_size: u64,
 }

@@ -27,7 +27,7 @@ fn transcript(args: &[&str], cwd: &Path, params: &Path) -> String {
 #[test]
 fn help_of_every_command() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 12] = [
         &["--help"],
         &["damocles-c2", "--help"],
         &["bench", "--help"],
@@ -39,6 +39,7 @@ fn help_of_every_command() {
         &["params", "gen", "--help"],
         &["params", "path", "--help"],
         &["params", "check", "--help"],
+        &["params", "constraints", "--help"],
     ];
     for args in commands {
         let name = format!("help_{}", args[..args.len() - 1].join("_"))

@@ -92,7 +92,11 @@ fn two_partition_sectors_prove_in_order_and_a_failed_partition_cancels_its_sibli
         std::thread::sleep(Duration::from_millis(20));
     }
 
-    let summary = cuzk::pipeline::run(&settings(root)).expect("the run");
+    // A budget of the parameters and one and a half partitions: partitions must take turns.
+    let footprint = cuzk::memory::Footprint::of_file(&params).expect("footprint");
+    let mut settings = settings(root);
+    settings.max_memory = Some(footprint.params_bytes + footprint.partition_bytes * 3 / 2);
+    let summary = cuzk::pipeline::run(&settings).expect("the run");
     assert_eq!((summary.proved, summary.failed), (2, 1));
 
     for sector_num in [1, 2] {
@@ -132,6 +136,10 @@ fn two_partition_sectors_prove_in_order_and_a_failed_partition_cancels_its_sibli
             "s-t01000-2/1",
             "s-t01000-3/0"
         ]
+    );
+    assert!(
+        timeline.contains(",MEMORY_WAIT,"),
+        "partitions waited for memory rather than over-committing: {timeline}"
     );
     let reason: serde_json::Value = serde_json::from_slice(
         &fs::read(root.join("failed/s-t01000-3.error.json")).expect("reason"),
