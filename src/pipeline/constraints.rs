@@ -93,26 +93,42 @@ impl ConstraintSets {
         if file.is_file() {
             // Saved by an earlier run: mapping it and checking its digest takes a second or
             // two, so the partition asking waits for it rather than synthesizing in full.
-            drop(slots);
-            self.prepare(params_path, job, making);
-            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            return match slots.get(params_path) {
-                Some(Slot::Ready(r1cs, _)) => Some(r1cs.clone()),
-                _ => None,
-            };
+            let started = Instant::now();
+            match R1cs::load(&file) {
+                Ok(r1cs) => {
+                    drop(slots);
+                    self.settle(params_path, &file, Ok((r1cs, false)), started, making);
+                    let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+                    return match slots.get(params_path) {
+                        Some(Slot::Ready(r1cs, _)) => Some(r1cs.clone()),
+                        _ => None,
+                    };
+                }
+                // Damaged or of another version: recorded again below, in the background.
+                Err(err) => log::warn!("{err:#}"),
+            }
         }
         slots.insert(params_path.to_owned(), Slot::Preparing);
         let (sets, path, job) = (self.clone(), params_path.to_owned(), job.clone());
-        std::thread::spawn(move || sets.prepare(&path, &job, making));
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let file = r1cs_path(&path);
+            let recorded = record_and_save(&file, &job).map(|r1cs| (r1cs, true));
+            sets.settle(&path, &file, recorded, started, making);
+        });
         None
     }
 
-    /// Loads or records the constraints for `params_path` and files them; `making` holds
-    /// their room in the budget until their real size is known.
-    fn prepare(&self, params_path: &Path, job: &Job, making: Reservation) {
-        let started = Instant::now();
-        let file = r1cs_path(params_path);
-        let made = load_or_record(&file, job);
+    /// Files the constraints for `params_path` once made (or not), trading `making`, their
+    /// room while they were made, for their real size.
+    fn settle(
+        &self,
+        params_path: &Path,
+        file: &Path,
+        made: Result<(R1cs, bool)>,
+        started: Instant,
+        making: Reservation,
+    ) {
         drop(making);
         let slot = match made {
             Ok((r1cs, is_recorded)) => match self.memory.try_reserve(r1cs.memory_bytes()) {
@@ -143,15 +159,9 @@ impl ConstraintSets {
     }
 }
 
-/// The R1CS at `file`, or recorded from `job`'s circuit and saved there (best effort: a
-/// read-only parameter cache only costs the recording again next run). True when recorded.
-fn load_or_record(file: &Path, job: &Job) -> Result<(R1cs, bool)> {
-    if file.is_file() {
-        match R1cs::load(file) {
-            Ok(r1cs) => return Ok((r1cs, false)),
-            Err(err) => log::warn!("{err:#}"),
-        }
-    }
+/// Records the constraints of `job`'s circuit and saves them at `file` (best effort: a
+/// read-only parameter cache only costs the recording again next run).
+fn record_and_save(file: &Path, job: &Job) -> Result<R1cs> {
     let r1cs = job.sector.circuits.record_constraints()?;
     if let Err(err) = r1cs.save(file) {
         log::warn!(
@@ -159,5 +169,5 @@ fn load_or_record(file: &Path, job: &Job) -> Result<(R1cs, bool)> {
             file.display()
         );
     }
-    Ok((r1cs, true))
+    Ok(r1cs)
 }
