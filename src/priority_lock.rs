@@ -74,6 +74,8 @@ pub fn wait_until_free(
 
 /// Opens the lock file, creating it (mode 0666 before the umask, as bellperson's
 /// `File::create` does) when missing; never truncates a file another process may lock.
+/// A file another user created (lotus under its own account, mode 0644 after its umask) is
+/// opened read-only: a shared lock needs no write access.
 fn open(path: &Path) -> Result<File, PriorityLockError> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true);
@@ -82,7 +84,11 @@ fn open(path: &Path) -> Result<File, PriorityLockError> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o666);
     }
-    options.open(path).map_err(|source| PriorityLockError {
+    let opened = match options.open(path) {
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => File::open(path),
+        opened => opened,
+    };
+    opened.map_err(|source| PriorityLockError {
         path: path.to_owned(),
         source,
     })
@@ -135,6 +141,20 @@ mod tests {
         assert!(waited >= Duration::from_millis(300), "{waited:?}");
         // The waiter holds nothing afterwards: the PoSt can take the lock again at once.
         post.try_lock().expect("the lock is free again");
+    }
+
+    #[test]
+    fn a_lock_file_without_write_access_is_still_checked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(PRIORITY_LOCK_NAME);
+        let post = File::create(&path).expect("lock file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("read-only");
+        post.lock().expect("exclusive lock");
+        // As root the read-write open succeeds anyway; as anyone else the fall back is used.
+        assert!(is_taken(&path).expect("checked"));
+        post.unlock().expect("unlock");
+        assert!(!is_taken(&path).expect("checked"));
     }
 
     #[test]
