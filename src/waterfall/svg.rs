@@ -276,4 +276,27 @@ mod tests {
         }
         assert!(colours.contains(FAILED_COLOUR));
     }
+
+    #[test]
+    fn svg_draws_a_lane_giving_way_to_post_and_its_legend() {
+        let timeline = fixture("priority_lock.csv");
+        let runs = analyze(&screen(&timeline), &Selection::Last, &options())
+            .expect("analysis")
+            .runs;
+        let svg = render_svg(&runs);
+        let document = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        let lock_bars: Vec<&str> = document
+            .descendants()
+            .filter(|n| n.has_tag_name("rect"))
+            .filter(|n| n.attribute("fill") == Some(colour(Stage::GpuLock)))
+            .filter_map(|n| n.descendants().find(|c| c.has_tag_name("title")))
+            .filter_map(|title| title.text())
+            .collect();
+        assert_eq!(
+            lock_bars,
+            ["gpu-0: gpu lock (PoSt) 1.000 s -> 5.000 s"],
+            "{svg}"
+        );
+        assert!(svg.contains(">gpu lock (PoSt)</text>"), "{svg}");
+    }
 }
