@@ -98,10 +98,12 @@ fn main() -> Result<()> {
         .collect();
 
     for choice in [BackendChoice::Supraseal, BackendChoice::EcGpu] {
-        let (mut provers, note) = cuzk::backend::provers_for(choice, &GpuSelection::All, 1)?;
-        if let Some(note) = note {
+        let env = cuzk::gpu_env::GpuEnv::from_env();
+        let plan = cuzk::backend::provers_for(choice, &GpuSelection::All, 1, &env)?;
+        for note in &plan.notes {
             eprintln!("{choice:?}: note: {note}");
         }
+        let mut provers = plan.provers;
         let prover: &mut Prover = &mut provers[0];
         let loaded = match prover.params_kind() {
             cuzk::backend::ParamsKind::Groth16 => LoadedParams::Groth16(std::sync::Arc::new(

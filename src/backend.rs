@@ -6,7 +6,10 @@
 //!   thread drives every GPU, a partition per GPU per call.
 //!
 //! `auto` takes SupraSeal when it is built and a GPU is there, else the ec-gpu kernels, else
-//! the CPU; that is the order they measured fastest in (BENCHMARKS.md).
+//! the CPU; that is the order they measured fastest in (BENCHMARKS.md). The GPU conventions of
+//! the other Filecoin provers apply to all of them ([`gpu_env`](crate::gpu_env)):
+//! `BELLMAN_NO_GPU` turns the GPUs off, and `--require-gpu` turns a run that would prove on
+//! the CPU into a [`RequireGpuError`] before anything is claimed.
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -15,7 +18,8 @@ use anyhow::{bail, Result};
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 
-use crate::kernels::{self, GpuSelection, ProverKernels};
+use crate::gpu_env::GpuEnv;
+use crate::kernels::{self, GpuSelection, KernelPlan, ProverKernels};
 use crate::params::LoadedParams;
 use crate::pipeline::panic_message;
 use crate::prove::{self, ProveTimings};
@@ -89,6 +93,14 @@ impl Prover {
         }
     }
 
+    /// True when it proves on GPUs: it gives way to PoSt ([`crate::priority_lock`]).
+    pub fn is_gpu(&self) -> bool {
+        match self {
+            Prover::Kernels(kernels) => kernels.is_gpu(),
+            Prover::Supraseal { .. } => true,
+        }
+    }
+
     /// Partitions it proves per call.
     pub fn batch_size(&self) -> usize {
         match self {
@@ -152,13 +164,62 @@ impl Prover {
     }
 }
 
-/// The provers for a run: `per_gpu` ec-gpu provers per selected GPU, one SupraSeal prover for
-/// all GPUs, or one CPU prover. The note explains a fallback to the CPU, for the user.
+/// The provers a run starts, and what the user should hear about them.
+pub struct ProverPlan {
+    /// One per prover thread.
+    pub provers: Vec<Prover>,
+    /// Notes for the user: the physical GPUs and what fits in their memory, ignored
+    /// variables, a fall back to the CPU.
+    pub notes: Vec<String>,
+    /// Why the run proves on the CPU, when it does.
+    pub cpu_reason: Option<String>,
+}
+
+impl ProverPlan {
+    /// The plan, unless `--require-gpu` (`is_gpu_required`) forbids proving on the CPU.
+    pub fn require_gpu(self, is_gpu_required: bool) -> Result<ProverPlan, RequireGpuError> {
+        match &self.cpu_reason {
+            Some(reason) if is_gpu_required => Err(RequireGpuError {
+                reason: reason.clone(),
+            }),
+            _ => Ok(self),
+        }
+    }
+}
+
+/// `--require-gpu` was given and the run would prove on the CPU.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("--require-gpu: this run would prove on the CPU ({reason}), and a CPU proof of a 32GiB sector takes hours; nothing was claimed (hint: check `nvidia-smi`, CUDA_VISIBLE_DEVICES and BELLMAN_NO_GPU, and that this cuzk was built with scripts/build-cuda.sh; without --require-gpu it proves on the CPU)")]
+pub struct RequireGpuError {
+    /// Why there is no GPU to prove on.
+    pub reason: String,
+}
+
+/// The provers for a run: up to `per_gpu` ec-gpu provers per selected GPU, one SupraSeal
+/// prover for all GPUs, or one CPU prover; `env` is the GPU variables (`BELLMAN_NO_GPU`
+/// turns the GPUs off).
 pub fn provers_for(
     choice: BackendChoice,
     gpus: &GpuSelection,
     per_gpu: usize,
-) -> Result<(Vec<Prover>, Option<String>)> {
+    env: &GpuEnv,
+) -> Result<ProverPlan> {
+    let mut notes = env.notes();
+    let off = match (choice, gpus) {
+        (BackendChoice::Cpu, _) => Some(("--backend cpu".to_owned(), false)),
+        (_, GpuSelection::None) => Some(("--gpus none".to_owned(), false)),
+        _ => env.gpus_off_reason().map(|reason| (reason, true)),
+    };
+    if let Some((reason, is_surprising)) = off {
+        if choice == BackendChoice::Supraseal {
+            bail!("--backend supraseal: {reason}, and SupraSeal proves only on GPUs (hint: use --backend cpu to prove on the CPU)");
+        }
+        // A flag asked for the CPU; a variable left in the environment may not have meant to.
+        if is_surprising {
+            notes.push(format!("{reason}: proving on the CPU"));
+        }
+        return Ok(from_kernels(KernelPlan::cpu(reason, Vec::new()), notes));
+    }
     let want_supraseal = match choice {
         BackendChoice::Supraseal => {
             if !crate::supraseal::IS_BUILT {
@@ -166,48 +227,150 @@ pub fn provers_for(
             }
             true
         }
-        BackendChoice::Auto => crate::supraseal::IS_BUILT && *gpus != GpuSelection::None,
+        BackendChoice::Auto => crate::supraseal::IS_BUILT,
         BackendChoice::EcGpu | BackendChoice::Cpu => false,
     };
     if want_supraseal {
-        let visible = kernels::gpu_count();
-        if visible > 0 {
+        let visible = kernels::gpu_descriptions();
+        if !visible.is_empty() {
             if let GpuSelection::Indices(_) = gpus {
                 bail!("--gpus with --backend supraseal: SupraSeal uses every GPU this process sees (hint: choose them with CUDA_VISIBLE_DEVICES, e.g. CUDA_VISIBLE_DEVICES=0,1)");
             }
-            return Ok((
-                vec![Prover::Supraseal {
-                    name: "supraseal".into(),
-                    batch: visible,
-                }],
-                None,
+            notes.push(format!(
+                "{}{}",
+                env.visible_prefix(),
+                crate::gpu_memory::supraseal_note(&visible)
             ));
+            return Ok(ProverPlan {
+                provers: vec![Prover::Supraseal {
+                    name: "supraseal".into(),
+                    batch: visible.len(),
+                }],
+                notes,
+                cpu_reason: None,
+            });
         }
         if choice == BackendChoice::Supraseal {
-            bail!("--backend supraseal: no usable GPU found (no CUDA driver or device)");
+            bail!(
+                "--backend supraseal: {} (hint: check `nvidia-smi` and CUDA_VISIBLE_DEVICES)",
+                kernels::no_gpu_reason(env)
+            );
         }
     }
-    let selection = if choice == BackendChoice::Cpu {
-        &GpuSelection::None
-    } else {
-        gpus
-    };
-    let (provers, note) = kernels::provers_for(selection, per_gpu);
-    Ok((provers.into_iter().map(Prover::Kernels).collect(), note))
+    Ok(from_kernels(
+        kernels::provers_for(gpus, per_gpu, env),
+        notes,
+    ))
+}
+
+/// A plan of kernel provers, after `notes`.
+fn from_kernels(plan: KernelPlan, mut notes: Vec<String>) -> ProverPlan {
+    notes.extend(plan.notes);
+    ProverPlan {
+        provers: plan.provers.into_iter().map(Prover::Kernels).collect(),
+        notes,
+        cpu_reason: plan.cpu_reason,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn no_gpu(value: &str) -> GpuEnv {
+        GpuEnv {
+            no_gpu: Some(value.into()),
+            ..GpuEnv::default()
+        }
+    }
+
     #[test]
     fn choices_parse_and_the_cpu_is_always_there() {
         assert_eq!("auto".parse(), Ok(BackendChoice::Auto));
         assert_eq!("ec-gpu".parse(), Ok(BackendChoice::EcGpu));
         assert!("opencl".parse::<BackendChoice>().is_err());
-        let (provers, _) = provers_for(BackendChoice::Cpu, &GpuSelection::All, 2).expect("provers");
-        assert_eq!(provers.len(), 1);
-        assert_eq!(provers[0].name(), "cpu-0");
-        assert_eq!(provers[0].params_kind(), ParamsKind::Groth16);
+        let plan = provers_for(
+            BackendChoice::Cpu,
+            &GpuSelection::All,
+            2,
+            &GpuEnv::default(),
+        )
+        .expect("provers");
+        assert_eq!(plan.provers.len(), 1);
+        assert_eq!(plan.provers[0].name(), "cpu-0");
+        assert!(!plan.provers[0].is_gpu());
+        assert_eq!(plan.provers[0].params_kind(), ParamsKind::Groth16);
+        assert_eq!(plan.cpu_reason.as_deref(), Some("--backend cpu"));
+        assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+    }
+
+    #[test]
+    fn bellman_no_gpu_proves_on_the_cpu_and_says_so_once() {
+        for choice in [BackendChoice::Auto, BackendChoice::EcGpu] {
+            let plan = provers_for(choice, &GpuSelection::All, 2, &no_gpu("1")).expect("provers");
+            assert_eq!(plan.provers.len(), 1);
+            assert!(!plan.provers[0].is_gpu());
+            assert_eq!(plan.notes.len(), 1, "{:?}", plan.notes);
+            assert!(
+                plan.notes[0].starts_with("BELLMAN_NO_GPU=\"1\" is set")
+                    && plan.notes[0].ends_with(": proving on the CPU"),
+                "{:?}",
+                plan.notes
+            );
+        }
+        // "0" leaves the GPUs on, as in bellperson.
+        let plan = provers_for(BackendChoice::Auto, &GpuSelection::None, 2, &no_gpu("0"))
+            .expect("provers");
+        assert_eq!(plan.cpu_reason.as_deref(), Some("--gpus none"));
+        let err = provers_for(
+            BackendChoice::Supraseal,
+            &GpuSelection::All,
+            1,
+            &no_gpu("1"),
+        )
+        .err()
+        .expect("SupraSeal needs a GPU");
+        assert!(
+            err.to_string()
+                .starts_with("--backend supraseal: BELLMAN_NO_GPU="),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn require_gpu_refuses_a_cpu_plan_saying_why() {
+        let plan = provers_for(BackendChoice::Auto, &GpuSelection::All, 2, &no_gpu("yes"))
+            .expect("provers");
+        let err = plan.require_gpu(true).err().expect("refused");
+        let text = err.to_string();
+        assert!(
+            text.starts_with(
+                "--require-gpu: this run would prove on the CPU (BELLMAN_NO_GPU=\"yes\""
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("takes hours") && text.contains("(hint: "),
+            "{text}"
+        );
+        let plan = provers_for(
+            BackendChoice::Cpu,
+            &GpuSelection::All,
+            2,
+            &GpuEnv::default(),
+        )
+        .expect("provers");
+        assert!(plan.require_gpu(false).is_ok());
+    }
+
+    #[test]
+    fn custom_gpu_variables_are_noted_as_ignored() {
+        let env = GpuEnv {
+            custom_gpu: Some(("RUST_GPU_TOOLS_CUSTOM_GPU", "GeForce RTX 3090:10496".into())),
+            ..GpuEnv::default()
+        };
+        let plan = provers_for(BackendChoice::Cpu, &GpuSelection::All, 1, &env).expect("provers");
+        assert_eq!(plan.notes.len(), 1);
+        assert!(plan.notes[0].contains("is ignored"), "{:?}", plan.notes);
     }
 }

@@ -176,13 +176,22 @@ pub struct TuningArgs {
     /// ec-gpu, else the CPU), supraseal, ec-gpu or cpu.
     #[arg(long, value_name = "BACKEND", default_value = "auto")]
     pub backend: BackendChoice,
-    /// GPUs to prove on: all, none (CPU), or indices like 0,1; one prover thread per GPU.
+    /// GPUs to prove on: all, none (CPU), or indices like 0,1. Indices count among the GPUs
+    /// this process sees: CUDA renumbers those left by CUDA_VISIBLE_DEVICES from 0, so with
+    /// CUDA_VISIBLE_DEVICES=2,3 `--gpus 0` is physical GPU 2. BELLMAN_NO_GPU (any value but 0)
+    /// turns GPUs off, as in bellperson.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub gpus: GpuSelection,
     /// Prover threads per GPU; two let one partition's CPU-side work overlap another's
-    /// kernels on the same GPU (measured 1.3x on an H200).
+    /// kernels on the same GPU (measured 1.3x on an H200). Fewer start on a GPU whose free
+    /// memory does not hold them for a 32GiB sector (~31 GiB each).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub provers_per_gpu: usize,
+    /// Stop with exit 2 before claiming anything if the run would prove on the CPU (no GPU
+    /// found, a build without CUDA, BELLMAN_NO_GPU, --gpus none): a CPU proof of a 32GiB
+    /// sector takes hours.
+    #[arg(long)]
+    pub require_gpu: bool,
     /// Synthesized partitions that may wait for the prover.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub queue_depth: usize,
@@ -418,6 +427,7 @@ impl TuningArgs {
             backend: self.backend,
             gpus: self.gpus.clone(),
             provers_per_gpu: self.provers_per_gpu,
+            require_gpu: self.require_gpu,
             queue_depth: self.queue_depth,
             poll: Duration::from_secs(5),
             settle: Duration::ZERO,

@@ -131,6 +131,21 @@ pub enum EventKind {
         /// Milliseconds it took.
         ms: f64,
     },
+    /// A GPU prover found bellperson's priority lock taken (a WindowPoSt or WinningPoSt is
+    /// on the GPU) and waits, starting no GPU work, until it is free.
+    PriorityWaitStarted {
+        /// The prover.
+        worker: String,
+        /// The lock file.
+        path: String,
+    },
+    /// The priority lock is free again; the prover goes on.
+    PriorityWaitFinished {
+        /// The prover.
+        worker: String,
+        /// Milliseconds it waited.
+        waited_ms: f64,
+    },
     /// Groth16 proving of a partition began.
     ProveStarted {
         /// The job.
@@ -232,6 +247,10 @@ pub enum EventName {
     ParamsEnd,
     /// [`EventKind::ConstraintsReady`].
     ConstraintsReady,
+    /// [`EventKind::PriorityWaitStarted`].
+    PriorityWaitStart,
+    /// [`EventKind::PriorityWaitFinished`].
+    PriorityWaitEnd,
     /// [`EventKind::ProveStarted`].
     GpuStart,
     /// [`EventKind::ProveFinished`].
@@ -256,7 +275,7 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 22] = [
+    pub const ALL: [EventName; 24] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
@@ -269,6 +288,8 @@ impl EventName {
         EventName::ParamsStart,
         EventName::ParamsEnd,
         EventName::ConstraintsReady,
+        EventName::PriorityWaitStart,
+        EventName::PriorityWaitEnd,
         EventName::GpuStart,
         EventName::GpuEnd,
         EventName::VerifyStart,
@@ -296,6 +317,8 @@ impl EventName {
             EventName::ParamsStart => "PARAMS_START",
             EventName::ParamsEnd => "PARAMS_END",
             EventName::ConstraintsReady => "CONSTRAINTS_READY",
+            EventName::PriorityWaitStart => "PRIORITY_WAIT_START",
+            EventName::PriorityWaitEnd => "PRIORITY_WAIT_END",
             EventName::GpuStart => "GPU_START",
             EventName::GpuEnd => "GPU_END",
             EventName::VerifyStart => "VERIFY_START",
@@ -339,6 +362,8 @@ impl EventKind {
             EventKind::ParamsLoadStarted { .. } => EventName::ParamsStart,
             EventKind::ParamsLoadFinished { .. } => EventName::ParamsEnd,
             EventKind::ConstraintsReady { .. } => EventName::ConstraintsReady,
+            EventKind::PriorityWaitStarted { .. } => EventName::PriorityWaitStart,
+            EventKind::PriorityWaitFinished { .. } => EventName::PriorityWaitEnd,
             EventKind::ProveStarted { .. } => EventName::GpuStart,
             EventKind::ProveFinished { .. } => EventName::GpuEnd,
             EventKind::VerifyStarted { .. } => EventName::VerifyStart,
@@ -375,6 +400,8 @@ impl EventKind {
             | EventKind::ParamsLoadStarted { .. }
             | EventKind::ParamsLoadFinished { .. }
             | EventKind::ConstraintsReady { .. }
+            | EventKind::PriorityWaitStarted { .. }
+            | EventKind::PriorityWaitFinished { .. }
             | EventKind::StopRequested
             | EventKind::RunFinished { .. } => None,
         }
@@ -561,6 +588,14 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 is_recorded: true,
                 bytes: 9 << 30,
                 ms: 61_000.5,
+            },
+            EventName::PriorityWaitStart => EventKind::PriorityWaitStarted {
+                worker: worker(),
+                path: "/tmp/bellman.priority.lock".into(),
+            },
+            EventName::PriorityWaitEnd => EventKind::PriorityWaitFinished {
+                worker: worker(),
+                waited_ms: 4_200.5, // the timeline keeps 0.1 ms
             },
             EventName::GpuStart => EventKind::ProveStarted {
                 job: job(),

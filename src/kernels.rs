@@ -4,6 +4,11 @@
 //! two multiexp kernels are created once, for that device only, so two prover threads on two
 //! GPUs never wait on each other (bellperson's locked kernels take a machine-wide lock and
 //! are rebuilt for every proof). A GPU call that fails falls back to the CPU for that step.
+//!
+//! GPUs are numbered as this process sees them: the CUDA driver hides those left out of
+//! `CUDA_VISIBLE_DEVICES` and numbers the rest from 0, so `--gpus 0` is the first visible GPU,
+//! whichever physical device that is. The notes name each physical device (model, UUID) and
+//! what fits in its memory ([`gpu_memory`](crate::gpu_memory)).
 
 use std::sync::Arc;
 
@@ -13,6 +18,9 @@ use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, QueryDensity, SourceBuilder};
 use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::prime::PrimeCurveAffine;
+
+use crate::gpu_env::GpuEnv;
+use crate::gpu_memory::GpuDescription;
 
 /// Exponents of a multiexp, in the representation the kernels take.
 pub type Exponents = Arc<Vec<<Fr as PrimeField>::Repr>>;
@@ -160,6 +168,30 @@ pub fn gpu_count() -> usize {
     0
 }
 
+/// Every GPU this process sees, in `--gpus` order, with its memory; none without the `cuda`
+/// feature.
+pub fn gpu_descriptions() -> Vec<GpuDescription> {
+    #[cfg(feature = "cuda")]
+    return ec_gpu_gen::rust_gpu_tools::Device::all()
+        .into_iter()
+        .enumerate()
+        .map(|(index, device)| gpu::describe(index, device))
+        .collect();
+    #[cfg(not(feature = "cuda"))]
+    Vec::new()
+}
+
+/// Why a run without a usable GPU proves on the CPU: none found, with `CUDA_VISIBLE_DEVICES`
+/// if it may be why.
+pub fn no_gpu_reason(env: &GpuEnv) -> String {
+    let visible = env
+        .visible_devices
+        .as_ref()
+        .map(|list| format!("; CUDA_VISIBLE_DEVICES={list:?}"))
+        .unwrap_or_default();
+    format!("no usable GPU found (no CUDA driver or device{visible})")
+}
+
 /// Which GPUs to prove on (`--gpus`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GpuSelection {
@@ -191,30 +223,66 @@ impl std::str::FromStr for GpuSelection {
     }
 }
 
-/// The provers for a selection: `per_gpu` per usable GPU (more than one lets one prover's
-/// CPU-side work overlap another's kernels), or one CPU prover when no GPU is usable. The
-/// second value explains a fallback to the CPU, for the user.
-pub fn provers_for(
-    selection: &GpuSelection,
-    per_gpu: usize,
-) -> (Vec<ProverKernels>, Option<String>) {
+/// The kernels a run proves with, and what the user should hear about them.
+pub struct KernelPlan {
+    /// One per prover thread.
+    pub provers: Vec<ProverKernels>,
+    /// For the user: each GPU's physical device and what fits in its memory, GPUs that could
+    /// not be used, a fall back to the CPU.
+    pub notes: Vec<String>,
+    /// Why the run proves on the CPU, when it does.
+    pub cpu_reason: Option<String>,
+}
+
+impl KernelPlan {
+    /// One CPU prover, because of `reason`.
+    pub fn cpu(reason: String, notes: Vec<String>) -> KernelPlan {
+        KernelPlan {
+            provers: vec![ProverKernels::cpu(0)],
+            notes,
+            cpu_reason: Some(reason),
+        }
+    }
+}
+
+/// The provers for a selection: up to `per_gpu` per usable GPU (more than one lets one
+/// prover's CPU-side work overlap another's kernels; fewer where the GPU's free memory holds
+/// fewer, see [`gpu_memory`](crate::gpu_memory)), or one CPU prover when no GPU is usable.
+/// `GpuSelection::None` gives the CPU.
+pub fn provers_for(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> KernelPlan {
+    if *selection == GpuSelection::None {
+        return KernelPlan::cpu("--gpus none".into(), Vec::new());
+    }
     #[cfg(feature = "cuda")]
     {
-        if *selection != GpuSelection::None {
-            let (gpus, note) = gpu::open(selection, per_gpu.max(1));
-            if !gpus.is_empty() {
-                return (gpus, note);
-            }
-            return (vec![ProverKernels::cpu(0)], note);
+        let (provers, mut notes, problems) = gpu::open(selection, per_gpu.max(1), env);
+        if !provers.is_empty() {
+            return KernelPlan {
+                provers,
+                notes,
+                cpu_reason: None,
+            };
         }
-        (vec![ProverKernels::cpu(0)], None)
+        let reason = if problems.is_empty() {
+            no_gpu_reason(env)
+        } else {
+            problems.join("; ")
+        };
+        notes.push(format!("{reason}: proving on the CPU"));
+        KernelPlan::cpu(reason, notes)
     }
     #[cfg(not(feature = "cuda"))]
     {
-        let _ = per_gpu;
-        let note = (*selection != GpuSelection::None && *selection != GpuSelection::All)
-            .then(|| "this cuzk was built without the `cuda` feature: proving on the CPU (hint: build with scripts/build-cuda.sh)".to_owned());
-        (vec![ProverKernels::cpu(0)], note)
+        let _ = (per_gpu, env);
+        let reason = "this cuzk was built without the `cuda` feature".to_owned();
+        // The default build proves on the CPU by design; only a list of GPUs asked for more.
+        let notes = match selection {
+            GpuSelection::Indices(_) => vec![format!(
+                "{reason}: proving on the CPU (hint: build with scripts/build-cuda.sh)"
+            )],
+            _ => Vec::new(),
+        };
+        KernelPlan::cpu(reason, notes)
     }
 }
 
@@ -223,9 +291,10 @@ mod gpu {
     //! The CUDA side: kernels bound to one device each.
 
     use super::*;
+    use crate::gpu_memory;
     use bellperson::gpu::CpuGpuMultiexpKernel;
     use ec_gpu_gen::fft::FftKernel;
-    use ec_gpu_gen::rust_gpu_tools::Device;
+    use ec_gpu_gen::rust_gpu_tools::{cuda, Device, GPUError, UniqueId};
 
     pub struct GpuKernels {
         pub fft: FftKernel<'static, Fr>,
@@ -233,30 +302,36 @@ mod gpu {
         pub g2: CpuGpuMultiexpKernel<'static, G2Affine>,
     }
 
-    /// Opens kernels on each selected device.
-    pub fn open(selection: &GpuSelection, per_gpu: usize) -> (Vec<ProverKernels>, Option<String>) {
+    /// Opens kernels on each selected device: up to `per_gpu` provers each, as many as its
+    /// free memory holds. Returns the provers, a note per GPU used (what device, what fits)
+    /// and the GPUs that could not be used, with why.
+    pub fn open(
+        selection: &GpuSelection,
+        per_gpu: usize,
+        env: &GpuEnv,
+    ) -> (Vec<ProverKernels>, Vec<String>, Vec<String>) {
         let devices = Device::all();
+        let (mut provers, mut notes, mut problems) = (Vec::new(), Vec::new(), Vec::new());
         if devices.is_empty() {
-            return (
-                Vec::new(),
-                Some("no usable GPU found (no CUDA driver or device): proving on the CPU".into()),
-            );
+            return (provers, notes, problems);
         }
         let indices: Vec<usize> = match selection {
             GpuSelection::Indices(list) => list.clone(),
             _ => (0..devices.len()).collect(),
         };
-        let mut provers = Vec::new();
-        let mut problems = Vec::new();
         for index in indices {
             let Some(device) = devices.get(index).copied() else {
                 problems.push(format!(
-                    "GPU {index} does not exist ({} found)",
+                    "{}GPU {index} does not exist: {} found, numbered from 0 among the GPUs this process sees",
+                    env.visible_prefix(),
                     devices.len()
                 ));
                 continue;
             };
-            for k in 0..per_gpu {
+            let description = describe(index, device);
+            let count = gpu_memory::ec_gpu_provers_to_start(per_gpu, description.free_bytes);
+            let mut names = Vec::new();
+            for k in 0..count {
                 let name = if per_gpu == 1 {
                     format!("gpu-{index}")
                 } else {
@@ -265,6 +340,7 @@ mod gpu {
                 match open_device(device) {
                     Ok(gpu) => {
                         log::info!("{name}: {} kernels ready", device.name());
+                        names.push(name.clone());
                         provers.push(ProverKernels {
                             name,
                             gpu: Some(gpu),
@@ -276,16 +352,48 @@ mod gpu {
                     }
                 }
             }
+            if !names.is_empty() {
+                notes.push(format!(
+                    "{}{}",
+                    env.visible_prefix(),
+                    gpu_memory::ec_gpu_note(&description, &names, per_gpu)
+                ));
+            }
         }
-        let note = (!problems.is_empty()).then(|| {
-            let fallback = if provers.is_empty() {
-                "; proving on the CPU"
-            } else {
-                ""
-            };
-            format!("{}{fallback}", problems.join("; "))
-        });
-        (provers, note)
+        // GPUs that failed while others work are worth a note; with none working, the
+        // caller says so once, with the fall back to the CPU.
+        if !provers.is_empty() && !problems.is_empty() {
+            notes.push(problems.join("; "));
+        }
+        (provers, notes, problems)
+    }
+
+    /// The device at `index`: its model, physical id and memory now.
+    pub fn describe(index: usize, device: &'static Device) -> GpuDescription {
+        GpuDescription {
+            index,
+            name: device.name(),
+            id: Some(match device.unique_id() {
+                UniqueId::Uuid(uuid) => format!("GPU-{uuid}"),
+                UniqueId::PciId(pci) => format!("PCI {pci}"),
+            }),
+            total_bytes: device.memory(),
+            free_bytes: free_bytes(device),
+        }
+    }
+
+    /// The device's free memory as the driver reports it, `None` when it cannot say.
+    fn free_bytes(device: &'static Device) -> Option<u64> {
+        // cuMemGetInfo answers for the current context: a program makes the device's current.
+        let program = ec_gpu_gen::program!(device).ok()?;
+        let query = |_: &cuda::Program, ()| -> Result<Option<u64>, GPUError> {
+            let (mut free, mut total) = (0usize, 0usize);
+            // SAFETY: both pointers are to live locals; `run` made the device's context
+            // current for the call.
+            let status = unsafe { cuda_driver_sys::cuMemGetInfo_v2(&mut free, &mut total) };
+            Ok((status == cuda_driver_sys::cudaError_enum::CUDA_SUCCESS).then_some(free as u64))
+        };
+        program.run((query, ()), ()).ok().flatten()
     }
 
     fn open_device(device: &'static Device) -> Result<GpuKernels, String> {
@@ -337,9 +445,27 @@ mod tests {
 
     #[test]
     fn without_gpus_there_is_one_cpu_prover() {
-        let (provers, _) = provers_for(&GpuSelection::None, 2);
-        assert_eq!(provers.len(), 1);
-        assert_eq!(provers[0].name(), "cpu-0");
-        assert!(!provers[0].is_gpu());
+        let plan = provers_for(&GpuSelection::None, 2, &GpuEnv::default());
+        assert_eq!(plan.provers.len(), 1);
+        assert_eq!(plan.provers[0].name(), "cpu-0");
+        assert!(!plan.provers[0].is_gpu());
+        assert_eq!(plan.cpu_reason.as_deref(), Some("--gpus none"));
+        assert!(plan.notes.is_empty());
+    }
+
+    #[test]
+    fn no_gpu_reason_names_cuda_visible_devices() {
+        assert_eq!(
+            no_gpu_reason(&GpuEnv::default()),
+            "no usable GPU found (no CUDA driver or device)"
+        );
+        let env = GpuEnv {
+            visible_devices: Some(String::new()),
+            ..GpuEnv::default()
+        };
+        assert_eq!(
+            no_gpu_reason(&env),
+            "no usable GPU found (no CUDA driver or device; CUDA_VISIBLE_DEVICES=\"\")"
+        );
     }
 }

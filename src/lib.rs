@@ -10,7 +10,9 @@
 //! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`];
 //! - [`prove`] turns a synthesized partition into a Groth16 proof, on the
 //!   [`kernels`] of a CPU or GPU, or [`supraseal`] proves batches of them; [`backend`]
-//!   chooses;
+//!   chooses, following the GPU conventions of the other Filecoin provers: [`gpu_env`] (the
+//!   environment variables), [`gpu_memory`] (what fits on a GPU) and [`priority_lock`]
+//!   (giving way to PoSt);
 //! - [`pipeline`] runs those stages concurrently and emits [`event::Event`]s;
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
@@ -33,12 +35,15 @@ pub mod cli;
 pub mod commcid;
 pub mod damocles;
 pub mod event;
+pub mod gpu_env;
+pub mod gpu_memory;
 pub mod kernels;
 pub mod memory;
 pub mod metrics;
 pub mod params;
 pub mod pipeline;
 pub mod porep;
+pub mod priority_lock;
 pub mod prove;
 pub mod r1cs;
 pub mod reference;

@@ -226,6 +226,13 @@ impl Display {
                 ms / 1e3,
                 show_bytes(*bytes)
             )),
+            EventKind::PriorityWaitStarted { worker, path } => self.line(&format!(
+                "[{secs:7.1}s] {worker} waits: the GPU priority lock {path} is taken (a WindowPoSt or WinningPoSt is proving on this machine); no new GPU work until it is free"
+            )),
+            EventKind::PriorityWaitFinished { worker, waited_ms } => self.line(&format!(
+                "[{secs:7.1}s] {worker} goes on after giving way to PoSt for {:.1} s",
+                waited_ms / 1e3
+            )),
             // Every prover waiting on a load reports it too: say each load once.
             EventKind::ParamsLoadStarted { path, .. } if !self.loads.contains_key(path) => {
                 self.loads.insert(path.clone(), event.elapsed_ms);

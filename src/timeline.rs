@@ -214,6 +214,18 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             // The path last: it may hold any character.
             format!("recorded={is_recorded};bytes={bytes};ms={ms:.1};path={path}"),
         ),
+        EventKind::PriorityWaitStarted { worker, path } => Fields {
+            job: "",
+            partition: None,
+            worker,
+            detail: path.clone(),
+        },
+        EventKind::PriorityWaitFinished { worker, waited_ms } => Fields {
+            job: "",
+            partition: None,
+            worker,
+            detail: format!("waited_ms={waited_ms:.1}"),
+        },
         EventKind::ProveFinished {
             job,
             partition,
@@ -358,6 +370,17 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             ms: detail_value(&row.detail, "ms")
                 .and_then(|v| v.parse().ok())
                 .ok_or("ms")?,
+        },
+        EventName::PriorityWaitStart => EventKind::PriorityWaitStarted {
+            worker: worker()?,
+            path: detail(),
+        },
+        EventName::PriorityWaitEnd => EventKind::PriorityWaitFinished {
+            worker: worker()?,
+            waited_ms: detail_value(&row.detail, "waited_ms")
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|ms| ms.is_finite())
+                .ok_or("waited_ms")?,
         },
         EventName::GpuStart => EventKind::ProveStarted {
             job: job()?,

@@ -39,6 +39,8 @@
 //! - **queued**: a partition is queued from SYNTH_END until a prover takes it (GPU_PICKUP).
 //! - a prover lane is **busy** while proving (GPU_START to GPU_END). Loading parameters is
 //!   neither busy nor idle. **Idle** time is split by what the lane waited for, first match:
+//!   *gpu lock (PoSt)* (the lane gave way to a WindowPoSt or WinningPoSt holding bellperson's
+//!   GPU priority lock, PRIORITY_WAIT_START to PRIORITY_WAIT_END: idle on purpose),
 //!   *scheduling* (a partition was queued, so the lane should have been proving), *synthesis*
 //!   (a job in flight still had partitions to synthesize), *drain* (jobs in flight, nothing
 //!   left to synthesize: other lanes' last proofs, verification, writing) and *input* (no job in

@@ -63,12 +63,23 @@ fn main_error_messages() {
     )
     .expect("copy");
     fs::write(root.join("not-a-timeline.csv"), b"hello\n").expect("write");
-    let cases: [(&str, &[&str]); 8] = [
+    let cases: [(&str, &[&str]); 9] = [
         (
             "missing-params",
             &["prove-dir", "inbox", "--once", "--settle-secs", "0"],
         ),
         ("missing-inbox", &["prove-dir", "no-such-inbox", "--once"]),
+        (
+            "require-gpu",
+            &[
+                "prove-dir",
+                "inbox",
+                "--once",
+                "--require-gpu",
+                "--gpus",
+                "none",
+            ],
+        ),
         ("bad-gpus", &["prove-dir", "inbox", "--gpus", "zero"]),
         (
             "bad-miner-addr",

@@ -36,6 +36,7 @@ fn settings(root: &Path) -> RunSettings {
         backend: cuzk::backend::BackendChoice::Cpu,
         gpus: GpuSelection::None,
         provers_per_gpu: 1,
+        require_gpu: false,
         queue_depth: 1,
         poll: Duration::from_millis(100),
         settle: Duration::ZERO,

@@ -28,6 +28,7 @@ use crossbeam_channel::{bounded, unbounded};
 
 use crate::backend::{self, ParamsKind, Prover};
 use crate::event::{Event, EventKind, EventSink};
+use crate::gpu_env::GpuEnv;
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::report;
@@ -75,15 +76,23 @@ pub fn run(settings: &RunSettings) -> Result<report::RunSummary> {
 /// written, a job failed), and its drain ends a watching run once the inbox is empty.
 pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::RunSummary> {
     stop::install_signal_handlers();
+    // The provers first: `--require-gpu` stops a run without a GPU before the spool is
+    // touched or anything claimed.
+    let plan = backend::provers_for(
+        settings.backend,
+        &settings.gpus,
+        settings.provers_per_gpu,
+        &GpuEnv::from_env(),
+    )?
+    .require_gpu(settings.require_gpu)?;
+    for note in &plan.notes {
+        eprintln!("cuzk: note: {note}");
+    }
+    let provers = plan.provers;
     let spool = Spool::open(settings.layout.clone())?;
     let heartbeat = spool.keep_alive(settings.lease);
     let run_id = new_run_id();
     let timeline = TimelineWriter::open(&settings.timeline, &run_id)?;
-    let (provers, note) =
-        backend::provers_for(settings.backend, &settings.gpus, settings.provers_per_gpu)?;
-    if let Some(note) = note {
-        eprintln!("cuzk: note: {note}");
-    }
     let prover_names: Vec<String> = provers.iter().map(|p| p.name().to_owned()).collect();
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);

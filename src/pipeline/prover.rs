@@ -1,6 +1,8 @@
 //! Prover threads: each owns a prover (the CPU's or one GPU's kernels, or SupraSeal on every
 //! GPU), takes synthesized partitions from the shared queue, a batch at a time where the
-//! prover takes batches, and proves them with the run's shared parameters.
+//! prover takes batches, and proves them with the run's shared parameters. A GPU prover
+//! gives way to a PoSt holding bellperson's GPU priority lock before each batch
+//! ([`priority_lock`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,6 +12,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use crate::backend::Prover;
 use crate::event::{EventKind, EventSink, Stage};
 use crate::params::ParamSets;
+use crate::priority_lock::{self, PriorityLockError};
 use crate::spool::Spool;
 
 use super::intake;
@@ -37,11 +40,47 @@ pub struct ProverLinks {
 pub fn prove_partitions(mut prover: Prover, links: ProverLinks) {
     let worker = prover.name().to_owned();
     let mut held: Option<SynthesizedMsg> = None;
+    let mut gate = prover.is_gpu().then(PriorityGate::default);
     loop {
         let Some(batch) = next_batch(&links.rx, &mut held, prover.batch_size()) else {
             return;
         };
-        prove_batch(&mut prover, &worker, batch, &links);
+        prove_batch(&mut prover, &worker, batch, &links, gate.as_mut());
+    }
+}
+
+/// A GPU prover's check of bellperson's priority lock before each batch.
+#[derive(Default)]
+struct PriorityGate {
+    /// The lock could not be checked once already: said once, then proving goes on.
+    has_failed: bool,
+}
+
+impl PriorityGate {
+    /// Waits while a PoSt holds the priority lock, recording the wait; holds nothing after.
+    fn give_way(&mut self, worker: &str, events: &EventSink) {
+        let path = priority_lock::priority_lock_path();
+        let waited = priority_lock::wait_until_free(&path, priority_lock::POLL, || {
+            events.emit(EventKind::PriorityWaitStarted {
+                worker: worker.to_owned(),
+                path: path.display().to_string(),
+            })
+        });
+        match waited {
+            Ok(None) => {}
+            Ok(Some(waited)) => events.emit(EventKind::PriorityWaitFinished {
+                worker: worker.to_owned(),
+                waited_ms: waited.as_secs_f64() * 1e3,
+            }),
+            Err(err) => self.warn(worker, &err),
+        }
+    }
+
+    fn warn(&mut self, worker: &str, err: &PriorityLockError) {
+        if !self.has_failed {
+            self.has_failed = true;
+            log::warn!("{worker}: {err}");
+        }
     }
 }
 
@@ -74,7 +113,13 @@ fn next_batch(
     Some(batch)
 }
 
-fn prove_batch(prover: &mut Prover, worker: &str, batch: Vec<SynthesizedMsg>, links: &ProverLinks) {
+fn prove_batch(
+    prover: &mut Prover,
+    worker: &str,
+    batch: Vec<SynthesizedMsg>,
+    links: &ProverLinks,
+    gate: Option<&mut PriorityGate>,
+) {
     // A partition whose sibling failed is not proved for nothing; dropping it frees its memory.
     let batch: Vec<SynthesizedMsg> = batch
         .into_iter()
@@ -113,6 +158,11 @@ fn prove_batch(prover: &mut Prover, worker: &str, batch: Vec<SynthesizedMsg>, li
             return;
         }
     };
+    // As late as possible before the GPU work, after the parameters (which may take minutes),
+    // so a PoSt that started meanwhile is seen.
+    if let Some(gate) = gate {
+        gate.give_way(worker, &links.events);
+    }
     let mut partitions = Vec::with_capacity(batch.len());
     // The partitions' memory is given back when `_memory` drops, after their proofs.
     let mut _memory = Vec::with_capacity(batch.len());

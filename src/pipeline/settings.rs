@@ -25,8 +25,10 @@ pub struct RunSettings {
     pub backend: BackendChoice,
     /// GPUs to prove on.
     pub gpus: GpuSelection,
-    /// Prover threads per GPU.
+    /// Prover threads per GPU (fewer where a GPU's free memory holds fewer).
     pub provers_per_gpu: usize,
+    /// Stop before claiming anything rather than prove on the CPU (`--require-gpu`).
+    pub require_gpu: bool,
     /// Channel depth between synthesis and the prover.
     pub queue_depth: usize,
     /// Rescan interval.

@@ -17,6 +17,7 @@ fn glyph(stage: Stage) -> char {
         Stage::Verify => 'V',
         Stage::Write => 'W',
         Stage::Params => 'P',
+        Stage::GpuLock => 'L',
         Stage::Idle => '-',
     }
 }
@@ -32,6 +33,7 @@ const PHASE_HEADINGS: [&str; 7] = [
 /// What an idle gap waited for, as its line in the lane list says it.
 fn waiting_for(cause: IdleCause) -> &'static str {
     match cause {
+        IdleCause::GpuLock => "gpu lock (PoSt): gave way to a WindowPoSt or WinningPoSt",
         IdleCause::Scheduling => "scheduling: a synthesized partition was queued",
         IdleCause::Synthesis => "waiting for synthesis",
         IdleCause::Drain => "drain: nothing left to prove",
@@ -243,10 +245,12 @@ fn ascii_waterfall(run: &RunMetrics, width: usize, lines: &mut Vec<String>) {
 
     lines.push(format!("{} |{marks}|", fit(LANES_HEADING, label_w)));
     for lane in &run.lanes {
+        let other_idle = lane.idle_spans.subtract(&lane.gpu_lock);
         let stretches = [
             (&lane.proving, Stage::Prove),
             (&lane.loading, Stage::Params),
-            (&lane.idle_spans, Stage::Idle),
+            (&lane.gpu_lock, Stage::GpuLock),
+            (&other_idle, Stage::Idle),
         ];
         let segments = stretches
             .iter()
@@ -387,9 +391,15 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
     let indent = " ".repeat(name_w + 3);
     for lane in &run.lanes {
         let idle = &lane.idle;
+        // Only lanes that gave way to a PoSt say so: most machines never prove PoSt.
+        let gpu_lock = if idle.gpu_lock_s > 0.0 {
+            format!("gpu lock (PoSt) {:.2} s, ", idle.gpu_lock_s)
+        } else {
+            String::new()
+        };
         lines.push(format!(
-            "  {:<name_w$} busy {:.1}% ({:.2} s, {}), params {:.2} s; idle: synthesis {:.2} s, \
-             scheduling {:.2} s, drain {:.2} s, input {:.2} s",
+            "  {:<name_w$} busy {:.1}% ({:.2} s, {}), params {:.2} s; idle: {gpu_lock}synthesis \
+             {:.2} s, scheduling {:.2} s, drain {:.2} s, input {:.2} s",
             lane.name,
             lane.busy_fraction * 100.0,
             lane.busy_s,
@@ -551,6 +561,29 @@ mod tests {
     fn two_gpus_drawn_at_100_columns() {
         let run = metrics("two_gpus.csv");
         insta::assert_snapshot!(render_ascii(std::slice::from_ref(&run), 100));
+    }
+
+    #[test]
+    fn a_lane_giving_way_to_post_shows_the_gpu_lock() {
+        let run = metrics("priority_lock.csv");
+        let text = render_ascii(std::slice::from_ref(&run), 60);
+        let lane = bars(&text)
+            .into_iter()
+            .find(|line| line.starts_with("gpu-0"))
+            .expect("lane");
+        assert!(lane.contains("LLLL"), "{text}");
+        assert!(text.contains("L gpu lock (PoSt)"), "{text}");
+        assert!(
+            text.contains("idle: gpu lock (PoSt) 4.00 s, synthesis 2.00 s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gap 1.00 s -> 5.00 s (4.00 s) gpu lock (PoSt): gave way"),
+            "{text}"
+        );
+        // Lanes that never gave way do not mention it.
+        let quiet = render_ascii(&[metrics("gpu_bound.csv")], 60);
+        assert!(!quiet.contains("idle: gpu lock"), "{quiet}");
     }
 
     #[test]

@@ -169,6 +169,8 @@ impl JobSpans {
             | EventKind::ParamsLoadStarted { .. }
             | EventKind::ParamsLoadFinished { .. }
             | EventKind::ConstraintsReady { .. }
+            | EventKind::PriorityWaitStarted { .. }
+            | EventKind::PriorityWaitFinished { .. }
             | EventKind::FileDeferred { .. }
             | EventKind::FileSkipped { .. }
             | EventKind::MemoryWait { .. }
@@ -227,6 +229,8 @@ pub(super) struct RunSpans {
     pub(super) workers: Workers,
     /// Parameter loading per lane.
     pub(super) params: BTreeMap<String, Vec<(f64, f64)>>,
+    /// Per lane, the stretches it gave way to a PoSt holding the GPU priority lock.
+    pub(super) priority_waits: BTreeMap<String, Vec<(f64, f64)>>,
     /// Files left in the inbox as incomplete and never claimed in this run.
     pub(super) deferred: BTreeSet<String>,
 }
@@ -244,6 +248,8 @@ impl RunSpans {
         let mut workers = Workers::default();
         let mut params: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         let mut loading: HashMap<&str, f64> = HashMap::new();
+        let mut priority_waits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        let mut waiting: HashMap<&str, f64> = HashMap::new();
         let mut deferred = BTreeSet::new();
         for event in events {
             match &event.kind {
@@ -263,6 +269,21 @@ impl RunSpans {
                             .or_default()
                             .push((start, event.t));
                     }
+                }
+                EventKind::PriorityWaitStarted { worker, .. } => {
+                    workers.lanes.insert(worker.clone());
+                    waiting.entry(worker.as_str()).or_insert(event.t);
+                }
+                EventKind::PriorityWaitFinished { worker, waited_ms } => {
+                    workers.lanes.insert(worker.clone());
+                    // Without its start row, the wait still says how long it was.
+                    let start = waiting
+                        .remove(worker.as_str())
+                        .unwrap_or(event.t - waited_ms / 1e3);
+                    priority_waits
+                        .entry(worker.clone())
+                        .or_default()
+                        .push((start, event.t));
                 }
                 EventKind::FileDeferred { job, .. } => {
                     deferred.insert(job.clone());
@@ -289,6 +310,13 @@ impl RunSpans {
                 .or_default()
                 .push((start, last_t));
         }
+        // So does a wait for the priority lock.
+        for (lane, start) in waiting {
+            priority_waits
+                .entry(lane.to_owned())
+                .or_default()
+                .push((start, last_t));
+        }
         deferred.retain(|job: &String| !job_index.contains_key(job.as_str()));
         jobs.sort_by(|a, b| {
             a.start()
@@ -302,6 +330,7 @@ impl RunSpans {
             jobs,
             workers,
             params,
+            priority_waits,
             deferred,
         }
     }

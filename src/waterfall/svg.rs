@@ -15,6 +15,7 @@ fn colour(stage: Stage) -> &'static str {
         Stage::Verify => "#b07aa1",
         Stage::Write => "#9c755f",
         Stage::Params => "#edc948",
+        Stage::GpuLock => "#ff9da7",
         Stage::Idle => "#eeeeee",
     }
 }
@@ -143,8 +144,10 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
     y += SVG_ROW_H;
     for lane in &run.lanes {
         svg_text(out, SVG_PAD, y + SVG_ROW_H - 4.0, "", &lane.name);
+        let other_idle = lane.idle_spans.subtract(&lane.gpu_lock);
         for (set, stage) in [
-            (&lane.idle_spans, Stage::Idle),
+            (&other_idle, Stage::Idle),
+            (&lane.gpu_lock, Stage::GpuLock),
             (&lane.loading, Stage::Params),
             (&lane.proving, Stage::Prove),
         ] {
@@ -168,7 +171,7 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
     let mut legend_x = left;
     let swatches = Stage::JOB
         .iter()
-        .chain(&[Stage::Params, Stage::Idle])
+        .chain(&[Stage::Params, Stage::GpuLock, Stage::Idle])
         .map(|&s| (colour(s), s.name()))
         .chain([(FAILED_COLOUR, "failed")]);
     for (colour, name) in swatches {
@@ -272,5 +275,28 @@ mod tests {
             );
         }
         assert!(colours.contains(FAILED_COLOUR));
+    }
+
+    #[test]
+    fn svg_draws_a_lane_giving_way_to_post_and_its_legend() {
+        let timeline = fixture("priority_lock.csv");
+        let runs = analyze(&screen(&timeline), &Selection::Last, &options())
+            .expect("analysis")
+            .runs;
+        let svg = render_svg(&runs);
+        let document = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        let lock_bars: Vec<&str> = document
+            .descendants()
+            .filter(|n| n.has_tag_name("rect"))
+            .filter(|n| n.attribute("fill") == Some(colour(Stage::GpuLock)))
+            .filter_map(|n| n.descendants().find(|c| c.has_tag_name("title")))
+            .filter_map(|title| title.text())
+            .collect();
+        assert_eq!(
+            lock_bars,
+            ["gpu-0: gpu lock (PoSt) 1.000 s -> 5.000 s"],
+            "{svg}"
+        );
+        assert!(svg.contains(">gpu lock (PoSt)</text>"), "{svg}");
     }
 }

@@ -1,4 +1,5 @@
-//! Lanes: each prover lane's busy time, parameter loading, idle time by what it waited for,
+//! Lanes: each prover lane's busy time, parameter loading, idle time by what it waited for
+//! (a PoSt holding the GPU priority lock among them),
 //! its idle gaps and the split of its proving time into the prover's own steps; and parameter
 //! loading over the whole run, which the verdict weighs.
 
@@ -14,6 +15,9 @@ use crate::waterfall::spans::RunSpans;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IdleCause {
+    /// The lane gave way to a WindowPoSt or WinningPoSt holding bellperson's GPU priority
+    /// lock: idle on purpose, not for want of work.
+    GpuLock,
     Scheduling,
     Synthesis,
     Drain,
@@ -32,6 +36,7 @@ pub struct Gap {
 /// A lane's idle seconds by cause.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct IdleTimes {
+    pub gpu_lock_s: f64,
     pub scheduling_s: f64,
     pub synthesis_s: f64,
     pub drain_s: f64,
@@ -76,6 +81,9 @@ pub struct LaneMetrics {
     pub loading: Intervals,
     #[serde(skip)]
     pub idle_spans: Intervals,
+    /// The part of `idle_spans` it waited for the GPU priority lock.
+    #[serde(skip)]
+    pub gpu_lock: Intervals,
 }
 
 /// Busy time, idle time by cause, gaps and the step split of one lane over the span.
@@ -119,15 +127,26 @@ pub(super) fn lane_metrics(
     // A lane waits on its own loads and on those started ahead of all provers.
     let loading = loads(spans, [name, PRELOAD_WORKER], window).subtract(&proving);
     let idle_spans = window.subtract(&proving.union(&loading));
-    // Each idle moment gets the first cause that fits: a queued partition says the lane
-    // should have been proving whatever else was going on.
-    let scheduling = idle_spans.intersect(&waits.queued);
-    let rest = idle_spans.subtract(&waits.queued);
+    let lock_waits = spans
+        .priority_waits
+        .get(name)
+        .into_iter()
+        .flatten()
+        .copied();
+    let lock_waits = Intervals::new(lock_waits);
+    // Each idle moment gets the first cause that fits. A lane giving way to a PoSt was told
+    // to wait, whatever else was going on; after that, a queued partition says the lane
+    // should have been proving.
+    let gpu_lock = idle_spans.intersect(&lock_waits);
+    let rest = idle_spans.subtract(&lock_waits);
+    let scheduling = rest.intersect(&waits.queued);
+    let rest = rest.subtract(&waits.queued);
     let synthesis = rest.intersect(&waits.pending_synthesis);
     let rest = rest.subtract(&waits.pending_synthesis);
     let drain = rest.intersect(&waits.in_flight);
     let input = rest.subtract(&waits.in_flight);
     let by_cause = [
+        (&gpu_lock, IdleCause::GpuLock),
         (&scheduling, IdleCause::Scheduling),
         (&synthesis, IdleCause::Synthesis),
         (&drain, IdleCause::Drain),
@@ -155,6 +174,7 @@ pub(super) fn lane_metrics(
         busy_fraction: ratio(busy_s, window.total()),
         params_s: loading.total(),
         idle: IdleTimes {
+            gpu_lock_s: gpu_lock.total(),
             scheduling_s: scheduling.total(),
             synthesis_s: synthesis.total(),
             drain_s: drain.total(),
@@ -165,6 +185,7 @@ pub(super) fn lane_metrics(
         proving,
         loading,
         idle_spans,
+        gpu_lock,
     }
 }
 
@@ -236,6 +257,7 @@ mod tests {
         assert_eq!(
             lane.idle,
             IdleTimes {
+                gpu_lock_s: 0.0,
                 scheduling_s: 3.0,
                 synthesis_s: 2.0,
                 drain_s: 0.0,
@@ -264,6 +286,62 @@ mod tests {
                 gap(5.0, 10.0, IdleCause::Input),
             ]
         );
+    }
+
+    #[test]
+    fn a_lane_giving_way_to_post_is_idle_for_the_gpu_lock() {
+        // gpu-0 picked job 1 up at 1 s and waited for the priority lock until 5 s: neither
+        // busy nor waiting for synthesis, though the partition sat with it the whole time.
+        let run = metrics("priority_lock.csv");
+        let lane = &run.lanes[0];
+        assert_close(lane.busy_s, 3.5);
+        assert_eq!(
+            lane.idle,
+            IdleTimes {
+                gpu_lock_s: 4.0,
+                scheduling_s: 0.0,
+                synthesis_s: 2.0,
+                drain_s: 0.5,
+                input_s: 0.0,
+            }
+        );
+        assert_eq!(lane.gpu_lock.spans(), &[(1.0, 5.0)]);
+        assert_eq!(
+            lane.gaps,
+            [
+                gap(0.0, 1.0, IdleCause::Synthesis),
+                gap(1.0, 5.0, IdleCause::GpuLock),
+                gap(7.5, 8.5, IdleCause::Synthesis),
+            ]
+        );
+        assert_eq!(run.verdict.bound, Bound::GpuLock);
+        assert!(
+            run.verdict
+                .text
+                .starts_with("gpu lock (PoSt): gpu-0 gave way 40% of the run"),
+            "{}",
+            run.verdict.text
+        );
+    }
+
+    #[test]
+    fn a_wait_without_its_start_row_still_counts_and_an_open_one_runs_to_the_end() {
+        let mut timeline = fixture("priority_lock.csv");
+        timeline
+            .rows
+            .retain(|row| row.event != "PRIORITY_WAIT_START");
+        let screened = screen(&timeline);
+        let run = &screened.runs[0];
+        let spans = RunSpans::from_events(run.id, &run.events);
+        assert_eq!(spans.priority_waits["gpu-0"], [(1.0, 5.0)]);
+
+        // A wait the timeline never saw end lasted until its last event.
+        let mut timeline = fixture("priority_lock.csv");
+        timeline.rows.retain(|row| row.event != "PRIORITY_WAIT_END");
+        let screened = screen(&timeline);
+        let run = &screened.runs[0];
+        let spans = RunSpans::from_events(run.id, &run.events);
+        assert_eq!(spans.priority_waits["gpu-0"], [(1.0, 10.0)]);
     }
 
     #[test]

@@ -41,7 +41,8 @@ impl Phases {
                 Stage::Prove => phases.prove_s += length,
                 Stage::Verify => phases.verify_s += length,
                 Stage::Write => phases.write_s += length,
-                Stage::Params | Stage::Idle => {}
+                // Lane stages: a row never is in them.
+                Stage::Params | Stage::GpuLock | Stage::Idle => {}
             }
         }
         phases

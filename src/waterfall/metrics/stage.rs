@@ -15,12 +15,14 @@ pub enum Stage {
     Verify,
     Write,
     Params,
+    /// A lane giving way to a PoSt holding the GPU priority lock (idle, on purpose).
+    GpuLock,
     Idle,
 }
 
 impl Stage {
     /// Every stage, in declaration order.
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 9] = [
         Stage::Queue,
         Stage::Synthesis,
         Stage::Channel,
@@ -28,6 +30,7 @@ impl Stage {
         Stage::Verify,
         Stage::Write,
         Stage::Params,
+        Stage::GpuLock,
         Stage::Idle,
     ];
     /// The stages of a row (a job or a partition), in the order a job goes through them.
@@ -40,7 +43,7 @@ impl Stage {
         Stage::Write,
     ];
     /// The stages of a prover lane.
-    pub const LANE: [Stage; 3] = [Stage::Prove, Stage::Params, Stage::Idle];
+    pub const LANE: [Stage; 4] = [Stage::Prove, Stage::Params, Stage::GpuLock, Stage::Idle];
 
     /// The stage in words, the same in every drawing's legend and tooltips.
     pub fn name(self) -> &'static str {
@@ -52,6 +55,7 @@ impl Stage {
             Stage::Verify => "verify",
             Stage::Write => "write",
             Stage::Params => "loading params",
+            Stage::GpuLock => "gpu lock (PoSt)",
             Stage::Idle => "idle",
         }
     }

@@ -17,6 +17,8 @@ pub enum Bound {
     Synthesis,
     /// A lane idle while a partition was queued.
     Scheduling,
+    /// Lanes gave way to a PoSt holding the GPU priority lock.
+    GpuLock,
     /// Parameter loading covered much of the run; see [`PARAMS_BOUND_FROM`].
     Params,
     /// Nothing above held the run back for long.
@@ -57,8 +59,8 @@ const PARAMS_BOUND_FROM: f64 = 0.4;
 /// [`params_loading`](super::lanes::params_loading)) comes first once it reaches
 /// [`PARAMS_BOUND_FROM`] of the span. Below that, three candidates are weighed in seconds:
 /// prover-bound time (partitions queued while every lane was occupied), the lanes' average
-/// idle time waiting for synthesis, and the worst lane's idle time with a partition queued
-/// (scheduling).
+/// idle time waiting for synthesis, the worst lane's idle time with a partition queued
+/// (scheduling), and the lanes' average time giving way to a PoSt (gpu lock).
 pub(super) fn verdict(
     lanes: &[LaneMetrics],
     queue: &QueueMetrics,
@@ -81,10 +83,12 @@ pub(super) fn verdict(
         .iter()
         .max_by(|a, b| a.idle.scheduling_s.total_cmp(&b.idle.scheduling_s));
     let scheduling = worst_scheduling.map_or(0.0, |lane| lane.idle.scheduling_s);
+    let gpu_lock_wait = sum(lanes.iter().map(|lane| lane.idle.gpu_lock_s)) / count;
     let candidates = [
         (Bound::Prover, queue.prover_bound_s),
         (Bound::Synthesis, synthesis_wait),
         (Bound::Scheduling, scheduling),
+        (Bound::GpuLock, gpu_lock_wait),
     ];
     let (bound, seconds) =
         candidates.into_iter().fold(
@@ -137,6 +141,12 @@ pub(super) fn verdict(
             worst_scheduling.map_or("a lane", |lane| lane.name.as_str()),
             scheduling,
             pct(ratio(scheduling, span_s))
+        ),
+        Bound::GpuLock => format!(
+            "gpu lock (PoSt): {names} gave way {} of the run{average} to a WindowPoSt or \
+             WinningPoSt holding the GPU priority lock; that is by design, PoSt has a deadline. \
+             The lock is machine-wide: to keep C2 proving, prove PoSt on another machine",
+            pct(ratio(gpu_lock_wait, span_s))
         ),
         Bound::Params => format!(
             "parameter-bound: loading parameters took {params_s:.1} s ({} of the run); keep \
