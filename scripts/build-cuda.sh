@@ -60,6 +60,29 @@ if ! has_libcuda; then
   export CUDA_LIBRARY_PATH="$stub${CUDA_LIBRARY_PATH:+:$CUDA_LIBRARY_PATH}"
 fi
 
+# sppark's build script fixes SupraSeal's -gencode list (sm_80, sm_75, sm_120 and PTX): no sm_90,
+# so an H100/H200 JIT-compiles the PTX at its first proof (~8 s on a fresh machine). A PATH shim
+# adds sm_90 SASS to exactly those compiles; sppark's --dryrun probes and every other nvcc
+# call pass through untouched. SUPRASEAL_EXTRA_ARCHS="" turns it off.
+supra_extra="${SUPRASEAL_EXTRA_ARCHS-90}"
+if [[ "$features" == *supraseal* && -n "$supra_extra" ]]; then
+  shim="$tools/nvcc-shim"
+  real_nvcc="$(command -v nvcc)"
+  mkdir -p "$shim"
+  {
+    echo '#!/usr/bin/env bash'
+    echo "# Written by scripts/build-cuda.sh: adds sm_${supra_extra// /, sm_} to sppark's compiles."
+    echo 'extra=()'
+    echo 'case " $* " in *" --dryrun "*) ;; *"arch=compute_80,code=\"compute_80,sm_80\""*)'
+    for a in $supra_extra; do echo "  extra+=(-gencode arch=compute_${a},code=sm_${a})"; done
+    echo ';;'
+    echo 'esac'
+    echo "exec \"$real_nvcc\" \"\$@\" \"\${extra[@]}\""
+  } > "$shim/nvcc"
+  chmod +x "$shim/nvcc"
+  export PATH="$shim:$PATH"
+fi
+
 # The ec-gpu FFT and multiexp kernels: SASS for every listed architecture, PTX for the last.
 gencode=""
 last=""
@@ -76,5 +99,5 @@ bin="${CUDA_TARGET_DIR:-target/cuda}/release/cuzk"
 echo "built $bin ($features) in $(( $(date +%s) - started )) s, $(du -h "$bin" | cut -f1)" >&2
 echo "ec-gpu kernels: sm_${archs// /, sm_} (+ compute_${last} PTX)" >&2
 if [[ "$features" == *supraseal* ]]; then
-  echo "SupraSeal kernels: sppark's fixed list (sm_80 + compute_80 PTX, sm_75, compute_100 PTX, sm_120); other GPUs compile the PTX at first use" >&2
+  echo "SupraSeal kernels: sppark's list (sm_80 + compute_80 PTX, sm_75, compute_100 PTX, sm_120)${supra_extra:+ + sm_${supra_extra// /, sm_}}; other GPUs compile the PTX at first use" >&2
 fi
