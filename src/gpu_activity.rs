@@ -137,18 +137,14 @@ impl GpuActivity {
                 .and_then(nvml_id)
                 .and_then(|id| nvml.device(&id));
             match device {
-                Some(device) => {
-                    let mut watched_gpu = WatchedGpu {
-                        index: gpu.index,
-                        device,
-                        last_seen_us: None,
-                    };
+                Some(device) => watched.push(WatchedGpu {
+                    index: gpu.index,
+                    device,
                     // Samples from before the run belong to whatever ran then.
-                    watched_gpu.last_seen_us = nvml
+                    last_seen_us: nvml
                         .samples(device, 0)
-                        .and_then(|s| s.iter().map(|s| s.at_us).max());
-                    watched.push(watched_gpu);
-                }
+                        .and_then(|s| s.iter().map(|s| s.at_us).max()),
+                }),
                 None => missing.push(format!("GPU {}", gpu.index)),
             }
         }
