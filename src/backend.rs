@@ -19,6 +19,7 @@ use bellperson::groth16::Proof;
 use blstrs::Bls12;
 
 use crate::gpu_env::GpuEnv;
+use crate::gpu_memory::GpuDescription;
 use crate::kernels::{self, GpuSelection, KernelPlan, ProverKernels};
 use crate::params::LoadedParams;
 use crate::pipeline::panic_message;
@@ -173,6 +174,9 @@ pub struct ProverPlan {
     pub notes: Vec<String>,
     /// Why the run proves on the CPU, when it does.
     pub cpu_reason: Option<String>,
+    /// The GPUs the provers use, each once; none on the CPU. Their kernel activity is what
+    /// [`gpu_activity`](crate::gpu_activity) watches.
+    pub gpus: Vec<GpuDescription>,
 }
 
 impl ProverPlan {
@@ -248,6 +252,7 @@ pub fn provers_for(
                 }],
                 notes,
                 cpu_reason: None,
+                gpus: visible,
             });
         }
         if choice == BackendChoice::Supraseal {
@@ -270,6 +275,7 @@ fn from_kernels(plan: KernelPlan, mut notes: Vec<String>) -> ProverPlan {
         provers: plan.provers.into_iter().map(Prover::Kernels).collect(),
         notes,
         cpu_reason: plan.cpu_reason,
+        gpus: plan.gpus,
     }
 }
 
@@ -302,6 +308,7 @@ mod tests {
         assert_eq!(plan.provers[0].params_kind(), ParamsKind::Groth16);
         assert_eq!(plan.cpu_reason.as_deref(), Some("--backend cpu"));
         assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+        assert!(plan.gpus.is_empty(), "no GPU to watch");
     }
 
     #[test]

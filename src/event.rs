@@ -166,6 +166,16 @@ pub enum EventKind {
         /// Time per prover step; `None` only when read from a timeline that lacks them.
         timings: Option<ProveTimings>,
     },
+    /// How much of the last period a GPU ran kernels, as its driver counts it (NVML's GPU
+    /// utilization, what `nvidia-smi` shows); see [`crate::gpu_activity`].
+    GpuBusy {
+        /// The GPU's index among those this process sees (`gpu-N`'s N).
+        gpu: usize,
+        /// Percentage of the period during which one or more kernels was executing.
+        busy_pct: f64,
+        /// The period's length in milliseconds; it ended when the event was stamped.
+        period_ms: f64,
+    },
     /// The assembled proof is being checked with `verify_seal`.
     VerifyStarted {
         /// The job.
@@ -255,6 +265,8 @@ pub enum EventName {
     GpuStart,
     /// [`EventKind::ProveFinished`].
     GpuEnd,
+    /// [`EventKind::GpuBusy`].
+    GpuBusy,
     /// [`EventKind::VerifyStarted`].
     VerifyStart,
     /// [`EventKind::VerifyFinished`].
@@ -275,7 +287,7 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 24] = [
+    pub const ALL: [EventName; 25] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
@@ -292,6 +304,7 @@ impl EventName {
         EventName::PriorityWaitEnd,
         EventName::GpuStart,
         EventName::GpuEnd,
+        EventName::GpuBusy,
         EventName::VerifyStart,
         EventName::VerifyEnd,
         EventName::Done,
@@ -321,6 +334,7 @@ impl EventName {
             EventName::PriorityWaitEnd => "PRIORITY_WAIT_END",
             EventName::GpuStart => "GPU_START",
             EventName::GpuEnd => "GPU_END",
+            EventName::GpuBusy => "GPU_BUSY",
             EventName::VerifyStart => "VERIFY_START",
             EventName::VerifyEnd => "VERIFY_END",
             EventName::Done => "DONE",
@@ -366,6 +380,7 @@ impl EventKind {
             EventKind::PriorityWaitFinished { .. } => EventName::PriorityWaitEnd,
             EventKind::ProveStarted { .. } => EventName::GpuStart,
             EventKind::ProveFinished { .. } => EventName::GpuEnd,
+            EventKind::GpuBusy { .. } => EventName::GpuBusy,
             EventKind::VerifyStarted { .. } => EventName::VerifyStart,
             EventKind::VerifyFinished { .. } => EventName::VerifyEnd,
             EventKind::ProofWritten { .. } => EventName::Done,
@@ -402,6 +417,7 @@ impl EventKind {
             | EventKind::ConstraintsReady { .. }
             | EventKind::PriorityWaitStarted { .. }
             | EventKind::PriorityWaitFinished { .. }
+            | EventKind::GpuBusy { .. }
             | EventKind::StopRequested
             | EventKind::RunFinished { .. } => None,
         }
@@ -613,6 +629,11 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     cpu_tail_ms: 0.5,
                     gpu_call_ms: 12.5,
                 }),
+            },
+            EventName::GpuBusy => EventKind::GpuBusy {
+                gpu: 1,
+                busy_pct: 46.5,     // the timeline keeps 0.1 %
+                period_ms: 1_000.5, // and 0.1 ms
             },
             EventName::VerifyStart => EventKind::VerifyStarted { job: job() },
             EventName::VerifyEnd => EventKind::VerifyFinished {

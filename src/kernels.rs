@@ -232,6 +232,8 @@ pub struct KernelPlan {
     pub notes: Vec<String>,
     /// Why the run proves on the CPU, when it does.
     pub cpu_reason: Option<String>,
+    /// The GPUs the provers run on, each once.
+    pub gpus: Vec<GpuDescription>,
 }
 
 impl KernelPlan {
@@ -241,6 +243,7 @@ impl KernelPlan {
             provers: vec![ProverKernels::cpu(0)],
             notes,
             cpu_reason: Some(reason),
+            gpus: Vec::new(),
         }
     }
 }
@@ -255,12 +258,18 @@ pub fn provers_for(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Ke
     }
     #[cfg(feature = "cuda")]
     {
-        let (provers, mut notes, problems) = gpu::open(selection, per_gpu.max(1), env);
+        let gpu::Opened {
+            provers,
+            mut notes,
+            problems,
+            gpus,
+        } = gpu::open(selection, per_gpu.max(1), env);
         if !provers.is_empty() {
             return KernelPlan {
                 provers,
                 notes,
                 cpu_reason: None,
+                gpus,
             };
         }
         let reason = if problems.is_empty() {
@@ -302,19 +311,37 @@ mod gpu {
         pub g2: CpuGpuMultiexpKernel<'static, G2Affine>,
     }
 
+    /// What [`open`] found.
+    pub struct Opened {
+        /// The provers.
+        pub provers: Vec<ProverKernels>,
+        /// A note per GPU used: what device, what fits.
+        pub notes: Vec<String>,
+        /// The GPUs that could not be used, with why.
+        pub problems: Vec<String>,
+        /// The GPUs used.
+        pub gpus: Vec<GpuDescription>,
+    }
+
     /// Opens kernels on each selected device: up to `per_gpu` provers each, as many as its
-    /// free memory holds. Returns the provers, a note per GPU used (what device, what fits)
-    /// and the GPUs that could not be used, with why.
-    pub fn open(
-        selection: &GpuSelection,
-        per_gpu: usize,
-        env: &GpuEnv,
-    ) -> (Vec<ProverKernels>, Vec<String>, Vec<String>) {
+    /// free memory holds.
+    pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
         let devices = Device::all();
-        let (mut provers, mut notes, mut problems) = (Vec::new(), Vec::new(), Vec::new());
+        let mut opened = Opened {
+            provers: Vec::new(),
+            notes: Vec::new(),
+            problems: Vec::new(),
+            gpus: Vec::new(),
+        };
         if devices.is_empty() {
-            return (provers, notes, problems);
+            return opened;
         }
+        let Opened {
+            provers,
+            notes,
+            problems,
+            gpus,
+        } = &mut opened;
         let indices: Vec<usize> = match selection {
             GpuSelection::Indices(list) => list.clone(),
             _ => (0..devices.len()).collect(),
@@ -358,6 +385,7 @@ mod gpu {
                     env.visible_prefix(),
                     gpu_memory::ec_gpu_note(&description, &names, per_gpu)
                 ));
+                gpus.push(description);
             }
         }
         // GPUs that failed while others work are worth a note; with none working, the
@@ -365,7 +393,7 @@ mod gpu {
         if !provers.is_empty() && !problems.is_empty() {
             notes.push(problems.join("; "));
         }
-        (provers, notes, problems)
+        opened
     }
 
     /// The device at `index`: its model, physical id and memory now.

@@ -12,7 +12,7 @@
 //!   [`kernels`] of a CPU or GPU, or [`supraseal`] proves batches of them; [`backend`]
 //!   chooses, following the GPU conventions of the other Filecoin provers: [`gpu_env`] (the
 //!   environment variables), [`gpu_memory`] (what fits on a GPU) and [`priority_lock`]
-//!   (giving way to PoSt);
+//!   (giving way to PoSt); [`gpu_activity`] records how busy the GPUs' kernels kept them;
 //! - [`pipeline`] runs those stages concurrently and emits [`event::Event`]s;
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
@@ -35,6 +35,7 @@ pub mod cli;
 pub mod commcid;
 pub mod damocles;
 pub mod event;
+pub mod gpu_activity;
 pub mod gpu_env;
 pub mod gpu_memory;
 pub mod kernels;

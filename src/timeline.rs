@@ -237,6 +237,16 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             worker,
             detail: timings.as_ref().map(encode_timings).unwrap_or_default(),
         },
+        EventKind::GpuBusy {
+            gpu,
+            busy_pct,
+            period_ms,
+        } => fields(
+            "",
+            None,
+            "",
+            format!("gpu={gpu};busy_pct={busy_pct:.1};period_ms={period_ms:.1}"),
+        ),
         EventKind::VerifyStarted { job } => Fields {
             job,
             partition: None,
@@ -302,6 +312,12 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
     let number = |key: &'static str| -> Result<usize, &'static str> {
         detail_value(&row.detail, key)
             .and_then(|v| v.parse().ok())
+            .ok_or(key)
+    };
+    let finite = |key: &'static str| -> Result<f64, &'static str> {
+        detail_value(&row.detail, key)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite())
             .ok_or(key)
     };
     Ok(match name {
@@ -392,6 +408,11 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             partition: partition()?,
             worker: row.worker.clone(),
             timings: decode_timings(&row.detail),
+        },
+        EventName::GpuBusy => EventKind::GpuBusy {
+            gpu: number("gpu")?,
+            busy_pct: finite("busy_pct")?,
+            period_ms: finite("period_ms")?,
         },
         EventName::VerifyStart => EventKind::VerifyStarted { job: job()? },
         EventName::VerifyEnd => EventKind::VerifyFinished {
@@ -714,6 +735,10 @@ mod tests {
         assert_eq!(
             row("FAILED", None, "lunch: no").to_event_kind(),
             Err(RowError::Unusable("no stage"))
+        );
+        assert_eq!(
+            row("GPU_BUSY", None, "gpu=0;busy_pct=NaN;period_ms=1000.0").to_event_kind(),
+            Err(RowError::Unusable("busy_pct"))
         );
         // Timings are the prover's to give; a row without them still marks the proof.
         assert!(matches!(

@@ -52,6 +52,10 @@
 //!   `params` preload worker, over the span; from 40% of it the run is called
 //!   parameter-bound (see [`verdict`](metrics::verdict)).
 //! - **steady-state throughput**: see [`throughput`](metrics::throughput::throughput).
+//! - **kernel-busy**: from GPU_BUSY rows, the share of time a GPU ran kernels (NVML's count),
+//!   over the span and over the time its prover lanes were proving. A lane's busy time is
+//!   its thread's wall time, host work included; when a GPU-bound run's kernels ran less than
+//!   70% of it, the run is called host-bound (see [`kernels`](metrics::kernels)).
 
 use std::path::{Path, PathBuf};
 

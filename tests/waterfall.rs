@@ -124,6 +124,43 @@ fn a_run_spent_loading_parameters_is_called_parameter_bound() {
 }
 
 #[test]
+fn kernel_activity_tells_a_host_bound_prover_from_a_gpu_bound_one() {
+    // The same GPU-bound run twice: its GPU ran kernels ~90% or ~45% of the time gpu-0 proved.
+    let idle = fixture("gpu_kernels_idle.csv");
+    let output = waterfall(&[idle.to_str().expect("path")], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "", "GPU_BUSY is a known event");
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "\nGPU kernels (NVML): busy 37% of the run, 45% of the time the provers were busy\n\
+             verdict: host-bound: "
+        ),
+        "{text}"
+    );
+    let busy = fixture("gpu_kernels_busy.csv");
+    let text = stdout(&waterfall(&[busy.to_str().expect("path")], None));
+    assert!(
+        text.contains("busy 73% of the run, 90% of the time the provers were busy"),
+        "{text}"
+    );
+    assert!(text.contains("\nverdict: GPU-bound: "), "{text}");
+
+    let output = waterfall(&[idle.to_str().expect("path"), "--json"], None);
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let run = &value["runs"][0];
+    assert_eq!(run["verdict"]["bound"], "host");
+    let share = run["gpu_kernels"]["proving_fraction"].as_f64();
+    assert!(share.is_some_and(|s| (s - 0.45).abs() < 1e-9), "{run}");
+    assert_eq!(run["gpu_kernels"]["gpus"][0]["lanes"][0], "gpu-0");
+    // Without GPU_BUSY rows the JSON has no such field.
+    let plain = fixture("gpu_bound.csv");
+    let output = waterfall(&[plain.to_str().expect("path"), "--json"], None);
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(value["runs"][0].get("gpu_kernels").is_none(), "{value}");
+}
+
+#[test]
 fn the_last_run_is_the_default_and_others_are_chosen_by_id_or_all() {
     let path = fixture("runs.csv");
     let path = path.to_str().expect("path");

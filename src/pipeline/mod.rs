@@ -5,6 +5,7 @@
 //!   synthesis pool (N)   synthesize -> bounded channel (depth D)
 //!   prover threads (P)   Groth16 per partition, on a GPU or the CPU
 //!   finisher thread      collect a job's partitions -> assemble -> verify_seal -> outbox
+//!   gpu-activity thread  each GPU's kernel-busy share, every second (GPU runs only)
 //! ```
 //!
 //! This module only wires the run: it starts the threads and the channels between the
@@ -28,6 +29,7 @@ use crossbeam_channel::{bounded, unbounded};
 
 use crate::backend::{self, ParamsKind, Prover};
 use crate::event::{Event, EventKind, EventSink};
+use crate::gpu_activity::GpuActivity;
 use crate::gpu_env::GpuEnv;
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
@@ -88,6 +90,14 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     for note in &plan.notes {
         eprintln!("cuzk: note: {note}");
     }
+    // The driver's count of kernel time, beside the provers' wall time in the timeline;
+    // without NVML the run goes on unwatched.
+    let gpu_activity = match plan.gpus.as_slice() {
+        [] => None,
+        gpus => GpuActivity::open(gpus)
+            .inspect_err(|note| eprintln!("cuzk: note: {note}"))
+            .ok(),
+    };
     let provers = plan.provers;
     let spool = Spool::open(settings.layout.clone())?;
     let heartbeat = spool.keep_alive(settings.lease);
@@ -111,6 +121,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             params::params_dir().display()
         ),
     });
+    let gpu_sampler = gpu_activity.map(|activity| activity.start(events.clone()));
 
     let (synthesized_tx, synthesized_rx) = bounded::<SynthesizedMsg>(settings.queue_depth);
     let (outcome_tx, outcome_rx) = unbounded::<Outcome>();
@@ -184,6 +195,10 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     drop(feeder);
     let prover_result: Result<Vec<()>, _> = prover_threads.into_iter().map(|t| t.join()).collect();
     let finisher_result = finisher.join();
+    // Its last period ends here, before RUN_END.
+    if let Some(sampler) = gpu_sampler {
+        sampler.stop();
+    }
     events.emit(EventKind::RunFinished {
         proved: finisher_result.as_ref().map_or(0, |c| c.proved),
         failed: finisher_result.as_ref().map_or(0, |c| c.failed),

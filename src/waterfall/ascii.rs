@@ -165,6 +165,9 @@ pub(super) fn render_ascii(runs: &[RunMetrics], width: usize) -> String {
         ascii_throughput(run, &mut lines);
         lines.push(String::new());
         ascii_lanes(run, &mut lines);
+        if let Some(kernels) = &run.gpu_kernels {
+            lines.push(kernels.describe());
+        }
         lines.push(format!("verdict: {}", run.verdict.text));
     }
     let mut text = lines.join("\n");

@@ -9,6 +9,8 @@
 //!   parameter loading over the run;
 //! - [`queue`]: how long partitions waited for a prover;
 //! - [`throughput`]: seconds per proof, over the steady state;
+//! - [`kernels`]: the GPUs' kernel-busy share of the run and of the provers' busy time, from
+//!   the driver's GPU_BUSY rows;
 //! - [`verdict`]: the stage that held the run back, and what to change.
 
 use serde::Serialize;
@@ -17,6 +19,7 @@ use super::intervals::Intervals;
 use super::shared::Options;
 use super::spans::{Outcome, RunSpans};
 
+mod kernels;
 mod lanes;
 mod queue;
 mod rows;
@@ -26,6 +29,7 @@ mod verdict;
 mod waits;
 
 // Only tests build gaps by hand; the drawings read them off each lane.
+pub(super) use kernels::GpuKernels;
 #[cfg(test)]
 pub(super) use lanes::Gap;
 pub(super) use lanes::{IdleCause, LaneMetrics};
@@ -35,6 +39,7 @@ pub(super) use stage::Stage;
 pub(super) use throughput::{Basis, Throughput};
 pub(super) use verdict::Verdict;
 
+use kernels::gpu_kernels;
 use lanes::{lane_metrics, params_loading};
 use queue::queue_metrics;
 use rows::{rows, summarize};
@@ -68,6 +73,9 @@ pub struct RunMetrics {
     pub throughput: Option<Throughput>,
     pub queue: QueueMetrics,
     pub lanes: Vec<LaneMetrics>,
+    /// The GPUs' kernel activity; absent without GPU_BUSY rows (CPU runs, older timelines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_kernels: Option<GpuKernels>,
     pub verdict: Verdict,
 }
 
@@ -96,7 +104,15 @@ impl RunMetrics {
         let proved = count(|o| *o == Outcome::Proved);
         let synthesis_workers: Vec<String> = spans.workers.synthesis.iter().cloned().collect();
         let params_s = params_loading(spans, &window).total();
-        let verdict = verdict(&lanes, &queue, span_s, params_s, synthesis_workers.len());
+        let gpu_kernels = gpu_kernels(spans, &lanes, &window);
+        let verdict = verdict(
+            &lanes,
+            &queue,
+            span_s,
+            params_s,
+            synthesis_workers.len(),
+            gpu_kernels.as_ref(),
+        );
         RunMetrics {
             run_id: spans.id.clone(),
             position,
@@ -119,6 +135,7 @@ impl RunMetrics {
             throughput: throughput(spans, span_s, proved),
             queue,
             lanes,
+            gpu_kernels,
             verdict,
         }
     }

@@ -171,6 +171,7 @@ impl JobSpans {
             | EventKind::ConstraintsReady { .. }
             | EventKind::PriorityWaitStarted { .. }
             | EventKind::PriorityWaitFinished { .. }
+            | EventKind::GpuBusy { .. }
             | EventKind::FileDeferred { .. }
             | EventKind::FileSkipped { .. }
             | EventKind::MemoryWait { .. }
@@ -217,6 +218,16 @@ impl Workers {
     }
 }
 
+/// What a GPU_BUSY row says: over `[start, end)` (seconds) a GPU ran kernels `busy` of the
+/// time (a fraction).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct KernelBusy {
+    pub(super) gpu: usize,
+    pub(super) start: f64,
+    pub(super) end: f64,
+    pub(super) busy: f64,
+}
+
 /// One run folded into spans.
 #[derive(Clone, Debug)]
 pub(super) struct RunSpans {
@@ -233,6 +244,8 @@ pub(super) struct RunSpans {
     pub(super) priority_waits: BTreeMap<String, Vec<(f64, f64)>>,
     /// Files left in the inbox as incomplete and never claimed in this run.
     pub(super) deferred: BTreeSet<String>,
+    /// The GPUs' kernel activity, period by period; empty in timelines without GPU_BUSY.
+    pub(super) kernel_busy: Vec<KernelBusy>,
 }
 
 /// Parameter loads ahead of the provers are recorded under [`PRELOAD_WORKER`], which is
@@ -251,6 +264,7 @@ impl RunSpans {
         let mut priority_waits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         let mut waiting: HashMap<&str, f64> = HashMap::new();
         let mut deferred = BTreeSet::new();
+        let mut kernel_busy = Vec::new();
         for event in events {
             match &event.kind {
                 EventKind::ParamsLoadStarted { worker, .. } => {
@@ -288,6 +302,16 @@ impl RunSpans {
                 EventKind::FileDeferred { job, .. } => {
                     deferred.insert(job.clone());
                 }
+                EventKind::GpuBusy {
+                    gpu,
+                    busy_pct,
+                    period_ms,
+                } => kernel_busy.push(KernelBusy {
+                    gpu: *gpu,
+                    start: event.t - period_ms / 1e3,
+                    end: event.t,
+                    busy: (busy_pct / 100.0).clamp(0.0, 1.0),
+                }),
                 // Never claimed: no job span; `cuzk prove-dir` and the timeline say why.
                 EventKind::FileSkipped { .. } => {}
                 kind => {
@@ -332,6 +356,7 @@ impl RunSpans {
             params,
             priority_waits,
             deferred,
+            kernel_busy,
         }
     }
 

@@ -53,6 +53,10 @@ pub(super) fn render_svg(runs: &[RunMetrics]) -> String {
     let longest_text = runs
         .iter()
         .map(|run| run.verdict.text.chars().count() + "verdict: ".len())
+        .chain(runs.iter().filter_map(|run| {
+            let kernels = run.gpu_kernels.as_ref()?;
+            Some(kernels.describe().chars().count())
+        }))
         .max()
         .unwrap_or(0);
     let width =
@@ -183,6 +187,10 @@ fn svg_run(run: &RunMetrics, left: f64, top: f64, out: &mut String) -> f64 {
         legend_x += 14.0 + name.len() as f64 * SVG_CHAR_W + 12.0;
     }
     y += SVG_ROW_H;
+    if let Some(kernels) = &run.gpu_kernels {
+        svg_text(out, SVG_PAD, y + 12.0, "", &kernels.describe());
+        y += SVG_ROW_H;
+    }
     svg_text(
         out,
         SVG_PAD,

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::kernels::{GpuKernels, LaneDevice};
 use super::lanes::LaneMetrics;
 use super::queue::QueueMetrics;
 use crate::params::PARAMS_ENV;
@@ -13,6 +14,10 @@ use crate::waterfall::shared::{plural, ratio, sum};
 pub enum Bound {
     /// Partitions queued while every lane was busy or loading.
     Prover,
+    /// As [`Bound::Prover`] on GPUs, but the GPUs ran kernels less than
+    /// [`HOST_BOUND_BELOW`] of the time the provers were busy: the provers' host side held
+    /// the run back, not the GPUs.
+    Host,
     /// Lanes idle, waiting for synthesis.
     Synthesis,
     /// A lane idle while a partition was queued.
@@ -52,6 +57,20 @@ const BALANCED_BELOW: f64 = 0.05;
 /// synthesis only counts once its loading is over.
 const PARAMS_BOUND_FROM: f64 = 0.4;
 
+/// Below this share of the provers' busy time with a kernel running (NVML's count, over the
+/// time the GPUs' prover lanes were proving), a GPU-bound run is called host-bound.
+///
+/// Below 70%, more than three tenths of the time a prover held its GPU had no kernel on it at
+/// all: the host side of each proof (preparing inputs, copies, the CPU's own share such as
+/// SupraSeal's G2 multiexp) is a large part of it, and another GPU would idle the same way; a
+/// faster GPU or more of them shortens only the kernel part. The measure itself is generous:
+/// NVML counts a moment busy when any kernel runs, however few of the GPU's cores it uses, so
+/// a GPU that bounds its prover reads close to 100%; and the 1 s periods blur only the edges
+/// of each proof, a fraction of a second of proofs that take seconds. 70% sits clear of that
+/// blur and well above the 46% Curio's engine measured when its host side held its GPUs
+/// back while its timeline said 90% busy.
+const HOST_BOUND_BELOW: f64 = 0.7;
+
 /// Names the stage that held the run back, by how much, and what to change.
 ///
 /// A run where no partition reached a prover has no verdict. Otherwise parameter loading
@@ -60,13 +79,16 @@ const PARAMS_BOUND_FROM: f64 = 0.4;
 /// [`PARAMS_BOUND_FROM`] of the span. Below that, three candidates are weighed in seconds:
 /// prover-bound time (partitions queued while every lane was occupied), the lanes' average
 /// idle time waiting for synthesis, the worst lane's idle time with a partition queued
-/// (scheduling), and the lanes' average time giving way to a PoSt (gpu lock).
+/// (scheduling), and the lanes' average time giving way to a PoSt (gpu lock). A run bound by
+/// its GPU provers whose GPUs ran kernels (`kernels`, from the driver) less than
+/// [`HOST_BOUND_BELOW`] of the provers' busy time is host-bound instead.
 pub(super) fn verdict(
     lanes: &[LaneMetrics],
     queue: &QueueMetrics,
     span_s: f64,
     params_s: f64,
     synth_workers: usize,
+    kernels: Option<&GpuKernels>,
 ) -> Verdict {
     if lanes.iter().all(|lane| lane.busy_s == 0.0) {
         return Verdict {
@@ -95,18 +117,27 @@ pub(super) fn verdict(
             (Bound::Balanced, 0.0),
             |best, c| if c.1 > best.1 { c } else { best },
         );
+    let on_gpus = lanes
+        .iter()
+        .all(|lane| LaneDevice::of(&lane.name) != LaneDevice::Cpu);
+    let kernel_share = kernels.and_then(|k| k.proving_fraction);
     let bound = if ratio(params_s, span_s) >= PARAMS_BOUND_FROM {
         Bound::Params
     } else if ratio(seconds, span_s) < BALANCED_BELOW {
         Bound::Balanced
+    } else if bound == Bound::Prover
+        && on_gpus
+        && kernel_share.is_some_and(|share| share < HOST_BOUND_BELOW)
+    {
+        Bound::Host
     } else {
         bound
     };
     let pct = |fraction: f64| format!("{:.0}%", fraction * 100.0);
     let average = if lanes.len() > 1 { " on average" } else { "" };
+    let were = if lanes.len() > 1 { "were" } else { "was" };
     let text = match bound {
         Bound::Prover => {
-            let on_gpus = lanes.iter().all(|lane| lane.name.starts_with("gpu"));
             let (kind, advice) = if on_gpus {
                 (
                     "GPU-bound",
@@ -121,13 +152,23 @@ pub(super) fn verdict(
             };
             format!(
                 "{kind}: partitions waited {:.1} s in the queue ({} of the run) while {names} \
-                 {} {} busy{average}; {advice}",
+                 {were} {} busy{average}; {advice}",
                 queue.queued_s,
                 pct(queue.queued_fraction),
-                if lanes.len() > 1 { "were" } else { "was" },
                 pct(busy)
             )
         }
+        Bound::Host => format!(
+            "host-bound: partitions waited {:.1} s in the queue ({} of the run) while {names} \
+             {were} {} busy{average}, but GPU kernels ran only {} of that time (NVML): the GPU \
+             idles inside the prover's calls (host-side preparation, copies, the CPU G2 \
+             multiexp), so adding GPUs will not help in proportion; overlap the host side \
+             with more provers per GPU (--provers-per-gpu, ec-gpu) or give it faster CPU cores",
+            queue.queued_s,
+            pct(queue.queued_fraction),
+            pct(busy),
+            pct(kernel_share.unwrap_or(0.0))
+        ),
         Bound::Synthesis => format!(
             "synthesis-bound: {names} idle {} of the run{average} waiting for synthesis; \
              raise --synth-jobs (now using {})",
@@ -186,7 +227,8 @@ mod tests {
         // Without loading the run would have been called balanced, as it was before.
         let loading_s = run.lanes[0].params_s;
         assert_eq!(loading_s, 10.0);
-        let verdict_at = |params_s: f64| verdict(&run.lanes, &run.queue, run.span_s, params_s, 1);
+        let verdict_at =
+            |params_s: f64| verdict(&run.lanes, &run.queue, run.span_s, params_s, 1, None);
         assert_eq!(verdict_at(0.0).bound, Bound::Balanced);
         let threshold_s = PARAMS_BOUND_FROM * run.span_s;
         assert_eq!(verdict_at(threshold_s - 0.01).bound, Bound::Balanced);
@@ -199,11 +241,14 @@ mod tests {
         // spends 4 s of its 6 s span loading, so it is parameter-bound now.
         let expected = [
             ("gpu_bound.csv", vec![Bound::Prover]),
+            ("gpu_kernels_busy.csv", vec![Bound::Prover]),
+            ("gpu_kernels_idle.csv", vec![Bound::Host]),
             ("idle_gaps.csv", vec![Bound::Scheduling]),
             ("params_bound.csv", vec![Bound::Params]),
             ("params_preload.csv", vec![Bound::Params]),
             ("partitions.csv", vec![Bound::Synthesis]),
             ("runs.csv", vec![Bound::Synthesis, Bound::Synthesis]),
+            ("supraseal_host.csv", vec![Bound::Host]),
             ("synthesis_bound.csv", vec![Bound::Synthesis]),
             ("torn_last_line.csv", vec![Bound::Synthesis]),
             ("two_gpus.csv", vec![Bound::Prover]),

@@ -1,0 +1,614 @@
+//! GPU activity: how much of each second the GPUs spent running kernels, as the driver saw it.
+//!
+//! A prover lane in the timeline is busy from GPU_START to GPU_END, the wall time of the
+//! prover thread's call. That call also prepares inputs on the host, copies them, and does
+//! work on the CPU (SupraSeal's G2 multiexp among it), so a lane can read 90% busy while its
+//! GPU runs kernels half the time. This module records the device's side: a [`Sampler`]
+//! thread that every second sends one [`EventKind::GpuBusy`] per GPU the provers use, with the
+//! share of that second during which one or more kernels was executing.
+//!
+//! The number comes from NVML, the library behind `nvidia-smi`, and is the same "GPU
+//! utilization" it shows. Per-step CUDA events cannot give it: SupraSeal proves a whole batch
+//! in one opaque call. NVML is loaded at run time with `dlopen`, so no build depends on it;
+//! a machine without the driver (and the CPU build, which watches no GPU) gets a note from
+//! [`GpuActivity::open`] and no events. The FFI is the handful of NVML calls below, and all
+//! of its `unsafe` is in this file.
+//!
+//! What it leaves out: the timeline's encoding of the event (`timeline`) and what the
+//! waterfall concludes from it (`waterfall`). The averaging of the driver's samples into one
+//! percentage is the pure [`mean_busy_pct`], tested without a GPU.
+
+use std::ffi::{c_char, c_int, c_uint, c_ulong, c_ulonglong, c_void, CStr, CString};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
+
+use crate::event::{EventKind, EventSink};
+use crate::gpu_memory::GpuDescription;
+
+/// How often the sampler reports: NVML's own sample period is 1/6 s to 1 s, so each report
+/// averages one to six of the driver's samples.
+pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+
+/// The last, partial period is reported when the run ends, unless it is shorter than this:
+/// the driver may not have taken a sample in it.
+const LAST_PERIOD_MIN: Duration = Duration::from_millis(200);
+
+/// The library NVML is in, as the driver installs it.
+const NVML_LIBRARY: &CStr = c"libnvidia-ml.so.1";
+
+/// One of the driver's utilization samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// When the driver took it, in microseconds on its clock.
+    pub at_us: u64,
+    /// The percentage of the period before it during which one or more kernels was executing.
+    pub busy_pct: f64,
+}
+
+/// The kernel-busy percentage over the time `samples` cover, each weighted by the length of
+/// the period it describes: from the sample before it (`previous_us` for the first, the last
+/// sample of the previous report) to its own time. Samples at or before `previous_us` were
+/// reported already and are left out. A first sample with no known start gets the average
+/// weight of the others. `None` when no sample is left.
+pub fn mean_busy_pct(previous_us: Option<u64>, samples: &[Sample]) -> Option<f64> {
+    let mut fresh: Vec<Sample> = samples
+        .iter()
+        .filter(|s| s.busy_pct.is_finite() && previous_us.is_none_or(|p| s.at_us > p))
+        .copied()
+        .collect();
+    if fresh.is_empty() {
+        return None;
+    }
+    fresh.sort_by_key(|s| s.at_us);
+    let mut weights: Vec<Option<f64>> = Vec::with_capacity(fresh.len());
+    let mut before = previous_us;
+    for sample in &fresh {
+        weights.push(before.map(|b| (sample.at_us - b) as f64));
+        before = Some(sample.at_us);
+    }
+    let known: Vec<f64> = weights.iter().flatten().copied().collect();
+    let fill = if known.is_empty() {
+        1.0
+    } else {
+        known.iter().sum::<f64>() / known.len() as f64
+    };
+    let weights: Vec<f64> = weights.into_iter().map(|w| w.unwrap_or(fill)).collect();
+    let total: f64 = weights.iter().sum();
+    let pct = |s: &Sample| s.busy_pct.clamp(0.0, 100.0);
+    if total > 0.0 {
+        let weighted: f64 = fresh.iter().zip(&weights).map(|(s, w)| pct(s) * w).sum();
+        Some(weighted / total)
+    } else {
+        // Every sample at one instant: no lengths to weigh by.
+        Some(fresh.iter().map(pct).sum::<f64>() / fresh.len() as f64)
+    }
+}
+
+/// The NVML name of a GPU as [`GpuDescription::id`] gives it: `GPU-<uuid>` is NVML's own
+/// UUID form; `PCI <bus>:<device>` (rust-gpu-tools' form, hex) becomes the
+/// `bus:device.function` NVML accepts, function 0.
+fn nvml_id(id: &str) -> Option<NvmlId> {
+    if id.starts_with("GPU-") {
+        return Some(NvmlId::Uuid(id.to_owned()));
+    }
+    let pci = id.strip_prefix("PCI ")?.trim();
+    let (bus, device) = pci.split_once(':')?;
+    let is_hex = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit());
+    (is_hex(bus) && is_hex(device)).then(|| NvmlId::PciBusId(format!("{bus}:{device}.0")))
+}
+
+/// How NVML is asked for a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum NvmlId {
+    Uuid(String),
+    PciBusId(String),
+}
+
+/// The GPUs to watch, found in NVML, ready to start a [`Sampler`].
+pub struct GpuActivity {
+    nvml: Nvml,
+    gpus: Vec<WatchedGpu>,
+}
+
+/// One GPU being watched.
+struct WatchedGpu {
+    /// Its index among the GPUs this process sees, as in `gpu-N`.
+    index: usize,
+    device: NvmlDevice,
+    /// The time of the last driver sample reported, `None` before the first.
+    last_seen_us: Option<u64>,
+}
+
+impl GpuActivity {
+    /// Loads NVML and finds `gpus` in it. The error is the note for the user: why kernel
+    /// activity will not be recorded.
+    pub fn open(gpus: &[GpuDescription]) -> Result<GpuActivity, String> {
+        let unrecorded = "GPU kernel activity is not recorded, so `cuzk waterfall` cannot tell \
+                          kernel time from the provers' host time";
+        let nvml = Nvml::load().map_err(|why| format!("{unrecorded}: {why}"))?;
+        let mut watched = Vec::new();
+        let mut missing = Vec::new();
+        for gpu in gpus {
+            let device = gpu
+                .id
+                .as_deref()
+                .and_then(nvml_id)
+                .and_then(|id| nvml.device(&id));
+            match device {
+                Some(device) => watched.push(WatchedGpu {
+                    index: gpu.index,
+                    device,
+                    // Samples from before the run belong to whatever ran then.
+                    last_seen_us: nvml
+                        .samples(device, 0)
+                        .and_then(|s| s.iter().map(|s| s.at_us).max()),
+                }),
+                None => missing.push(format!("GPU {}", gpu.index)),
+            }
+        }
+        if watched.is_empty() {
+            return Err(format!(
+                "{unrecorded}: NVML does not know {}",
+                missing.join(", ")
+            ));
+        }
+        if !missing.is_empty() {
+            log::warn!(
+                "NVML does not know {}: their kernel activity is not recorded",
+                missing.join(", ")
+            );
+        }
+        Ok(GpuActivity {
+            nvml,
+            gpus: watched,
+        })
+    }
+
+    /// Starts the sampler thread, which sends its events to `events` until it is stopped.
+    /// A thread that cannot start is logged and skipped: the run does not need it.
+    pub fn start(self, events: EventSink) -> Sampler {
+        let (stop, stopped) = bounded::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("gpu-activity".into())
+            .spawn(move || {
+                let mut activity = self;
+                let mut last = Instant::now();
+                let mut next = last + SAMPLE_PERIOD;
+                loop {
+                    let wait = next.saturating_duration_since(Instant::now());
+                    let is_stopping = match stopped.recv_timeout(wait) {
+                        Err(RecvTimeoutError::Timeout) => false,
+                        Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
+                    };
+                    let now = Instant::now();
+                    let period = now - last;
+                    if !is_stopping || period >= LAST_PERIOD_MIN {
+                        activity.report(period, &events);
+                    }
+                    if is_stopping {
+                        break;
+                    }
+                    last = now;
+                    // Keep to the schedule, unless the thread was held up past a whole period.
+                    next += SAMPLE_PERIOD;
+                    if next <= now {
+                        next = now + SAMPLE_PERIOD;
+                    }
+                }
+            });
+        let thread = match thread {
+            Ok(thread) => Some(thread),
+            Err(err) => {
+                log::warn!("GPU kernel activity is not recorded: starting its thread: {err}");
+                None
+            }
+        };
+        Sampler {
+            stop: Some(stop),
+            thread,
+        }
+    }
+
+    /// Sends one event per GPU for the `period` that just ended: the mean of the driver's
+    /// samples in it, or the driver's latest figure when it has no new sample. A GPU NVML
+    /// cannot answer for is left out of this period.
+    fn report(&mut self, period: Duration, events: &EventSink) {
+        for gpu in &mut self.gpus {
+            let samples = self
+                .nvml
+                .samples(gpu.device, gpu.last_seen_us.unwrap_or(0))
+                .unwrap_or_default();
+            let busy_pct = match mean_busy_pct(gpu.last_seen_us, &samples) {
+                Some(pct) => {
+                    gpu.last_seen_us = samples.iter().map(|s| s.at_us).max();
+                    Some(pct)
+                }
+                None => self.nvml.utilization_pct(gpu.device),
+            };
+            if let Some(busy_pct) = busy_pct {
+                events.emit(EventKind::GpuBusy {
+                    gpu: gpu.index,
+                    busy_pct,
+                    period_ms: period.as_secs_f64() * 1e3,
+                });
+            }
+        }
+    }
+}
+
+/// The running sampler thread: stopping it (or dropping it) reports the last partial period
+/// and waits for the thread to end.
+pub struct Sampler {
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Stops the thread after its last report.
+    pub fn stop(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.try_send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            // A panic in the sampler lost some events; the run itself is fine.
+            if thread.join().is_err() {
+                log::warn!("the GPU activity sampler stopped early");
+            }
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+// --- NVML, loaded at run time -------------------------------------------------------------
+//
+// The declarations follow nvml.h: every call returns an `nvmlReturn_t` (a C enum, an `int`,
+// 0 for success); `nvmlDevice_t` is an opaque pointer; `nvmlSample_t` is an `unsigned long
+// long` timestamp (microseconds) followed by the 8-byte union `nvmlValue_t`.
+
+/// `NVML_SUCCESS`.
+const NVML_SUCCESS: c_int = 0;
+/// `NVML_GPU_UTILIZATION_SAMPLES`: the percentage of time one or more kernels was executing.
+const NVML_GPU_UTILIZATION_SAMPLES: c_int = 1;
+/// `nvmlValueType_t` values.
+const NVML_VALUE_TYPE_DOUBLE: c_int = 0;
+const NVML_VALUE_TYPE_UNSIGNED_INT: c_int = 1;
+const NVML_VALUE_TYPE_UNSIGNED_LONG: c_int = 2;
+const NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: c_int = 3;
+const NVML_VALUE_TYPE_SIGNED_LONG_LONG: c_int = 4;
+/// `RTLD_NOW | RTLD_LOCAL`: resolve everything at load, keep the symbols to this handle.
+const DLOPEN_FLAGS: c_int = libc::RTLD_NOW | libc::RTLD_LOCAL;
+
+/// `nvmlDevice_t`.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct NvmlDevice(*mut c_void);
+
+/// `nvmlValue_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+union NvmlValue {
+    d_val: f64,
+    ui_val: c_uint,
+    ul_val: c_ulong,
+    ull_val: c_ulonglong,
+    sll_val: i64,
+}
+
+/// `nvmlSample_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct NvmlSample {
+    time_stamp: c_ulonglong,
+    sample_value: NvmlValue,
+}
+
+/// `nvmlUtilization_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct NvmlUtilization {
+    gpu: c_uint,
+    memory: c_uint,
+}
+
+type InitFn = unsafe extern "C" fn() -> c_int;
+type HandleByIdFn = unsafe extern "C" fn(*const c_char, *mut NvmlDevice) -> c_int;
+type GetSamplesFn = unsafe extern "C" fn(
+    NvmlDevice,
+    c_int,
+    c_ulonglong,
+    *mut c_int,
+    *mut c_uint,
+    *mut NvmlSample,
+) -> c_int;
+type GetUtilizationFn = unsafe extern "C" fn(NvmlDevice, *mut NvmlUtilization) -> c_int;
+
+/// The NVML functions this module calls, from an initialized library.
+struct Nvml {
+    shutdown: InitFn,
+    handle_by_uuid: HandleByIdFn,
+    handle_by_pci_bus_id: HandleByIdFn,
+    get_samples: GetSamplesFn,
+    get_utilization: GetUtilizationFn,
+}
+
+// SAFETY: NVML is thread-safe ("it is safe to make simultaneous NVML calls from multiple
+// threads", nvml.h), and device handles stay valid until `nvmlShutdown`, which only `Drop`
+// calls, once the sampler thread that owns the `Nvml` is done with them.
+unsafe impl Send for Nvml {}
+unsafe impl Send for NvmlDevice {}
+
+impl Nvml {
+    /// Loads `libnvidia-ml.so.1`, finds the functions and initializes NVML; the error says
+    /// which step failed.
+    fn load() -> Result<Nvml, String> {
+        // SAFETY: dlopen takes a NUL-terminated name; loading NVML runs no code of ours.
+        let library = unsafe { libc::dlopen(NVML_LIBRARY.as_ptr(), DLOPEN_FLAGS) };
+        if library.is_null() {
+            return Err(format!(
+                "{} could not be loaded ({}); it comes with the NVIDIA driver",
+                NVML_LIBRARY.to_string_lossy(),
+                dl_error()
+            ));
+        }
+        let symbol = |name: &CStr| -> Result<*mut c_void, String> {
+            // SAFETY: `library` is a live handle from dlopen (never closed: the functions
+            // must outlive every use) and `name` is NUL-terminated.
+            let address = unsafe { libc::dlsym(library, name.as_ptr()) };
+            if address.is_null() {
+                Err(format!(
+                    "{} has no {}",
+                    NVML_LIBRARY.to_string_lossy(),
+                    name.to_string_lossy()
+                ))
+            } else {
+                Ok(address)
+            }
+        };
+        // SAFETY: each symbol is the NVML function of that name, and each type above is its
+        // signature as nvml.h declares it.
+        let (init, nvml) = unsafe {
+            use std::mem::transmute;
+            let init = transmute::<*mut c_void, InitFn>(symbol(c"nvmlInit_v2")?);
+            let nvml = Nvml {
+                shutdown: transmute::<*mut c_void, InitFn>(symbol(c"nvmlShutdown")?),
+                handle_by_uuid: transmute::<*mut c_void, HandleByIdFn>(symbol(
+                    c"nvmlDeviceGetHandleByUUID",
+                )?),
+                handle_by_pci_bus_id: transmute::<*mut c_void, HandleByIdFn>(symbol(
+                    c"nvmlDeviceGetHandleByPciBusId_v2",
+                )?),
+                get_samples: transmute::<*mut c_void, GetSamplesFn>(symbol(
+                    c"nvmlDeviceGetSamples",
+                )?),
+                get_utilization: transmute::<*mut c_void, GetUtilizationFn>(symbol(
+                    c"nvmlDeviceGetUtilizationRates",
+                )?),
+            };
+            (init, nvml)
+        };
+        // SAFETY: nvmlInit_v2 takes no arguments; it may be called from any thread.
+        let status = unsafe { init() };
+        if status != NVML_SUCCESS {
+            // Not initialized: nothing for `Drop` to shut down.
+            std::mem::forget(nvml);
+            return Err(format!("nvmlInit_v2 failed (NVML error {status})"));
+        }
+        Ok(nvml)
+    }
+
+    /// The device NVML knows by `id`, if it does.
+    fn device(&self, id: &NvmlId) -> Option<NvmlDevice> {
+        let (lookup, text) = match id {
+            NvmlId::Uuid(uuid) => (self.handle_by_uuid, uuid),
+            NvmlId::PciBusId(bus_id) => (self.handle_by_pci_bus_id, bus_id),
+        };
+        let text = CString::new(text.as_str()).ok()?;
+        let mut device = NvmlDevice(std::ptr::null_mut());
+        // SAFETY: `text` is NUL-terminated and `device` a live out-parameter.
+        let status = unsafe { lookup(text.as_ptr(), &mut device) };
+        (status == NVML_SUCCESS && !device.0.is_null()).then_some(device)
+    }
+
+    /// The driver's utilization samples of `device` taken after `after_us` (0: all it holds).
+    fn samples(&self, device: NvmlDevice, after_us: u64) -> Option<Vec<Sample>> {
+        let mut value_type: c_int = 0;
+        let mut count: c_uint = 0;
+        // SAFETY: with a null buffer NVML only writes how many samples it holds into `count`
+        // (and the value type); both are live locals.
+        let status = unsafe {
+            (self.get_samples)(
+                device,
+                NVML_GPU_UTILIZATION_SAMPLES,
+                after_us,
+                &mut value_type,
+                &mut count,
+                std::ptr::null_mut(),
+            )
+        };
+        if status != NVML_SUCCESS || count == 0 {
+            return None;
+        }
+        let zero = NvmlSample {
+            time_stamp: 0,
+            sample_value: NvmlValue { ull_val: 0 },
+        };
+        let mut buffer = vec![zero; count as usize];
+        // SAFETY: `buffer` holds `count` samples, and NVML writes at most `count` of them,
+        // setting `count` to how many it wrote.
+        let status = unsafe {
+            (self.get_samples)(
+                device,
+                NVML_GPU_UTILIZATION_SAMPLES,
+                after_us,
+                &mut value_type,
+                &mut count,
+                buffer.as_mut_ptr(),
+            )
+        };
+        if status != NVML_SUCCESS {
+            return None;
+        }
+        buffer.truncate(count as usize);
+        Some(
+            buffer
+                .iter()
+                .filter_map(|s| {
+                    Some(Sample {
+                        at_us: s.time_stamp,
+                        busy_pct: value_of(value_type, s.sample_value)?,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The driver's latest utilization figure for `device`, over its last sample period.
+    fn utilization_pct(&self, device: NvmlDevice) -> Option<f64> {
+        let mut utilization = NvmlUtilization::default();
+        // SAFETY: `utilization` is a live out-parameter of the declared layout.
+        let status = unsafe { (self.get_utilization)(device, &mut utilization) };
+        (status == NVML_SUCCESS).then_some(f64::from(utilization.gpu))
+    }
+}
+
+impl Drop for Nvml {
+    fn drop(&mut self) {
+        // SAFETY: NVML was initialized in `load`; this balances that one `nvmlInit_v2`.
+        unsafe {
+            (self.shutdown)();
+        }
+    }
+}
+
+/// A sample's value as a number, read as the type NVML says it has.
+fn value_of(value_type: c_int, value: NvmlValue) -> Option<f64> {
+    // SAFETY: every field of the union is plain data and NVML wrote the one `value_type`
+    // names; reading another would be garbage, not undefined behaviour.
+    unsafe {
+        match value_type {
+            NVML_VALUE_TYPE_DOUBLE => Some(value.d_val),
+            NVML_VALUE_TYPE_UNSIGNED_INT => Some(f64::from(value.ui_val)),
+            NVML_VALUE_TYPE_UNSIGNED_LONG => Some(value.ul_val as f64),
+            NVML_VALUE_TYPE_UNSIGNED_LONG_LONG => Some(value.ull_val as f64),
+            NVML_VALUE_TYPE_SIGNED_LONG_LONG => Some(value.sll_val as f64),
+            _ => None,
+        }
+    }
+}
+
+/// The dynamic loader's last error, in words.
+fn dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl call
+    // on this thread; it is copied at once.
+    let message = unsafe { libc::dlerror() };
+    if message.is_null() {
+        "no reason given".to_owned()
+    } else {
+        // SAFETY: non-null, NUL-terminated, see above.
+        unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples(list: &[(u64, f64)]) -> Vec<Sample> {
+        list.iter()
+            .map(|&(at_us, busy_pct)| Sample { at_us, busy_pct })
+            .collect()
+    }
+
+    #[test]
+    fn samples_are_weighted_by_the_period_each_describes() {
+        // 100% over 0.5 s, then 40% over the next 1 s: (50 + 40) / 1.5 s = 60%.
+        let mean = mean_busy_pct(
+            Some(1_000_000),
+            &samples(&[(1_500_000, 100.0), (2_500_000, 40.0)]),
+        );
+        assert_eq!(mean, Some(60.0));
+        // Even periods: the plain mean, in any order.
+        let mean = mean_busy_pct(Some(0), &samples(&[(3, 30.0), (1, 50.0), (2, 40.0)]));
+        assert_eq!(mean, Some(40.0));
+    }
+
+    #[test]
+    fn samples_already_reported_are_left_out() {
+        let list = samples(&[(10, 100.0), (20, 0.0), (30, 50.0)]);
+        assert_eq!(mean_busy_pct(Some(20), &list), Some(50.0));
+        assert_eq!(mean_busy_pct(Some(30), &list), None);
+        assert_eq!(mean_busy_pct(None, &[]), None);
+    }
+
+    #[test]
+    fn a_first_sample_without_a_start_weighs_as_the_average() {
+        // Without `previous_us` the first sample's period is unknown: it counts as long as
+        // the others (10 us each), so 90, 30, 30 average to 50.
+        let list = samples(&[(100, 90.0), (110, 30.0), (120, 30.0)]);
+        assert_eq!(mean_busy_pct(None, &list), Some(50.0));
+        // Alone, it is the answer.
+        assert_eq!(mean_busy_pct(None, &samples(&[(5, 73.0)])), Some(73.0));
+    }
+
+    #[test]
+    fn odd_values_are_clamped_or_dropped() {
+        let list = samples(&[(1, 150.0), (2, f64::NAN), (3, -5.0)]);
+        // 100 over [0, 1), 0 over [1, 3) (the NaN dropped, so the last sample covers both).
+        let mean = mean_busy_pct(Some(0), &list).expect("a mean");
+        assert!((mean - 100.0 / 3.0).abs() < 1e-9, "{mean}");
+        // Several samples at one instant: the plain mean.
+        assert_eq!(
+            mean_busy_pct(None, &samples(&[(7, 20.0), (7, 60.0)])),
+            Some(40.0)
+        );
+    }
+
+    #[test]
+    fn gpu_ids_become_nvml_ids() {
+        assert_eq!(
+            nvml_id("GPU-4f6c0a1e-0000-0000-0000-000000000000"),
+            Some(NvmlId::Uuid(
+                "GPU-4f6c0a1e-0000-0000-0000-000000000000".into()
+            ))
+        );
+        assert_eq!(
+            nvml_id("PCI 4e:00"),
+            Some(NvmlId::PciBusId("4e:00.0".into()))
+        );
+        assert_eq!(nvml_id("PCI zz:00"), None);
+        assert_eq!(nvml_id("bogus"), None);
+    }
+
+    #[test]
+    fn without_nvml_or_gpus_there_is_a_note_not_a_failure() {
+        // On a machine with NVML and no matching GPU, or without NVML at all, `open` says why
+        // in a note; it never panics.
+        let gpus = [GpuDescription {
+            index: 0,
+            name: "none".into(),
+            id: Some("GPU-00000000-0000-0000-0000-000000000000".into()),
+            total_bytes: 0,
+            free_bytes: None,
+        }];
+        match GpuActivity::open(&gpus) {
+            Ok(_) => panic!("no GPU has the all-zero UUID"),
+            Err(note) => assert!(
+                note.starts_with("GPU kernel activity is not recorded"),
+                "{note}"
+            ),
+        }
+    }
+}
