@@ -377,6 +377,17 @@ fn ascii_throughput(run: &RunMetrics, lines: &mut Vec<String>) {
         q.prover_bound_s,
         q.prover_bound_fraction * 100.0
     ));
+    let m = &run.memory;
+    if m.partitions > 0 {
+        lines.push(format!(
+            "memory: {} waited for the memory budget before synthesis, {:.2} s ({:.0}% of the \
+             span) with one waiting, {:.2} s summed over partitions",
+            plural(m.partitions, "partition"),
+            m.waiting_s,
+            m.waiting_fraction * 100.0,
+            m.partition_wait_s
+        ));
+    }
 }
 
 /// Gaps listed per lane before "and N more".

@@ -21,6 +21,7 @@ use super::spans::{Outcome, RunSpans};
 
 mod kernels;
 mod lanes;
+mod memory;
 mod queue;
 mod rows;
 mod stage;
@@ -33,6 +34,7 @@ pub(super) use kernels::GpuKernels;
 #[cfg(test)]
 pub(super) use lanes::Gap;
 pub(super) use lanes::{IdleCause, LaneMetrics};
+pub(super) use memory::MemoryWaits;
 pub(super) use queue::QueueMetrics;
 pub(super) use rows::{PhaseSummary, RowMetrics};
 pub(super) use stage::Stage;
@@ -41,6 +43,7 @@ pub(super) use verdict::Verdict;
 
 use kernels::gpu_kernels;
 use lanes::{lane_metrics, params_loading};
+use memory::memory_waits;
 use queue::queue_metrics;
 use rows::{rows, summarize};
 use throughput::throughput;
@@ -72,6 +75,8 @@ pub struct RunMetrics {
     pub summary: Option<PhaseSummary>,
     pub throughput: Option<Throughput>,
     pub queue: QueueMetrics,
+    /// Partitions that waited for the memory budget before their synthesis.
+    pub memory: MemoryWaits,
     pub lanes: Vec<LaneMetrics>,
     /// The GPUs' kernel activity; absent without GPU_BUSY rows (CPU runs, older timelines).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,6 +102,7 @@ impl RunMetrics {
             .map(|lane| lane_metrics(lane, spans, &window, &waits, options.gap_s))
             .collect();
         let queue = queue_metrics(&lanes, &window, &waits);
+        let memory = memory_waits(spans, &window);
         let rows = rows(spans, options.per_partition);
         let count = |wanted: fn(&Outcome) -> bool| {
             spans.jobs.iter().filter(|j| wanted(&j.outcome())).count()
@@ -112,6 +118,7 @@ impl RunMetrics {
             params_s,
             synthesis_workers.len(),
             gpu_kernels.as_ref(),
+            &memory,
         );
         RunMetrics {
             run_id: spans.id.clone(),
@@ -134,6 +141,7 @@ impl RunMetrics {
             rows,
             throughput: throughput(spans, span_s, proved),
             queue,
+            memory,
             lanes,
             gpu_kernels,
             verdict,

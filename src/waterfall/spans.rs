@@ -12,6 +12,8 @@ use super::screen::Event;
 /// When each of one partition's events happened (seconds; the first of duplicates wins).
 #[derive(Clone, Debug, Default)]
 pub(super) struct PartitionSpans {
+    /// It waited for room in the memory budget before synthesis (MEMORY_WAIT).
+    pub(super) memory_wait: Option<f64>,
     pub(super) synth_start: Option<f64>,
     pub(super) synth_end: Option<f64>,
     pub(super) chan_send: Option<f64>,
@@ -125,6 +127,9 @@ impl JobSpans {
                 first(&mut self.part(*partition).synth_end);
                 workers.note_synthesis(worker);
             }
+            EventKind::MemoryWait { partition, .. } => {
+                first(&mut self.part(*partition).memory_wait)
+            }
             EventKind::PartitionQueued { partition, .. } => {
                 first(&mut self.part(*partition).chan_send)
             }
@@ -174,7 +179,6 @@ impl JobSpans {
             | EventKind::GpuBusy { .. }
             | EventKind::FileDeferred { .. }
             | EventKind::FileSkipped { .. }
-            | EventKind::MemoryWait { .. }
             | EventKind::StopRequested => {}
         }
     }

@@ -110,7 +110,8 @@ pub(super) fn lane_metrics(
             proving.push((start, part.gpu_end.unwrap_or(end)));
             let Some(stop) = part.gpu_end else { continue };
             partitions += 1;
-            if let Some(s) = part.steps {
+            // A backend that proves in one call (SupraSeal) reports no steps to split.
+            if let Some(s) = part.steps.filter(|s| s.gpu_call_ms == 0.0) {
                 steps.partitions += 1;
                 steps.prove_s += stop - start;
                 steps.fft_s += s.fft_ms / 1e3;
@@ -379,6 +380,18 @@ mod tests {
             "{}",
             run.verdict.text
         );
+    }
+
+    #[test]
+    fn a_one_call_backend_has_no_step_split() {
+        // SupraSeal's GPU_END carries only call_ms: its zero fft and multiexp times are
+        // not "kernels ran 0%".
+        let run = metrics("supraseal_host.csv");
+        assert_eq!(run.lanes.len(), 1);
+        assert!(run.lanes[0].partitions > 0);
+        assert_eq!(run.lanes[0].steps, None);
+        // A lane with step timings keeps its split.
+        assert!(metrics("two_gpus.csv").lanes[0].steps.is_some());
     }
 
     #[test]

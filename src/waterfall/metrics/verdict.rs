@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::kernels::{GpuKernels, LaneDevice};
 use super::lanes::LaneMetrics;
+use super::memory::MemoryWaits;
 use super::queue::QueueMetrics;
 use crate::params::PARAMS_ENV;
 use crate::waterfall::shared::{plural, ratio, sum};
@@ -20,6 +21,9 @@ pub enum Bound {
     Host,
     /// Lanes idle, waiting for synthesis.
     Synthesis,
+    /// Lanes idle waiting for synthesis while partitions waited for the memory budget: memory
+    /// capped how many partitions were synthesized at once; see [`MEMORY_HELD_FROM`].
+    Memory,
     /// A lane idle while a partition was queued.
     Scheduling,
     /// Lanes gave way to a PoSt holding the GPU priority lock.
@@ -71,6 +75,16 @@ const PARAMS_BOUND_FROM: f64 = 0.4;
 /// back while its timeline said 90% busy.
 const HOST_BOUND_BELOW: f64 = 0.7;
 
+/// From this share of the span with a partition waiting for the memory budget on, a
+/// synthesis-bound run is called memory-bound.
+///
+/// A partition waits for memory only when the budget is full, so any wait means the budget,
+/// not `--synth-jobs`, capped the partitions in synthesis at that moment. A few waits at a
+/// sector's start are normal (a sector's partitions arrive together); a tenth of the run
+/// means the cap held for a good part of it, and raising `--synth-jobs` (the synthesis-bound
+/// advice) would change nothing.
+const MEMORY_HELD_FROM: f64 = 0.1;
+
 /// Names the stage that held the run back, by how much, and what to change.
 ///
 /// A run where no partition reached a prover has no verdict. Otherwise parameter loading
@@ -81,7 +95,8 @@ const HOST_BOUND_BELOW: f64 = 0.7;
 /// idle time waiting for synthesis, the worst lane's idle time with a partition queued
 /// (scheduling), and the lanes' average time giving way to a PoSt (gpu lock). A run bound by
 /// its GPU provers whose GPUs ran kernels (`kernels`, from the driver) less than
-/// [`HOST_BOUND_BELOW`] of the provers' busy time is host-bound instead.
+/// [`HOST_BOUND_BELOW`] of the provers' busy time is host-bound instead, and a run bound by
+/// synthesis while partitions waited for `memory` [`MEMORY_HELD_FROM`] of it is memory-bound.
 pub(super) fn verdict(
     lanes: &[LaneMetrics],
     queue: &QueueMetrics,
@@ -89,6 +104,7 @@ pub(super) fn verdict(
     params_s: f64,
     synth_workers: usize,
     kernels: Option<&GpuKernels>,
+    memory: &MemoryWaits,
 ) -> Verdict {
     if lanes.iter().all(|lane| lane.busy_s == 0.0) {
         return Verdict {
@@ -130,6 +146,8 @@ pub(super) fn verdict(
         && kernel_share.is_some_and(|share| share < HOST_BOUND_BELOW)
     {
         Bound::Host
+    } else if bound == Bound::Synthesis && memory.waiting_fraction >= MEMORY_HELD_FROM {
+        Bound::Memory
     } else {
         bound
     };
@@ -174,6 +192,16 @@ pub(super) fn verdict(
              raise --synth-jobs (now using {})",
             pct(ratio(synthesis_wait, span_s)),
             plural(synth_workers, "worker")
+        ),
+        Bound::Memory => format!(
+            "memory-bound: {names} idle {} of the run{average} waiting for synthesis, while \
+             partitions waited for the memory budget {} of it ({}): synthesis runs only as many \
+             partitions as --max-memory holds, so more --synth-jobs will not help; add memory \
+             (README's sizing table has the bytes per partition in flight) or make each \
+             partition's synthesis faster (pre-compiled constraints, more cores)",
+            pct(ratio(synthesis_wait, span_s)),
+            pct(memory.waiting_fraction),
+            plural(memory.partitions, "partition"),
         ),
         Bound::Scheduling => format!(
             "scheduling: {} sat idle {:.1} s ({} of the run) while a synthesized partition \
@@ -227,12 +255,47 @@ mod tests {
         // Without loading the run would have been called balanced, as it was before.
         let loading_s = run.lanes[0].params_s;
         assert_eq!(loading_s, 10.0);
-        let verdict_at =
-            |params_s: f64| verdict(&run.lanes, &run.queue, run.span_s, params_s, 1, None);
+        let verdict_at = |params_s: f64| {
+            verdict(
+                &run.lanes,
+                &run.queue,
+                run.span_s,
+                params_s,
+                1,
+                None,
+                &run.memory,
+            )
+        };
         assert_eq!(verdict_at(0.0).bound, Bound::Balanced);
         let threshold_s = PARAMS_BOUND_FROM * run.span_s;
         assert_eq!(verdict_at(threshold_s - 0.01).bound, Bound::Balanced);
         assert_eq!(verdict_at(threshold_s).bound, Bound::Params);
+    }
+
+    #[test]
+    fn a_synthesis_bound_run_held_by_memory_says_so_and_not_more_workers() {
+        let run = metrics("memory_bound.csv");
+        assert_eq!(run.verdict.bound, Bound::Memory);
+        assert!(
+            run.verdict.text.contains("--max-memory"),
+            "{}",
+            run.verdict.text
+        );
+        assert!(
+            !run.verdict.text.contains("raise --synth-jobs"),
+            "{}",
+            run.verdict.text
+        );
+        // The same run judged without its memory waits is synthesis-bound, as before.
+        let without = |memory: &MemoryWaits| {
+            let kernels = run.gpu_kernels.as_ref();
+            verdict(&run.lanes, &run.queue, run.span_s, 0.0, 2, kernels, memory).bound
+        };
+        assert_eq!(without(&MemoryWaits::default()), Bound::Synthesis);
+        // Just under the threshold it is still synthesis-bound.
+        let mut short = run.memory.clone();
+        short.waiting_fraction = MEMORY_HELD_FROM - 0.001;
+        assert_eq!(without(&short), Bound::Synthesis);
     }
 
     #[test]
@@ -244,6 +307,7 @@ mod tests {
             ("gpu_kernels_busy.csv", vec![Bound::Prover]),
             ("gpu_kernels_idle.csv", vec![Bound::Host]),
             ("idle_gaps.csv", vec![Bound::Scheduling]),
+            ("memory_bound.csv", vec![Bound::Memory]),
             ("params_bound.csv", vec![Bound::Params]),
             ("params_preload.csv", vec![Bound::Params]),
             ("partitions.csv", vec![Bound::Synthesis]),
