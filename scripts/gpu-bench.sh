@@ -4,18 +4,20 @@
 #
 #   scripts/gpu-bench.sh BIN C1_DIR OUT_DIR [8MIB_C1_DIR]
 #
-# Generates the 2KiB parameters, then on the same files and parameters runs, on GPU 0:
-#   (a) filecoin-proofs seal_commit_phase2 one file at a time (`cuzk reference`),
-#   (b) cuzk prove-dir with default settings,
-#   (c) cuzk with --synth-jobs 1, 2, 4, 8,
-#   (d) cuzk with --gpus none (on a subset),
-#   and with two or more GPUs, cuzk on all of them,
+# Generates the 2KiB parameters (filecoin-proofs' own generator) and records their
+# pre-compiled constraints, then on the same files and parameters runs, each a fresh process:
+#   reference        filecoin-proofs seal_commit_phase2 one file at a time (`cuzk reference`)
+#   supraseal        cuzk, SupraSeal backend, GPU 0 (CUDA_VISIBLE_DEVICES=0)
+#   ecgpu            cuzk, ec-gpu backend, GPU 0, default provers per GPU
+#   supraseal-full   as supraseal, with --synthesis full
+#   supraseal-all, ecgpu-all   every GPU (machines with two or more)
+#   default, overlap, allgpus, allgpus-overlap, sweep (--synth-jobs 1..8), cpu (4 files), 8mib
 # sampling GPU utilisation with nvidia-smi, and writes summary.md plus logs to OUT_DIR.
+# Every proof cuzk writes has passed verify_seal; the reference checks its own.
 #
-# GPU_BENCH_RUNS limits the runs, e.g. "8mib default overlap allgpus allgpus-overlap"
-# (default: all of reference default overlap allgpus allgpus-overlap sweep cpu 8mib).
+# GPU_BENCH_RUNS picks the runs (default: reference supraseal ecgpu supraseal-all ecgpu-all).
 set -uo pipefail
-runs="${GPU_BENCH_RUNS:-reference default overlap allgpus allgpus-overlap sweep cpu 8mib}"
+runs="${GPU_BENCH_RUNS:-reference supraseal ecgpu supraseal-all ecgpu-all}"
 want() { [[ " $runs " == *" $1 "* ]]; }
 bin="$(realpath "$1")"; c1="$(realpath "$2")"; out="$(realpath -m "$3")"; c1_8m="${4:-}"
 mkdir -p "$out/logs"
@@ -40,9 +42,12 @@ nproc > "$out/logs/nproc.txt"
 echo "== params" >&2
 t0=$(now); "$bin" params gen --sector-size 2KiB > "$out/logs/params.log" 2>&1; t1=$(now)
 echo "params_2kib_s $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")" > "$out/logs/times.txt"
+# Recorded ahead, so every cuzk run below synthesizes with them from its first partition.
+t0=$(now); "$bin" params constraints --sector-size 2KiB > "$out/logs/constraints.log" 2>&1; t1=$(now)
+echo "constraints_2kib_s $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")" >> "$out/logs/times.txt"
 
 budget_s="${GPU_BENCH_BUDGET_S:-480}"
-run_cuzk() { # run_cuzk NAME FILES... -- ARGS...
+run_cuzk() { # run_cuzk NAME FILES... -- ARGS...  (VISIBLE=list limits CUDA_VISIBLE_DEVICES)
   local name=$1; shift
   if [ $(( $(date +%s) - started )) -gt "$budget_s" ]; then
     echo "$name skipped: over the ${budget_s}s budget" >> "$out/logs/times.txt"; return
@@ -52,7 +57,11 @@ run_cuzk() { # run_cuzk NAME FILES... -- ARGS...
   echo "== cuzk $name $*" >&2
   sample "$name"
   local t0=$(now)
-  "$bin" prove-dir "$spool/inbox" --once --settle-secs 0 "$@" > "$out/logs/$name.log" 2>&1
+  if [ -n "${VISIBLE:-}" ]; then
+    CUDA_VISIBLE_DEVICES="$VISIBLE" "$bin" prove-dir "$spool/inbox" --once --settle-secs 0 "$@" > "$out/logs/$name.log" 2>&1
+  else
+    "$bin" prove-dir "$spool/inbox" --once --settle-secs 0 "$@" > "$out/logs/$name.log" 2>&1
+  fi
   local rc=$?
   local t1=$(now)
   stop_sample
@@ -65,7 +74,7 @@ run_cuzk() { # run_cuzk NAME FILES... -- ARGS...
 if want 8mib && [ -n "$c1_8m" ]; then
   t0=$(now); "$bin" params gen --sector-size 8MiB > "$out/logs/params-8mib.log" 2>&1; t1=$(now)
   echo "params_8mib_s $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")" >> "$out/logs/times.txt"
-  run_cuzk 8mib "$c1_8m"/*.json -- --gpus 0
+  VISIBLE=0 run_cuzk 8mib "$c1_8m"/*.json --
 fi
 if want reference; then
 echo "== (a) reference" >&2
@@ -76,18 +85,25 @@ stop_sample
 echo "reference rc=$rc wall_s=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") proofs=$n" >> "$out/logs/times.txt"
 fi
 
-want default && run_cuzk default "${files[@]}" -- --gpus 0
-want overlap && run_cuzk overlap "${files[@]}" -- --gpus 0 --provers-per-gpu 2
+want supraseal && VISIBLE=0 run_cuzk supraseal "${files[@]}" -- --backend supraseal
+want ecgpu && run_cuzk ecgpu "${files[@]}" -- --backend ec-gpu --gpus 0
+want supraseal-full && VISIBLE=0 run_cuzk supraseal-full "${files[@]}" -- --backend supraseal --synthesis full
 if [ "$gpus" -ge 2 ]; then
-  want allgpus && run_cuzk allgpus "${files[@]}" -- --gpus all
-  want allgpus-overlap && run_cuzk allgpus-overlap "${files[@]}" -- --gpus all --provers-per-gpu 2
+  want supraseal-all && run_cuzk supraseal-all "${files[@]}" -- --backend supraseal
+  want ecgpu-all && run_cuzk ecgpu-all "${files[@]}" -- --backend ec-gpu --gpus all
+fi
+want default && VISIBLE=0 run_cuzk default "${files[@]}" --
+want overlap && run_cuzk overlap "${files[@]}" -- --backend ec-gpu --gpus 0 --provers-per-gpu 2
+if [ "$gpus" -ge 2 ]; then
+  want allgpus && run_cuzk allgpus "${files[@]}" --
+  want allgpus-overlap && run_cuzk allgpus-overlap "${files[@]}" -- --backend ec-gpu --gpus all --provers-per-gpu 2
 fi
 if want sweep; then
-  for j in 1 2 4 8; do run_cuzk "synth$j" "${files[@]}" -- --gpus 0 --synth-jobs "$j"; done
+  for j in 1 2 4 8; do VISIBLE=0 run_cuzk "synth$j" "${files[@]}" -- --synth-jobs "$j"; done
 fi
 want cpu && run_cuzk cpu "${files[@]:0:4}" -- --gpus none
 echo "total_s $(( $(date +%s) - started ))" >> "$out/logs/times.txt"
-cp "$out/logs/waterfall-default.txt" "$out/" 2>/dev/null
+cp "$out/logs/waterfall-supraseal.txt" "$out/logs/waterfall-ecgpu.txt" "$out/" 2>/dev/null
 python3 "$(dirname "$0")/gpu-summary.py" "$out/logs" > "$out/summary.md" 2> "$out/logs/summary.err"
 tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
 cat "$out/summary.md"

@@ -2,6 +2,7 @@
 """Summarises a gpu-bench.sh log directory as a markdown table (standard library only)."""
 import csv
 import glob
+import json
 import os
 import re
 import statistics
@@ -72,6 +73,22 @@ def smi_mean(name):
     return {gpu: statistics.mean([u for u in v if u > 0] or [0]) for gpu, v in utils.items()}
 
 
+def waterfall_json(name):
+    """Steady-state s/proof, NVML kernel busy (of the run, of the provers' busy time) and the verdict."""
+    path = os.path.join(logs, f"metrics-{name}.json")
+    try:
+        run = json.load(open(path))["runs"][-1]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    kernels = run.get("gpu_kernels") or {}
+    return {
+        "steady": (run.get("throughput") or {}).get("seconds_per_proof"),
+        "kernels_run": kernels.get("run_fraction"),
+        "kernels_proving": kernels.get("proving_fraction"),
+        "verdict": run.get("verdict", {}).get("text", ""),
+    }
+
+
 def bellperson_prover_times():
     path = os.path.join(logs, "reference.log")
     times = []
@@ -87,8 +104,8 @@ print(f"machine: {open(os.path.join(logs, 'nvidia-smi.txt')).read().count('H200'
       f"{open(os.path.join(logs, 'nproc.txt')).read().strip()} cores; "
       f"2KiB params generated in {runs.get('params_2kib_s', {}).get('value', '?')} s")
 print()
-print("| run | proofs | wall s | s/proof | prover busy (timeline) | GPU util (nvidia-smi, busy samples) | synth s/partition | prove s/partition |")
-print("|---|---|---|---|---|---|---|---|")
+print("| run | proofs | wall s | s/proof | steady s/proof (waterfall) | prover busy (timeline) | GPU kernels (NVML): run / provers busy | GPU util (nvidia-smi, busy samples) | synth s/partition | prove s/partition |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 ref_sp = None
 for name, fields in runs.items():
     if name in ("params_2kib_s", "params_8mib_s", "total_s"):
@@ -104,9 +121,20 @@ for name, fields in runs.items():
     util = ", ".join(f"gpu{g} {u:.0f}%" for g, u in sorted(smi.items())) if smi else "-"
     synth = f"{t['synth_ms'] / 1e3:.2f}" if t else "-"
     prove = f"{t['prove_ms'] / 1e3:.2f}" if t else "-"
-    print(f"| {name} (rc {fields.get('rc')}) | {proofs} | {wall:.1f} | {sp:.2f} | {busy} | {util} | {synth} | {prove} |")
+    w = waterfall_json(name)
+    steady = f"{w['steady']:.3f}" if w and w["steady"] else "-"
+    kern = (f"{w['kernels_run']:.0%} / {w['kernels_proving']:.0%}"
+            if w and w["kernels_run"] is not None and w["kernels_proving"] is not None else "-")
+    print(f"| {name} (rc {fields.get('rc')}) | {proofs} | {wall:.1f} | {sp:.2f} | {steady} | {busy} | {kern} | {util} | {synth} | {prove} |")
 print()
-default = timeline_stats("default")
+print()
+for name in runs:
+    w = waterfall_json(name)
+    if w and w["verdict"]:
+        print(f"- verdict, {name}: {w['verdict']}")
+print()
+default = timeline_stats("supraseal") or timeline_stats("default")
+runs.setdefault("default", runs.get("supraseal", {}))
 if ref_sp and default:
     wall = float(runs["default"]["wall_s"]) / int(runs["default"]["proofs"])
     print(f"throughput, cuzk default vs seal_commit_phase2: {ref_sp / wall:.2f}x")
