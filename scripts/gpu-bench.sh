@@ -11,7 +11,8 @@
 #   ecgpu            cuzk, ec-gpu backend, GPU 0, default provers per GPU
 #   supraseal-full   as supraseal, with --synthesis full
 #   supraseal-all, ecgpu-all   every GPU (machines with two or more)
-#   default, overlap, allgpus, allgpus-overlap, sweep (--synth-jobs 1..8), cpu (4 files), 8mib
+#   default, overlap, allgpus, allgpus-overlap, sweep (every GPU at each --synth-jobs in
+#   SWEEP_JOBS, default 1 2 4 8), cpu (4 files), 8mib
 # sampling GPU utilisation with nvidia-smi, and writes summary.md plus logs to OUT_DIR.
 # Every proof cuzk writes has passed verify_seal; the reference checks its own.
 #
@@ -99,7 +100,8 @@ if [ "$gpus" -ge 2 ]; then
   want allgpus-overlap && run_cuzk allgpus-overlap "${files[@]}" -- --backend ec-gpu --gpus all --provers-per-gpu 2
 fi
 if want sweep; then
-  for j in 1 2 4 8; do VISIBLE=0 run_cuzk "synth$j" "${files[@]}" -- --synth-jobs "$j"; done
+  # SupraSeal on every GPU at each --synth-jobs in SWEEP_JOBS (default "1 2 4 8").
+  for j in ${SWEEP_JOBS:-1 2 4 8}; do run_cuzk "synth$j" "${files[@]}" -- --synth-jobs "$j"; done
 fi
 want cpu && run_cuzk cpu "${files[@]:0:4}" -- --gpus none
 echo "total_s $(( $(date +%s) - started ))" >> "$out/logs/times.txt"

@@ -208,6 +208,23 @@ pub struct TuningArgs {
     /// [default: half the cores, at least 1].
     #[arg(long, value_name = "N")]
     pub synthesis_threads: Option<usize>,
+    /// CPUs kept for SupraSeal's host threads (its preprocessing and the G2 multiexp), so
+    /// they stop competing with synthesis; cuzk's own threads get the others, and the
+    /// defaults above count only those. 0 shares every CPU. Linux only: cuzk restarts itself
+    /// once to size SupraSeal's thread pool.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub prover_cpus: usize,
+}
+
+impl TuningArgs {
+    /// Applies `--prover-cpus` (see [`crate::cpu_split`]): before anything else a run does,
+    /// since it may restart the process.
+    fn split_cpus(&self) -> Result<()> {
+        if let Some(split) = crate::cpu_split::apply(self.prover_cpus)? {
+            eprintln!("cuzk: note: CPUs split: {split}");
+        }
+        Ok(())
+    }
 }
 
 /// Arguments of `cuzk bench`.
@@ -440,6 +457,7 @@ impl TuningArgs {
             benchmark: false,
             is_precompiled: self.synthesis == "precompiled",
             synthesis_threads: self.synthesis_threads.unwrap_or((cores / 2).max(1)),
+            prover_cpus: self.prover_cpus,
         })
     }
 }
@@ -448,6 +466,7 @@ impl TuningArgs {
 /// failed (they are in `failed/`) or, with `--once`, when files were left in the inbox
 /// unclaimed; an error when the run itself could not go on.
 fn prove_dir(args: ProveDirArgs) -> Result<u8> {
+    args.tuning.split_cpus()?;
     let settings = args.to_settings()?;
     let summary = pipeline::run(&settings)?;
     if !settings.once {
@@ -491,6 +510,8 @@ fn note_temporary_files(inbox: &Path) {
 
 /// The top-level entry point for `cuzk damocles-c2` (and `cuzk processor c2`).
 fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
+    // It may restart the process, which must happen before stdout is rearranged.
+    args.tuning.split_cpus()?;
     // First, before anything can print: stdout becomes the protocol's alone.
     let output = damocles::protocol_stdout()?;
     let tmp_dir = args.tmp_dir.unwrap_or_else(std::env::temp_dir);
@@ -568,6 +589,7 @@ fn run_reference(args: ReferenceArgs) -> Result<u8> {
 
 /// The top-level entry point for `cuzk bench`.
 fn run_bench(args: BenchArgs) -> Result<u8> {
+    args.tuning.split_cpus()?;
     let layout = SpoolLayout::beside(&args.dir.join("inbox"));
     let plan = crate::bench::BenchPlan {
         sector_size: args.sector_size,

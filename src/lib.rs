@@ -21,7 +21,8 @@
 //! instead of an inbox somebody else fills.
 //!
 //! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
-//! allocate. [`status`] reports what a spool holds, and [`metrics`] says it to Prometheus.
+//! allocate; [`cpu_split`] can keep SupraSeal's host threads and synthesis on separate CPUs.
+//! [`status`] reports what a spool holds, and [`metrics`] says it to Prometheus.
 //! [`params`] finds, checks and loads the Groth16 parameters; [`reference`] runs
 //! filecoin-proofs' own prover for comparison; [`sealing`] seals random test sectors;
 //! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
@@ -33,6 +34,7 @@ pub mod bench;
 pub mod c1;
 pub mod cli;
 pub mod commcid;
+pub mod cpu_split;
 pub mod damocles;
 pub mod event;
 pub mod gpu_activity;

@@ -49,6 +49,7 @@ fn settings(root: &Path) -> RunSettings {
         benchmark: false,
         is_precompiled: true,
         synthesis_threads: 2,
+        prover_cpus: 0,
     }
 }
 

@@ -111,10 +111,12 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let memory = MemoryBudget::new(budget_bytes(settings), Some(wake.0.clone()));
     events.emit(EventKind::RunStarted {
         settings: format!(
-            "cuzk={};provers={};synth_jobs={};queue_depth={};max_memory={};benchmark={};params={}",
+            "cuzk={};provers={};synth_jobs={};synthesis_threads={};prover_cpus={};queue_depth={};max_memory={};benchmark={};params={}",
             env!("CARGO_PKG_VERSION"),
             prover_names.join(","),
             settings.synth_jobs,
+            settings.synthesis_threads,
+            settings.prover_cpus,
             settings.queue_depth,
             memory.total(),
             settings.benchmark,

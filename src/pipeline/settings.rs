@@ -53,4 +53,7 @@ pub struct RunSettings {
     pub is_precompiled: bool,
     /// Threads that evaluate pre-compiled constraints, shared by all partitions.
     pub synthesis_threads: usize,
+    /// CPUs kept for SupraSeal's host threads by `--prover-cpus` (0: every CPU shared); see
+    /// [`crate::cpu_split`].
+    pub prover_cpus: usize,
 }
