@@ -10,6 +10,7 @@
 #   supraseal        cuzk, SupraSeal backend, GPU 0 (CUDA_VISIBLE_DEVICES=0)
 #   ecgpu            cuzk, ec-gpu backend, GPU 0, default provers per GPU
 #   supraseal-full   as supraseal, with --synthesis full
+#   split            as supraseal, with --prover-cpus K for each K in SPLIT_CPUS (default 4 8 0)
 #   supraseal-all, ecgpu-all   every GPU (machines with two or more)
 #   default, overlap, allgpus, allgpus-overlap, sweep (every GPU at each --synth-jobs in
 #   SWEEP_JOBS, default 1 2 4 8), cpu (4 files), 8mib
@@ -88,6 +89,10 @@ fi
 
 want supraseal && VISIBLE=0 run_cuzk supraseal "${files[@]}" -- --backend supraseal
 want ecgpu && run_cuzk ecgpu "${files[@]}" -- --backend ec-gpu --gpus 0
+if want split; then
+  # SupraSeal on GPU 0 with --prover-cpus K for each K in SPLIT_CPUS (0: no split).
+  for k in ${SPLIT_CPUS:-4 8 0}; do VISIBLE=0 run_cuzk "split$k" "${files[@]}" -- --backend supraseal --prover-cpus "$k"; done
+fi
 want supraseal-full && VISIBLE=0 run_cuzk supraseal-full "${files[@]}" -- --backend supraseal --synthesis full
 if [ "$gpus" -ge 2 ]; then
   want supraseal-all && run_cuzk supraseal-all "${files[@]}" -- --backend supraseal
