@@ -271,6 +271,11 @@ mod tests {
         assert_close(kernels.proving_fraction.expect("proving share"), 0.45);
         assert_eq!(run.verdict.bound, Bound::Host);
         assert!(
+            run.verdict.text.contains("--provers-per-gpu"),
+            "{}",
+            run.verdict.text
+        );
+        assert!(
             run.verdict.text.starts_with(
                 "host-bound: partitions waited 6.0 s in the queue (60% of the run) while gpu-0 \
                  was 80% busy, but GPU kernels ran only 45% of that time (NVML): the GPU idles \
@@ -323,6 +328,17 @@ mod tests {
         assert_close(kernels.proving_fraction.expect("mean"), 0.45);
         assert_close(kernels.run_fraction, 0.36);
         assert_eq!(run.verdict.bound, Bound::Host);
+        // One prover for every GPU: no --provers-per-gpu to suggest.
+        assert!(
+            run.verdict.text.contains("SupraSeal's CPU side"),
+            "{}",
+            run.verdict.text
+        );
+        assert!(
+            !run.verdict.text.contains("--provers-per-gpu"),
+            "{}",
+            run.verdict.text
+        );
         assert_eq!(
             kernels.describe(),
             "GPU kernels (NVML): busy 36% of the run, 45% of the time the provers were busy \

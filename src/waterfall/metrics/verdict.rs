@@ -176,17 +176,31 @@ pub(super) fn verdict(
                 pct(busy)
             )
         }
-        Bound::Host => format!(
-            "host-bound: partitions waited {:.1} s in the queue ({} of the run) while {names} \
-             {were} {} busy{average}, but GPU kernels ran only {} of that time (NVML): the GPU \
-             idles inside the prover's calls (host-side preparation, copies, the CPU G2 \
-             multiexp), so adding GPUs will not help in proportion; overlap the host side \
-             with more provers per GPU (--provers-per-gpu, ec-gpu) or give it faster CPU cores",
-            queue.queued_s,
-            pct(queue.queued_fraction),
-            pct(busy),
-            pct(kernel_share.unwrap_or(0.0))
-        ),
+        Bound::Host => {
+            // ec-gpu lanes can overlap one partition's host side with another's kernels;
+            // SupraSeal's one prover cannot, its CPU side only goes faster on more cores.
+            let advice = if lanes
+                .iter()
+                .all(|lane| matches!(LaneDevice::of(&lane.name), LaneDevice::Gpu(_)))
+            {
+                "overlap the host side with more provers per GPU (--provers-per-gpu) or give \
+                 it faster CPU cores"
+            } else {
+                "SupraSeal's CPU side (its preprocessing and the B-in-G2 multiexp) sets the \
+                 pace, and more or faster CPU cores shorten it"
+            };
+            format!(
+                "host-bound: partitions waited {:.1} s in the queue ({} of the run) while \
+                 {names} {were} {} busy{average}, but GPU kernels ran only {} of that time \
+                 (NVML): the GPU idles inside the prover's calls (host-side preparation, \
+                 copies, the CPU G2 multiexp), so adding GPUs will not help in proportion; \
+                 {advice}",
+                queue.queued_s,
+                pct(queue.queued_fraction),
+                pct(busy),
+                pct(kernel_share.unwrap_or(0.0))
+            )
+        }
         Bound::Synthesis => format!(
             "synthesis-bound: {names} idle {} of the run{average} waiting for synthesis; \
              raise --synth-jobs (now using {})",
