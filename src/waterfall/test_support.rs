@@ -53,3 +53,8 @@ pub(super) fn assert_close(actual: f64, expected: f64) {
         "{actual} is not {expected}"
     );
 }
+
+/// Asserts that `text` says `wanted` (`true`) or does not (`false`), showing it if not.
+pub(super) fn assert_says(text: &str, phrase: &str, wanted: bool) {
+    assert_eq!(text.contains(phrase), wanted, "{phrase:?} in: {text}");
+}

@@ -199,7 +199,9 @@ mod tests {
     use crate::waterfall::metrics::RunMetrics;
     use crate::waterfall::screen::screen;
     use crate::waterfall::shared::Selection;
-    use crate::waterfall::test_support::{assert_close, fixture, json_of, metrics, options};
+    use crate::waterfall::test_support::{
+        assert_close, assert_says, fixture, json_of, metrics, options,
+    };
 
     fn period(gpu: usize, start: f64, end: f64, busy: f64) -> KernelBusy {
         KernelBusy {
@@ -270,11 +272,7 @@ mod tests {
         assert_close(kernels.run_fraction, (0.05 + 8.0 * 0.45 + 0.03) / 10.0);
         assert_close(kernels.proving_fraction.expect("proving share"), 0.45);
         assert_eq!(run.verdict.bound, Bound::Host);
-        assert!(
-            run.verdict.text.contains("--provers-per-gpu"),
-            "{}",
-            run.verdict.text
-        );
+        assert_says(&run.verdict.text, "--provers-per-gpu", true);
         assert!(
             run.verdict.text.starts_with(
                 "host-bound: partitions waited 6.0 s in the queue (60% of the run) while gpu-0 \
@@ -329,16 +327,8 @@ mod tests {
         assert_close(kernels.run_fraction, 0.36);
         assert_eq!(run.verdict.bound, Bound::Host);
         // One prover for every GPU: no --provers-per-gpu to suggest.
-        assert!(
-            run.verdict.text.contains("SupraSeal's CPU side"),
-            "{}",
-            run.verdict.text
-        );
-        assert!(
-            !run.verdict.text.contains("--provers-per-gpu"),
-            "{}",
-            run.verdict.text
-        );
+        assert_says(&run.verdict.text, "SupraSeal's CPU side", true);
+        assert_says(&run.verdict.text, "--provers-per-gpu", false);
         assert_eq!(
             kernels.describe(),
             "GPU kernels (NVML): busy 36% of the run, 45% of the time the provers were busy \

@@ -217,7 +217,9 @@ mod tests {
     use crate::waterfall::metrics::verdict::Bound;
     use crate::waterfall::screen::screen;
     use crate::waterfall::shared::{Options, Selection};
-    use crate::waterfall::test_support::{analysis, assert_close, fixture, gap, metrics, options};
+    use crate::waterfall::test_support::{
+        analysis, assert_close, assert_says, fixture, gap, metrics, options,
+    };
 
     /// Parameter loading over the whole of fixture `name`'s last run.
     fn run_loading(name: &str) -> Intervals {
@@ -375,11 +377,7 @@ mod tests {
         assert_eq!(run.queue.prover_bound_s, 1.0);
         let throughput = run.throughput.as_ref().expect("throughput");
         assert_eq!(throughput.seconds_per_proof, 1.0);
-        assert!(
-            run.verdict.text.contains("gpu-0, gpu-1"),
-            "{}",
-            run.verdict.text
-        );
+        assert_says(&run.verdict.text, "gpu-0, gpu-1", true);
     }
 
     #[test]

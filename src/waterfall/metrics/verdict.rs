@@ -252,7 +252,7 @@ pub(super) fn verdict(
 mod tests {
     use super::*;
     use crate::waterfall::shared::Selection;
-    use crate::waterfall::test_support::{analysis, metrics, options};
+    use crate::waterfall::test_support::{analysis, assert_says, metrics, options};
 
     #[test]
     fn a_run_spent_mostly_loading_parameters_is_parameter_bound() {
@@ -290,16 +290,8 @@ mod tests {
     fn a_synthesis_bound_run_held_by_memory_says_so_and_not_more_workers() {
         let run = metrics("memory_bound.csv");
         assert_eq!(run.verdict.bound, Bound::Memory);
-        assert!(
-            run.verdict.text.contains("--max-memory"),
-            "{}",
-            run.verdict.text
-        );
-        assert!(
-            !run.verdict.text.contains("raise --synth-jobs"),
-            "{}",
-            run.verdict.text
-        );
+        assert_says(&run.verdict.text, "--max-memory", true);
+        assert_says(&run.verdict.text, "raise --synth-jobs", false);
         // The same run judged without its memory waits is synthesis-bound, as before.
         let without = |memory: &MemoryWaits| {
             let kernels = run.gpu_kernels.as_ref();
