@@ -65,22 +65,34 @@ fi
 # adds sm_90 SASS to exactly those compiles; sppark's --dryrun probes and every other nvcc
 # call pass through untouched. SUPRASEAL_EXTRA_ARCHS="" turns it off.
 supra_extra="${SUPRASEAL_EXTRA_ARCHS-90}"
-if [[ "$features" == *supraseal* && -n "$supra_extra" ]]; then
+target_dir="${CUDA_TARGET_DIR:-target/cuda}"
+if [[ "$features" == *supraseal* ]]; then
   shim="$tools/nvcc-shim"
-  real_nvcc="$(command -v nvcc)"
   mkdir -p "$shim"
-  {
-    echo '#!/usr/bin/env bash'
-    echo "# Written by scripts/build-cuda.sh: adds sm_${supra_extra// /, sm_} to sppark's compiles."
-    echo 'extra=()'
-    echo 'case " $* " in *" --dryrun "*) ;; *"arch=compute_80,code=\"compute_80,sm_80\""*)'
-    for a in $supra_extra; do echo "  extra+=(-gencode arch=compute_${a},code=sm_${a})"; done
-    echo ';;'
-    echo 'esac'
-    echo "exec \"$real_nvcc\" \"\$@\" \"\${extra[@]}\""
-  } > "$shim/nvcc"
-  chmod +x "$shim/nvcc"
-  export PATH="$shim:$PATH"
+  if [ -n "$supra_extra" ]; then
+    real_nvcc="$(PATH="${PATH//$shim:/}" command -v nvcc)"
+    [ "$real_nvcc" != "$shim/nvcc" ] || { echo "no nvcc behind $shim" >&2; exit 1; }
+    {
+      echo '#!/usr/bin/env bash'
+      echo "# Written by scripts/build-cuda.sh: adds sm_${supra_extra// /, sm_} to sppark's compiles."
+      echo 'extra=()'
+      echo 'case " $* " in *" --dryrun "*) ;; *"arch=compute_80,code=\"compute_80,sm_80\""*)'
+      for a in $supra_extra; do echo "  extra+=(-gencode arch=compute_${a},code=sm_${a})"; done
+      echo ';;'
+      echo 'esac'
+      printf 'exec %q "$@" "${extra[@]}"\n' "$real_nvcc"
+    } > "$shim/nvcc.new"
+    chmod +x "$shim/nvcc.new"
+    mv "$shim/nvcc.new" "$shim/nvcc"
+    export PATH="$shim:$PATH"
+  fi
+  # supraseal-c2's build script does not rebuild when only the architectures change: a stamp
+  # of the last list built into this target directory decides.
+  stamp="$target_dir/.supraseal-extra-archs"
+  if [ -d "$target_dir" ] && [ "$(cat "$stamp" 2>/dev/null || echo unknown)" != "$supra_extra" ]; then
+    echo "SupraSeal's extra architectures changed: rebuilding supraseal-c2" >&2
+    cargo clean --quiet --release -p supraseal-c2 --target-dir "$target_dir"
+  fi
 fi
 
 # The ec-gpu FFT and multiexp kernels: SASS for every listed architecture, PTX for the last.
@@ -94,8 +106,9 @@ gencode+=" --generate-code=arch=compute_${last},code=compute_${last}"
 export EC_GPU_CUDA_NVCC_ARGS="${EC_GPU_CUDA_NVCC_ARGS:---optimize=6 --threads=0 --fatbin$gencode}"
 nvcc --version | tail -n 1 >&2
 started=$(date +%s)
-cargo build --release --features "$features" --target-dir "${CUDA_TARGET_DIR:-target/cuda}" "$@"
-bin="${CUDA_TARGET_DIR:-target/cuda}/release/cuzk"
+cargo build --release --features "$features" --target-dir "$target_dir" "$@"
+[[ "$features" == *supraseal* ]] && echo "$supra_extra" > "$target_dir/.supraseal-extra-archs"
+bin="$target_dir/release/cuzk"
 echo "built $bin ($features) in $(( $(date +%s) - started )) s, $(du -h "$bin" | cut -f1)" >&2
 echo "ec-gpu kernels: sm_${archs// /, sm_} (+ compute_${last} PTX)" >&2
 if [[ "$features" == *supraseal* ]]; then

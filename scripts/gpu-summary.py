@@ -114,7 +114,7 @@ print("| run | proofs | wall s | s/proof | steady s/proof (waterfall) | prover b
 print("|---|---|---|---|---|---|---|---|---|---|")
 ref_sp = None
 for name, fields in runs.items():
-    if name in ("params_2kib_s", "params_8mib_s", "total_s"):
+    if name in ("params_2kib_s", "params_8mib_s", "constraints_2kib_s", "total_s"):
         continue
     proofs = int(fields.get("proofs", 0) or 0)
     wall = float(fields.get("wall_s", "nan"))
@@ -139,15 +139,19 @@ for name in runs:
     if w and w["verdict"]:
         print(f"- verdict, {name}: {w['verdict']}")
 print()
-default = timeline_stats("supraseal") or timeline_stats("default")
-runs.setdefault("default", runs.get("supraseal", {}))
-if ref_sp and default:
-    wall = float(runs["default"]["wall_s"]) / int(runs["default"]["proofs"])
-    print(f"throughput, cuzk default vs seal_commit_phase2: {ref_sp / wall:.2f}x")
+# Each cuzk run against seal_commit_phase2, by wall time per proof.
+for name, fields in runs.items():
+    proofs = int(fields.get("proofs", 0) or 0)
+    if ref_sp and name != "reference" and proofs:
+        print(f"- {name} vs seal_commit_phase2: {ref_sp / (float(fields['wall_s']) / proofs):.2f}x by wall time")
+first = next((n for n in ("supraseal", "default", "ecgpu") if n in runs and timeline_stats(n)), None)
 bp = bellperson_prover_times()
-if bp and default:
+if bp and first:
     print(f"GPU phase per partition: bellperson create_proof_batch 'prover time' mean {statistics.mean(bp) / 1e3:.3f} s "
-          f"(n={len(bp)}); cuzk GPU_START..GPU_END mean {default['prove_ms'] / 1e3:.3f} s")
-if default:
-    print("cuzk prover steps (mean ms per partition, default run): " +
-          ", ".join(f"{k} {v:.1f}" for k, v in default["steps"].items()))
+          f"(n={len(bp)}); cuzk {first} GPU_START..GPU_END mean {timeline_stats(first)['prove_ms'] / 1e3:.3f} s")
+# Step timings exist only where the prover reports them (ec-gpu, CPU); SupraSeal's are zero.
+for name in runs:
+    t = timeline_stats(name)
+    if t and any(v > 0 for v in t["steps"].values()):
+        print(f"cuzk prover steps (mean ms per partition, {name}): " +
+              ", ".join(f"{k} {v:.1f}" for k, v in t["steps"].items()))

@@ -9,6 +9,13 @@
 //! pid, same arguments, `CUZK_CPU_SPLIT` in the environment): the new image's pool is born on
 //! those CPUs. Its `main` then moves itself to the other CPUs before it starts any thread,
 //! and every thread it starts inherits that. Linux only; elsewhere the flag is refused.
+//!
+//! What it does not do: only SupraSeal's pool moves. The threads SupraSeal starts per call
+//! (one per GPU, and its multiexp preparation) come from cuzk's prover thread and run on the
+//! synthesis side. And CPUs are split by number, the last N the process may use: on a
+//! machine with two hardware threads per core these are often the siblings of the first N,
+//! so the two sides still share those cores' execution units (`taskset` can narrow the
+//! process to one thread per core first).
 
 use std::fmt;
 
@@ -95,9 +102,11 @@ impl fmt::Display for CpuSplit {
 /// narrowed to the prover's CPUs (and returns only on failure). Must run before any thread
 /// is started.
 pub fn apply(prover_cpus: usize) -> Result<Option<CpuSplit>> {
-    if let Some(text) = std::env::var_os(SPLIT_ENV) {
-        // Not inherited by anything this run starts.
-        std::env::remove_var(SPLIT_ENV);
+    let restarted = std::env::var_os(SPLIT_ENV);
+    // Not inherited by anything this run starts.
+    std::env::remove_var(SPLIT_ENV);
+    // Only a restart for `--prover-cpus` carries the split; a stray variable is ignored.
+    if let Some(text) = restarted.filter(|_| prover_cpus > 0) {
         let text = text.to_string_lossy();
         let split = CpuSplit::parse(&text)
             .with_context(|| format!("{SPLIT_ENV}={text:?} is not a CPU split"))?;
@@ -190,15 +199,15 @@ mod os {
     /// Executes this program again with the same arguments and `split` in the environment;
     /// returns only the error when that fails.
     pub fn restart(split: &str) -> anyhow::Error {
-        let exe = match std::env::current_exe() {
-            Ok(exe) => exe,
-            Err(err) => return anyhow!(err).context("finding cuzk's own binary to restart it"),
-        };
-        let err = std::process::Command::new(&exe)
-            .args(std::env::args_os().skip(1))
-            .env(super::SPLIT_ENV, split)
-            .exec();
-        anyhow!(err).context(format!("restarting {} for --prover-cpus", exe.display()))
+        // The running binary itself, even if its file was replaced since it started; and the
+        // arguments as they came, the program name included.
+        let mut args = std::env::args_os();
+        let mut command = std::process::Command::new("/proc/self/exe");
+        if let Some(name) = args.next() {
+            command.arg0(name);
+        }
+        let err = command.args(args).env(super::SPLIT_ENV, split).exec();
+        anyhow!(err).context("restarting cuzk (/proc/self/exe) for --prover-cpus")
     }
 }
 

@@ -173,7 +173,8 @@ pub enum EventKind {
         gpu: usize,
         /// Percentage of the period during which one or more kernels was executing.
         busy_pct: f64,
-        /// The period's length in milliseconds; it ended when the event was stamped.
+        /// The period's length in milliseconds; it ended when the event was stamped (an idle
+        /// stretch is sent after it ends, stamped with its end).
         period_ms: f64,
     },
     /// The assembled proof is being checked with `verify_seal`.
@@ -532,6 +533,19 @@ impl EventSink {
         let _ = self.tx.send(Event {
             elapsed_ms: self.started.elapsed().as_secs_f64() * 1e3,
             wall: SystemTime::now(),
+            kind,
+        });
+    }
+
+    /// Sends `kind` as having happened at `at`, an instant already past: for an event that
+    /// closes a period it reports late (see [`EventKind::GpuBusy`]).
+    pub fn emit_at(&self, at: Instant, kind: EventKind) {
+        let ago = at.elapsed();
+        let _ = self.tx.send(Event {
+            elapsed_ms: at.saturating_duration_since(self.started).as_secs_f64() * 1e3,
+            wall: SystemTime::now()
+                .checked_sub(ago)
+                .unwrap_or(SystemTime::UNIX_EPOCH),
             kind,
         });
     }

@@ -5,7 +5,9 @@
 //! work on the CPU (SupraSeal's G2 multiexp among it), so a lane can read 90% busy while its
 //! GPU runs kernels half the time. This module records the device's side: a [`Sampler`]
 //! thread that every second sends one [`EventKind::GpuBusy`] per GPU the provers use, with the
-//! share of that second during which one or more kernels was executing.
+//! share of that second during which one or more kernels was executing. Idle seconds are
+//! merged into one row of up to five minutes, so a service waiting for work does not grow
+//! its timeline by a row per GPU every second.
 //!
 //! The number comes from NVML, the library behind `nvidia-smi`, and is the same "GPU
 //! utilization" it shows. Per-step CUDA events cannot give it: SupraSeal proves a whole batch
@@ -34,6 +36,10 @@ pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
 /// The last, partial period is reported when the run ends, unless it is shorter than this:
 /// the driver may not have taken a sample in it.
 const LAST_PERIOD_MIN: Duration = Duration::from_millis(200);
+
+/// Idle periods of a GPU are merged into one row of up to this length, so a service waiting
+/// for work adds a row per GPU every five minutes rather than every second.
+const IDLE_ROW_MAX: Duration = Duration::from_secs(300);
 
 /// The library NVML is in, as the driver installs it.
 const NVML_LIBRARY: &CStr = c"libnvidia-ml.so.1";
@@ -119,6 +125,48 @@ struct WatchedGpu {
     device: NvmlDevice,
     /// The time of the last driver sample reported, `None` before the first.
     last_seen_us: Option<u64>,
+    /// Idle periods not yet reported.
+    idle: IdleStretch<Instant>,
+}
+
+/// Consecutive idle periods of one GPU, reported as one row when they end, when they reach
+/// [`IDLE_ROW_MAX`] or when the run does. `T` is the clock: `Instant` in the sampler, plain
+/// seconds in tests.
+#[derive(Debug)]
+struct IdleStretch<T> {
+    /// The end of the last idle period and the stretch's length so far.
+    pending: Option<(T, Duration)>,
+}
+
+/// A row to send: the end of its period, the busy percentage and the period's length.
+type Row<T> = (T, f64, Duration);
+
+impl<T: Copy> IdleStretch<T> {
+    fn new() -> IdleStretch<T> {
+        IdleStretch { pending: None }
+    }
+
+    /// Takes the period ending at `end`: what to send now, in order. A busy period first
+    /// closes the idle stretch before it.
+    fn take(&mut self, end: T, busy_pct: f64, period: Duration) -> Vec<Row<T>> {
+        // NVML's figures are whole percentages, so idle is exactly 0.
+        if busy_pct > 0.0 {
+            let mut rows: Vec<Row<T>> = self.flush().into_iter().collect();
+            rows.push((end, busy_pct, period));
+            return rows;
+        }
+        let length = self.pending.map_or(Duration::ZERO, |(_, length)| length) + period;
+        self.pending = Some((end, length));
+        if length >= IDLE_ROW_MAX {
+            return self.flush().into_iter().collect();
+        }
+        Vec::new()
+    }
+
+    /// The stretch so far as one row, if there is one.
+    fn flush(&mut self) -> Option<Row<T>> {
+        self.pending.take().map(|(end, length)| (end, 0.0, length))
+    }
 }
 
 impl GpuActivity {
@@ -144,6 +192,7 @@ impl GpuActivity {
                     last_seen_us: nvml
                         .samples(device, 0)
                         .and_then(|s| s.iter().map(|s| s.at_us).max()),
+                    idle: IdleStretch::new(),
                 }),
                 None => missing.push(format!("GPU {}", gpu.index)),
             }
@@ -185,9 +234,10 @@ impl GpuActivity {
                     let now = Instant::now();
                     let period = now - last;
                     if !is_stopping || period >= LAST_PERIOD_MIN {
-                        activity.report(period, &events);
+                        activity.report(now, period, &events);
                     }
                     if is_stopping {
+                        activity.flush_idle(&events);
                         break;
                     }
                     last = now;
@@ -211,10 +261,11 @@ impl GpuActivity {
         }
     }
 
-    /// Sends one event per GPU for the `period` that just ended: the mean of the driver's
-    /// samples in it, or the driver's latest figure when it has no new sample. A GPU NVML
-    /// cannot answer for is left out of this period.
-    fn report(&mut self, period: Duration, events: &EventSink) {
+    /// Sends one event per GPU for the `period` that just ended at `now`: the mean of the
+    /// driver's samples in it, or the driver's latest figure when it has no new sample; idle
+    /// periods wait to be sent as one stretch. A GPU NVML cannot answer for is left out of
+    /// this period.
+    fn report(&mut self, now: Instant, period: Duration, events: &EventSink) {
         for gpu in &mut self.gpus {
             let samples = self
                 .nvml
@@ -228,14 +279,33 @@ impl GpuActivity {
                 None => self.nvml.utilization_pct(gpu.device),
             };
             if let Some(busy_pct) = busy_pct {
-                events.emit(EventKind::GpuBusy {
-                    gpu: gpu.index,
-                    busy_pct,
-                    period_ms: period.as_secs_f64() * 1e3,
-                });
+                for row in gpu.idle.take(now, busy_pct, period) {
+                    send(events, gpu.index, row);
+                }
             }
         }
     }
+
+    /// Sends every idle stretch not yet sent: the run is ending.
+    fn flush_idle(&mut self, events: &EventSink) {
+        for gpu in &mut self.gpus {
+            if let Some(row) = gpu.idle.flush() {
+                send(events, gpu.index, row);
+            }
+        }
+    }
+}
+
+/// Sends `row` of GPU `gpu`, stamped at the end of its period.
+fn send(events: &EventSink, gpu: usize, (end, busy_pct, period): Row<Instant>) {
+    events.emit_at(
+        end,
+        EventKind::GpuBusy {
+            gpu,
+            busy_pct,
+            period_ms: period.as_secs_f64() * 1e3,
+        },
+    );
 }
 
 /// The running sampler thread: stopping it (or dropping it) reports the last partial period
@@ -525,6 +595,37 @@ fn dl_error() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_periods_go_out_as_one_row_at_the_end_of_the_stretch() {
+        let second = Duration::from_secs(1);
+        let mut idle = IdleStretch::new();
+        // Three idle seconds wait; a busy one sends them, ending where they ended, then itself.
+        for end in [1.0, 2.0, 3.0] {
+            assert!(idle.take(end, 0.0, second).is_empty());
+        }
+        assert_eq!(
+            idle.take(4.0, 40.0, second),
+            [(3.0, 0.0, 3 * second), (4.0, 40.0, second)]
+        );
+        // A busy second with nothing idle before it goes alone.
+        assert_eq!(idle.take(5.0, 10.0, second), [(5.0, 10.0, second)]);
+        // A long idle wait is cut every IDLE_ROW_MAX.
+        let mut sent = Vec::new();
+        for i in 1..=IDLE_ROW_MAX.as_secs() + 10 {
+            sent.extend(idle.take(5.0 + i as f64, 0.0, second));
+        }
+        assert_eq!(
+            sent,
+            [(5.0 + IDLE_ROW_MAX.as_secs_f64(), 0.0, IDLE_ROW_MAX)]
+        );
+        // The run ends: the rest goes out.
+        assert_eq!(
+            idle.flush(),
+            Some((15.0 + IDLE_ROW_MAX.as_secs_f64(), 0.0, 10 * second))
+        );
+        assert_eq!(idle.flush(), None);
+    }
 
     fn samples(list: &[(u64, f64)]) -> Vec<Sample> {
         list.iter()

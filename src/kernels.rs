@@ -385,7 +385,10 @@ mod gpu {
                     env.visible_prefix(),
                     gpu_memory::ec_gpu_note(&description, &names, per_gpu)
                 ));
-                gpus.push(description);
+                // `--gpus 0,0` opens GPU 0 twice; it is still one GPU to watch.
+                if !gpus.iter().any(|g| g.index == description.index) {
+                    gpus.push(description);
+                }
             }
         }
         // GPUs that failed while others work are worth a note; with none working, the

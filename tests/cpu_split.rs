@@ -1,4 +1,5 @@
 //! `--prover-cpus`: the run restarts itself with SupraSeal's CPUs set apart, and says so.
+#![cfg(target_os = "linux")]
 
 use std::process::Command;
 
@@ -6,9 +7,17 @@ fn cuzk() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cuzk"))
 }
 
-/// The CPUs this test process may use, from `taskset`-style affinity in /proc.
+/// The CPUs this test process may run on (its affinity, as cuzk splits them; a cgroup's CPU
+/// quota does not count).
 fn allowed_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    // SAFETY: a zeroed set filled by sched_getaffinity, its size passed along.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return 1;
+        }
+        libc::CPU_COUNT(&set) as usize
+    }
 }
 
 #[test]
@@ -52,9 +61,17 @@ fn a_run_with_prover_cpus_restarts_split_and_records_it() {
         .find(|line| line.contains(",RUN_START,"))
         .expect("RUN_START row");
     assert!(run_start.contains(";prover_cpus=1;"), "{run_start}");
-    // The defaults count the synthesis side only: a quarter and half of n - 1 CPUs.
+    // The defaults count the synthesis side only: a quarter and half of its n - 1 CPUs
+    // (available_parallelism, which they use, may be lower still under a cgroup quota).
+    let synthesis = std::thread::available_parallelism()
+        .map_or(1, |c| c.get())
+        .min(n - 1);
     assert!(
-        run_start.contains(&format!(";synthesis_threads={};", ((n - 1) / 2).max(1))),
+        run_start.contains(&format!(";synth_jobs={};", (synthesis / 4).max(1))),
+        "{run_start}"
+    );
+    assert!(
+        run_start.contains(&format!(";synthesis_threads={};", (synthesis / 2).max(1))),
         "{run_start}"
     );
 }

@@ -380,12 +380,11 @@ fn ascii_throughput(run: &RunMetrics, lines: &mut Vec<String>) {
     let m = &run.memory;
     if m.partitions > 0 {
         lines.push(format!(
-            "memory: {} waited for the memory budget before synthesis, {:.2} s ({:.0}% of the \
-             span) with one waiting, {:.2} s summed over partitions",
+            "memory: {} waited for the memory budget before synthesis, {:.2} s in all ({:.0}% \
+             of the span)",
             plural(m.partitions, "partition"),
             m.waiting_s,
-            m.waiting_fraction * 100.0,
-            m.partition_wait_s
+            m.waiting_fraction * 100.0
         ));
     }
 }

@@ -8,6 +8,7 @@
 //! - [`lanes`]: each prover lane's busy, loading and idle time, gaps and step split, and
 //!   parameter loading over the run;
 //! - [`queue`]: how long partitions waited for a prover;
+//! - [`memory`]: how long partitions waited for the memory budget before synthesis;
 //! - [`throughput`]: seconds per proof, over the steady state;
 //! - [`kernels`]: the GPUs' kernel-busy share of the run and of the provers' busy time, from
 //!   the driver's GPU_BUSY rows;

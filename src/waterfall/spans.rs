@@ -12,7 +12,8 @@ use super::screen::Event;
 /// When each of one partition's events happened (seconds; the first of duplicates wins).
 #[derive(Clone, Debug, Default)]
 pub(super) struct PartitionSpans {
-    /// It waited for room in the memory budget before synthesis (MEMORY_WAIT).
+    /// It waited for room in the memory budget before synthesis (MEMORY_WAIT); a partition
+    /// stopped while waiting has its row for that alone.
     pub(super) memory_wait: Option<f64>,
     pub(super) synth_start: Option<f64>,
     pub(super) synth_end: Option<f64>,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::waterfall::intervals::Intervals;
-use crate::waterfall::shared::{ratio, sum};
+use crate::waterfall::shared::ratio;
 use crate::waterfall::spans::RunSpans;
 
 /// How long partitions waited for memory.
@@ -16,12 +16,10 @@ pub struct MemoryWaits {
     /// Time with at least one partition waiting, within the span.
     pub waiting_s: f64,
     pub waiting_fraction: f64,
-    /// Waiting time summed over partitions (can exceed the span).
-    pub partition_wait_s: f64,
 }
 
 /// Each partition's wait runs from its MEMORY_WAIT to its SYNTH_START (or the job's end, when
-/// it never started).
+/// it never started). The feeder starts partitions in order, so one waits at a time.
 pub(super) fn memory_waits(spans: &RunSpans, window: &Intervals) -> MemoryWaits {
     let mut waits = Vec::new();
     for job in &spans.jobs {
@@ -32,12 +30,12 @@ pub(super) fn memory_waits(spans: &RunSpans, window: &Intervals) -> MemoryWaits 
             }
         }
     }
-    let waiting = Intervals::new(waits.clone()).intersect(window);
+    let partitions = waits.len();
+    let waiting = Intervals::new(waits).intersect(window);
     MemoryWaits {
-        partitions: waits.len(),
+        partitions,
         waiting_s: waiting.total(),
         waiting_fraction: ratio(waiting.total(), window.total()),
-        partition_wait_s: sum(waits.iter().map(|(a, b)| b - a)),
     }
 }
 
@@ -47,14 +45,13 @@ mod tests {
 
     #[test]
     fn partitions_waiting_for_memory_are_measured_until_their_synthesis_starts() {
-        // Partitions 2 and 3 of job 1 wait over [0.5, 4) and [0.5, 7); partition 0 of job 2
-        // over [6, 8).
+        // Partitions 2 and 3 of job 1 wait over [0.5, 4) and [4, 7), partition 0 of job 2
+        // over [7.5, 8).
         let run = metrics("memory_bound.csv");
         let memory = &run.memory;
         assert_eq!(memory.partitions, 3);
-        assert_close(memory.waiting_s, 6.5 + 1.0);
-        assert_close(memory.partition_wait_s, 3.5 + 6.5 + 2.0);
-        assert_close(memory.waiting_fraction, 7.5 / run.span_s);
+        assert_close(memory.waiting_s, 3.5 + 3.0 + 0.5);
+        assert_close(memory.waiting_fraction, 7.0 / run.span_s);
     }
 
     #[test]

@@ -186,15 +186,14 @@ pub(super) fn verdict(
                 "overlap the host side with more provers per GPU (--provers-per-gpu) or give \
                  it faster CPU cores"
             } else {
-                "SupraSeal's CPU side (its preprocessing and the B-in-G2 multiexp) sets the \
-                 pace, and more or faster CPU cores shorten it"
+                "SupraSeal's CPU side (its preprocessing and the B-in-G2 multiexp on the CPU) \
+                 sets the pace, and more or faster CPU cores shorten it"
             };
             format!(
                 "host-bound: partitions waited {:.1} s in the queue ({} of the run) while \
                  {names} {were} {} busy{average}, but GPU kernels ran only {} of that time \
                  (NVML): the GPU idles inside the prover's calls (host-side preparation, \
-                 copies, the CPU G2 multiexp), so adding GPUs will not help in proportion; \
-                 {advice}",
+                 copies, CPU work), so adding GPUs will not help in proportion; {advice}",
                 queue.queued_s,
                 pct(queue.queued_fraction),
                 pct(busy),
