@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 
 use base64::Engine;
-use common::{cuzk, fixture, names, require_params, spool};
+use common::{fixture, names, prove_inbox_once, require_params, spool};
 use serde_json::{json, Value};
 
 /// `(file name, failing stage, words its reason must contain)`.
@@ -290,19 +290,9 @@ fn every_broken_input_is_quarantined_with_its_reason_and_the_valid_one_is_proved
     fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("valid");
     let passwd_before = fs::read("/etc/passwd").expect("passwd");
 
-    let out = cuzk(
-        &[
-            "prove-dir",
-            "inbox",
-            "--once",
-            "--settle-secs",
-            "0",
-            "--incomplete-grace-secs",
-            "0",
-            "--max-c1-bytes",
-            "250000",
-        ],
+    let out = prove_inbox_once(
         dir.path(),
+        &["--incomplete-grace-secs", "0", "--max-c1-bytes", "250000"],
         &[],
     );
     assert_eq!(out.status.code(), Some(1), "exit 1: jobs failed");

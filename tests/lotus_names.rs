@@ -6,26 +6,16 @@ mod common;
 
 use std::fs;
 
-use common::{cuzk, fixture, names, spool};
+use common::{cuzk, fixture, names, prove_inbox_once, spool};
 
 #[test]
 fn miner_addr_names_the_miner_of_a_file_with_any_name() {
     let (dir, inbox) = spool();
     // lotus-bench's commit2 input under its own name: SectorNum says sector 1.
     fs::copy(fixture("s-t01000-1.json"), inbox.join("commit2-in.json")).expect("copy");
-    let out = cuzk(
-        &[
-            "prove-dir",
-            "inbox",
-            "--once",
-            "--settle-secs",
-            "0",
-            "--gpus",
-            "none",
-            "--miner-addr",
-            "f01001",
-        ],
+    let out = prove_inbox_once(
         dir.path(),
+        &["--gpus", "none", "--miner-addr", "f01001"],
         &[],
     );
     assert_eq!(out.status.code(), Some(1), "the job failed");
@@ -44,19 +34,7 @@ fn miner_addr_names_the_miner_of_a_file_with_any_name() {
 fn a_file_without_a_miner_says_which_flags_give_one() {
     let (dir, inbox) = spool();
     fs::copy(fixture("s-t01000-1.json"), inbox.join("commit2-in.json")).expect("copy");
-    let out = cuzk(
-        &[
-            "prove-dir",
-            "inbox",
-            "--once",
-            "--settle-secs",
-            "0",
-            "--gpus",
-            "none",
-        ],
-        dir.path(),
-        &[],
-    );
+    let out = prove_inbox_once(dir.path(), &["--gpus", "none"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let reason =
         fs::read_to_string(dir.path().join("failed/commit2-in.error.json")).expect("reason");

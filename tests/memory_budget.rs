@@ -6,7 +6,7 @@ mod common;
 
 use std::fs;
 
-use common::{c1_locations, cuzk, fixture, require_params, spool};
+use common::{c1_locations, fixture, prove_inbox_once, require_params, spool};
 
 #[test]
 fn a_sector_that_cannot_fit_stops_the_run_before_its_file_is_claimed() {
@@ -14,19 +14,7 @@ fn a_sector_that_cannot_fit_stops_the_run_before_its_file_is_claimed() {
     let (dir, inbox) = spool();
     let name = "s-t01000-1.json";
     fs::copy(fixture(name), inbox.join(name)).expect("copy");
-    let out = cuzk(
-        &[
-            "prove-dir",
-            "inbox",
-            "--once",
-            "--settle-secs",
-            "0",
-            "--max-memory",
-            "1GB",
-        ],
-        dir.path(),
-        &[],
-    );
+    let out = prove_inbox_once(dir.path(), &["--max-memory", "1GB"], &[]);
     assert_eq!(out.status.code(), Some(2), "the run cannot go on");
     let stderr = String::from_utf8_lossy(&out.stderr);
     for words in [

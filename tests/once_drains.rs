@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{cuzk, cuzk_command, fixture, names, require_params, show, spool};
+use common::{cuzk, cuzk_command, fixture, names, prove_inbox_once, require_params, show, spool};
 
 #[test]
 fn a_file_copied_just_before_a_once_run_is_proved() {
@@ -59,19 +59,7 @@ fn a_once_run_that_cannot_claim_a_file_says_why_and_exits_1() {
     // A name that is not UTF-8: it can be neither a job name nor a result's.
     let name = OsStr::from_bytes(b"s-t01000-\xff.json");
     fs::write(inbox.join(name), b"{}").expect("file");
-    let out = cuzk(
-        &[
-            "prove-dir",
-            "inbox",
-            "--once",
-            "--settle-secs",
-            "0",
-            "--gpus",
-            "none",
-        ],
-        dir.path(),
-        &[],
-    );
+    let out = prove_inbox_once(dir.path(), &["--gpus", "none"], &[]);
     assert_eq!(out.status.code(), Some(1), "not a silent 0");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not UTF-8"), "the reason: {stderr}");

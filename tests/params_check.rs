@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{cuzk, fixture, names, spool};
+use common::{cuzk, fixture, names, prove_inbox_once, spool};
 
 /// Bytes of a verifying key's fixed part: alpha_g1, beta_g1 (G1), beta_g2, gamma_g2 (G2),
 /// delta_g1 (G1), delta_g2 (G2).
@@ -107,17 +107,9 @@ fn prove_dir_stops_on_a_parameter_file_cut_short() {
     fs::write(cache.join(&params), params_bytes(50)).expect("params");
     fs::write(cache.join(&vk), vk_bytes()).expect("vk");
     fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("copy");
-    let out = cuzk(
-        &[
-            "prove-dir",
-            "inbox",
-            "--once",
-            "--settle-secs",
-            "0",
-            "--gpus",
-            "none",
-        ],
+    let out = prove_inbox_once(
         dir.path(),
+        &["--gpus", "none"],
         &[("FIL_PROOFS_PARAMETER_CACHE", &cache)],
     );
     assert_eq!(out.status.code(), Some(2), "the run cannot go on");

@@ -8,7 +8,7 @@ mod common;
 
 use std::fs;
 
-use common::{cuzk, fixture, names, require_params, verifies_for_sector};
+use common::{cuzk, fixture, names, prove_inbox_once, require_params, verifies_for_sector};
 
 #[test]
 fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
@@ -26,11 +26,7 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
     // rsync's temporary name: never touched.
     fs::write(inbox.join(".s-t01000-3.json.x7Yz9"), b"{").expect("rsync temp");
 
-    let out = cuzk(
-        &["prove-dir", "inbox", "--once", "--settle-secs", "0"],
-        dir.path(),
-        &[],
-    );
+    let out = prove_inbox_once(dir.path(), &[], &[]);
     assert_eq!(out.status.code(), Some(1), "exit 1: some jobs failed");
 
     let outbox = dir.path().join("outbox");
@@ -138,9 +134,9 @@ fn missing_parameters_stop_the_run_and_keep_the_file() {
     fs::create_dir_all(&inbox).expect("inbox");
     fs::create_dir_all(&empty_cache).expect("cache");
     fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("copy");
-    let out = cuzk(
-        &["prove-dir", "inbox", "--once", "--settle-secs", "0"],
+    let out = prove_inbox_once(
         dir.path(),
+        &[],
         &[("FIL_PROOFS_PARAMETER_CACHE", &empty_cache)],
     );
     assert_eq!(out.status.code(), Some(2));
@@ -195,11 +191,7 @@ fn partitions_synthesized_from_recorded_constraints_prove_and_verify() {
         &[],
     );
     assert_eq!(out.status.code(), Some(0));
-    let out = cuzk(
-        &["prove-dir", "inbox", "--once", "--settle-secs", "0"],
-        dir.path(),
-        &[],
-    );
+    let out = prove_inbox_once(dir.path(), &[], &[]);
     assert_eq!(out.status.code(), Some(0));
     let proof = fs::read(dir.path().join("outbox/s-t02000-7.proof")).expect("proof");
     let done = dir.path().join("done").join(name);

@@ -43,6 +43,14 @@ pub fn cuzk(args: &[&str], cwd: &Path, envs: &[(&str, &Path)]) -> Output {
     out
 }
 
+/// Runs `cuzk prove-dir inbox --once --settle-secs 0 extra...` in `dir` (the spool of
+/// [`spool`]): one pass over what is in the inbox now.
+pub fn prove_inbox_once(dir: &Path, extra: &[&str], envs: &[(&str, &Path)]) -> Output {
+    let mut args = vec!["prove-dir", "inbox", "--once", "--settle-secs", "0"];
+    args.extend_from_slice(extra);
+    cuzk(&args, dir, envs)
+}
+
 /// Prints what a finished `cuzk` run did.
 pub fn show(args: &[&str], cwd: &Path, out: &Output) {
     eprintln!(
