@@ -90,16 +90,8 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     for note in &plan.notes {
         eprintln!("cuzk: note: {note}");
     }
-    let has_supraseal = plan
-        .provers
-        .iter()
-        .any(|p| p.params_kind() == ParamsKind::Supraseal);
-    if settings.prover_cpus > 0 && !has_supraseal {
-        eprintln!(
-            "cuzk: note: --prover-cpus {} keeps CPUs for SupraSeal, and this run proves without it ({}): they stay idle (hint: leave --prover-cpus at 0 unless SupraSeal proves)",
-            settings.prover_cpus,
-            plan.provers.first().map_or("no prover", |p| p.name())
-        );
+    if let Some(note) = crate::cpu_split::unused_note(settings.prover_cpus, &plan.provers) {
+        eprintln!("cuzk: note: {note}");
     }
     // The driver's count of kernel time, beside the provers' wall time in the timeline;
     // without NVML the run goes on unwatched.
