@@ -6,29 +6,27 @@
 //! for every size and provers are only held back for the largest circuit (32GiB and 64GiB
 //! partitions share one shape size). The estimates, per prover thread:
 //!
-//! - ec-gpu: the largest multiexp's bases and exponents on the GPU at once (`2^27` G1 points
-//!   of 96 bytes and scalars of 32 bytes for 32GiB), plus FFT room for the three vectors `a`,
-//!   `b`, `c` (`3 x 2^27 x 32` bytes; ec-gpu transforms them one at a time with a source and
-//!   a destination buffer, so this keeps a margin), plus [`EC_GPU_OVERHEAD_BYTES`] for the
-//!   multiexp's buckets and the CUDA context: about 31 GiB for 32GiB. ec-gpu sizes its
-//!   multiexp chunks from the GPU's *total* memory, so a lone prover always gets by (in more
-//!   chunks), but two provers sharing a GPU that cannot hold both fail each other's
-//!   allocations: that is what the check prevents.
+//! - ec-gpu: the quotient's four vectors (`a`, `b`, `c` and the FFT's second buffer, `4 x
+//!   2^27 x 32` bytes for 32GiB), the exponents buffer (`2^27 x 32`), plus
+//!   [`EC_GPU_OVERHEAD_BYTES`] for the G1 and G2 multiexps' buckets, pinned staging and the
+//!   CUDA context: about 29 GiB for 32GiB. What is left of a prover's share of the free
+//!   memory holds the parameters' bases ([`ec_gpu_resident_budget`]); bases that do not fit
+//!   stream through a chunk buffer, so a lone prover always gets by, but two provers sharing
+//!   a GPU that cannot hold both fail each other's allocations: that is what the check
+//!   prevents.
 //! - SupraSeal: about 12 GiB per GPU per 32GiB partition (Curio's figure); it proves one
 //!   partition per GPU at a time on every GPU it sees, so it cannot start fewer, only warn.
 
 /// A gibibyte.
 pub const GIB: u64 = 1 << 30;
 
-/// Bytes of a G1 point in affine form (blstrs), as the multiexp kernel copies it.
-const G1_AFFINE_BYTES: u64 = 96;
-
 /// Bytes of a scalar (exponent, FFT element).
 const SCALAR_BYTES: u64 = 32;
 
-/// The multiexp's buckets and results (`work units x 2^10` projective points: 2.3 GiB for G1
-/// on an H200's 132 SMs) and the CUDA context, per ec-gpu prover.
-pub const EC_GPU_OVERHEAD_BYTES: u64 = 3 * GIB;
+/// The multiexps' buckets and results (`work units x 2^10` projective points: 2.3 GiB for G1
+/// and 4.6 GiB for G2 on an H200's 132 SMs), pinned staging, bases streamed in chunks and the
+/// CUDA context, per ec-gpu prover.
+pub const EC_GPU_OVERHEAD_BYTES: u64 = 9 * GIB;
 
 /// What SupraSeal needs on each GPU for a 32GiB or 64GiB partition (Curio's figure).
 pub const SUPRASEAL_32GIB_BYTES: u64 = 12 * GIB;
@@ -46,12 +44,21 @@ pub const SECTOR_DOMAINS: [(&str, u32); 5] = [
 /// The domain the provers are held back for: 32GiB and 64GiB partitions.
 pub const LARGEST_LOG_DOMAIN: u32 = 27;
 
-/// Bytes an ec-gpu prover thread needs on its GPU for partitions of domain `2^log_domain`.
+/// Bytes an ec-gpu prover thread needs on its GPU for partitions of domain `2^log_domain`,
+/// without the bases it keeps there.
 pub fn ec_gpu_prover_bytes(log_domain: u32) -> u64 {
     let n = 1u64 << log_domain;
-    let multiexp = n * (G1_AFFINE_BYTES + SCALAR_BYTES);
-    let fft = 3 * n * SCALAR_BYTES;
-    multiexp + fft + EC_GPU_OVERHEAD_BYTES
+    let quotient = 4 * n * SCALAR_BYTES;
+    let exponents = n * SCALAR_BYTES;
+    quotient + exponents + EC_GPU_OVERHEAD_BYTES
+}
+
+/// Bytes of the parameters' bases each of `provers` ec-gpu provers on `gpu` keeps there: its
+/// share of the free memory (the total when unknown) less what it needs for the largest
+/// circuit. 32GiB parameters take ~44 GiB.
+pub fn ec_gpu_resident_budget(gpu: &GpuDescription, provers: usize) -> u64 {
+    let share = gpu.free_bytes.unwrap_or(gpu.total_bytes) / provers.max(1) as u64;
+    share.saturating_sub(ec_gpu_prover_bytes(LARGEST_LOG_DOMAIN))
 }
 
 /// A GPU as found when the provers start.
@@ -132,7 +139,7 @@ pub fn ec_gpu_note(gpu: &GpuDescription, names: &[String], wanted: usize) -> Str
     let started = names.len();
     let need = ec_gpu_prover_bytes(LARGEST_LOG_DOMAIN);
     let head = format!(
-        "{} on GPU {} ({}): {} {} ~{}{} for 32GiB or 64GiB sectors ({})",
+        "{} on GPU {} ({}): {} {} ~{}{} for 32GiB or 64GiB sectors ({}), plus the bases {} keep{}",
         names.join(", "),
         gpu.index,
         gpu.describe(),
@@ -140,7 +147,9 @@ pub fn ec_gpu_note(gpu: &GpuDescription, names: &[String], wanted: usize) -> Str
         if wanted == 1 { "needs" } else { "need" },
         gib(need),
         if wanted == 1 { "" } else { " each" },
-        ec_gpu_smaller_needs()
+        ec_gpu_smaller_needs(),
+        if wanted == 1 { "it" } else { "they" },
+        if wanted == 1 { "s" } else { "" },
     );
     let verdict = match gpu.free_bytes {
         None if wanted as u64 * need <= gpu.total_bytes => "fit in its total memory".to_owned(),
@@ -228,15 +237,25 @@ mod tests {
     }
 
     #[test]
-    fn a_32gib_prover_needs_bases_exponents_ffts_and_overhead() {
-        // 2^27 x (96 + 32) = 16 GiB, FFT 3 x 2^27 x 32 = 12 GiB, overhead 3 GiB.
-        assert_eq!(ec_gpu_prover_bytes(27), 31 * GIB);
-        // 2^22: 0.5 + 0.375 + 3 GiB.
-        assert_eq!(ec_gpu_prover_bytes(22), 3 * GIB + 7 * GIB / 8);
+    fn a_32gib_prover_needs_quotient_exponents_and_overhead() {
+        // Quotient 4 x 2^27 x 32 = 16 GiB, exponents 4 GiB, overhead 9 GiB.
+        assert_eq!(ec_gpu_prover_bytes(27), 29 * GIB);
+        // 2^22: 0.5 + 0.125 + 9 GiB.
+        assert_eq!(ec_gpu_prover_bytes(22), 9 * GIB + 5 * GIB / 8);
         assert_eq!(
             ec_gpu_smaller_needs(),
-            "~4.8 GiB for 512MiB, ~3.9 GiB for 2KiB or 8MiB"
+            "~10.2 GiB for 512MiB, ~9.6 GiB for 2KiB or 8MiB"
         );
+    }
+
+    #[test]
+    fn what_is_left_of_a_share_holds_bases() {
+        // One prover: 139 - 29 GiB, room for 32GiB's ~44 GiB of bases twice over.
+        assert_eq!(ec_gpu_resident_budget(&h200(Some(139)), 1), 110 * GIB);
+        // Two share the GPU: 69.5 - 29 GiB each.
+        assert_eq!(ec_gpu_resident_budget(&h200(Some(139)), 2), 81 * GIB / 2);
+        // A GPU without room keeps none and streams.
+        assert_eq!(ec_gpu_resident_budget(&h200(Some(8)), 1), 0);
     }
 
     #[test]
@@ -257,8 +276,9 @@ mod tests {
         assert_eq!(
             note,
             "gpu-0.0, gpu-0.1 on GPU 0 (NVIDIA H200, GPU-4f6c0a1e-0000-0000-0000-000000000000, \
-             139 GiB free of 140.4 GiB): 2 ec-gpu provers need ~31 GiB each for 32GiB or 64GiB \
-             sectors (~4.8 GiB for 512MiB, ~3.9 GiB for 2KiB or 8MiB): fits"
+             139 GiB free of 140.4 GiB): 2 ec-gpu provers need ~29 GiB each for 32GiB or 64GiB \
+             sectors (~10.2 GiB for 512MiB, ~9.6 GiB for 2KiB or 8MiB), plus the bases \
+             they keep: fits"
         );
         let fewer = ec_gpu_note(&h200(Some(40)), &names(1), 2);
         assert!(

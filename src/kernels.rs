@@ -1,9 +1,11 @@
-//! Kernels: where a prover's FFTs and multiexps run, the CPU or one GPU.
+//! Kernels: where a prover's quotient and multiexps run, the CPU or one GPU.
 //!
-//! Each prover thread owns one [`ProverKernels`] for the whole run. On a GPU the FFT and the
-//! two multiexp kernels are created once, for that device only, so two prover threads on two
-//! GPUs never wait on each other (bellperson's locked kernels take a machine-wide lock and
-//! are rebuilt for every proof). A GPU call that fails falls back to the CPU for that step.
+//! Each prover thread owns one [`ProverKernels`] for the whole run. On a GPU its kernels,
+//! buffers and the parameters' bases are set up once, for that device only, so two prover
+//! threads on two GPUs never wait on each other (bellperson's locked kernels take a
+//! machine-wide lock and are rebuilt for every proof). A GPU step that fails is done again
+//! on the CPU where its inputs are still on the host, and fails the partition where they are
+//! not (the H multiexp over a quotient left on the device).
 //!
 //! GPUs are numbered as this process sees them: the CUDA driver hides those left out of
 //! `CUDA_VISIBLE_DEVICES` and numbers the rest from 0, so `--gpus 0` is the first visible GPU,
@@ -12,15 +14,15 @@
 
 use std::sync::Arc;
 
-use blstrs::{G1Affine, G2Affine, Scalar as Fr};
-use ec_gpu_gen::fft_cpu;
-use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, QueryDensity, SourceBuilder};
+use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
+use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, FullDensity, QueryDensity, SourceBuilder};
 use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::prime::PrimeCurveAffine;
 
 use crate::gpu_env::GpuEnv;
 use crate::gpu_memory::GpuDescription;
+use crate::quotient::{self, Domain};
 
 /// Exponents of a multiexp, in the representation the kernels take.
 pub type Exponents = Arc<Vec<<Fr as PrimeField>::Repr>>;
@@ -28,7 +30,31 @@ pub type Exponents = Arc<Vec<<Fr as PrimeField>::Repr>>;
 /// Bases of a multiexp: a shared vector and how many leading bases to skip.
 pub type Bases<G> = (Arc<Vec<G>>, usize);
 
-/// The FFT and multiexp kernels of one prover.
+/// The quotient's coefficients as the H multiexp's exponents: on the host, or left on the
+/// prover's GPU by [`ProverKernels::quotient`].
+pub enum QuotientExponents {
+    /// On the host.
+    Host(Exponents),
+    /// On the prover's GPU, this many.
+    OnGpu(usize),
+}
+
+impl QuotientExponents {
+    /// How many exponents: the domain size less one.
+    pub fn len(&self) -> usize {
+        match self {
+            QuotientExponents::Host(exps) => exps.len(),
+            QuotientExponents::OnGpu(n) => *n,
+        }
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The quotient and multiexp kernels of one prover.
 pub struct ProverKernels {
     name: String,
     #[cfg(feature = "cuda")]
@@ -58,35 +84,76 @@ impl ProverKernels {
         false
     }
 
-    /// Radix-2 FFTs in place: `coeffs[i]` has length `2^log_ns[i]` and is evaluated at the
-    /// powers of `omegas[i]`.
-    ///
-    /// A GPU FFT that fails is an error, not a fall back to the CPU: it may have transformed
-    /// some of the vectors in place already, and transforming those again would make a wrong
-    /// proof.
-    pub fn fft_many(
-        &mut self,
-        worker: &Worker,
-        coeffs: &mut [&mut [Fr]],
-        omegas: &[Fr],
-        log_ns: &[u32],
-    ) -> Result<(), String> {
+    /// Bytes of parameters its GPU keeps for it now (0 on the CPU).
+    pub fn resident_bytes(&self) -> u64 {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &self.gpu {
+            return gpu.resident_bytes();
+        }
+        0
+    }
+
+    /// Keeps no more than `resident_budget` bytes of bases on the GPU from now on and streams
+    /// the rest `stream_chunk` bases per launch; for checks that must drive both paths on a
+    /// small circuit. Nothing on the CPU.
+    pub fn limit_gpu_memory(&mut self, resident_budget: u64, stream_chunk: usize) {
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &mut self.gpu {
-            return gpu
-                .fft
-                .radix_fft_many(coeffs, omegas, log_ns)
-                .map_err(|err| format!("{}: GPU FFT failed: {err}", self.name));
+            gpu.limit(resident_budget, stream_chunk);
         }
-        let log_cpus = worker.log_num_threads();
-        for ((a, omega), &log_n) in coeffs.iter_mut().zip(omegas).zip(log_ns) {
-            if log_n <= log_cpus {
-                fft_cpu::serial_fft::<Fr>(a, omega, log_n);
-            } else {
-                fft_cpu::parallel_fft::<Fr>(a, worker, omega, log_n, log_cpus);
+        let _ = (resident_budget, stream_chunk);
+    }
+
+    /// The quotient `h = (a*b - c) / Z` over `domain` ([`quotient`]).
+    ///
+    /// On a GPU `h` stays there for [`ProverKernels::multiexp_quotient`]. The GPU only reads
+    /// `a`, `b`, `c`, so when it fails they are whole and the CPU computes `h` instead.
+    pub fn quotient(
+        &mut self,
+        worker: &Worker,
+        domain: &Domain,
+        a: Vec<Fr>,
+        b: Vec<Fr>,
+        c: Vec<Fr>,
+    ) -> QuotientExponents {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &mut self.gpu {
+            match gpu.quotient(domain, &a, &b, &c) {
+                Ok(n) => return QuotientExponents::OnGpu(n),
+                Err(err) => log::warn!(
+                    "{}: GPU quotient failed, computing it on the CPU: {err}",
+                    self.name
+                ),
             }
         }
-        Ok(())
+        QuotientExponents::Host(quotient::on_cpu(worker, domain, a, b, c))
+    }
+
+    /// `sum_j h_j H_j` over the quotient's exponents, wherever they are.
+    pub fn multiexp_quotient<S>(
+        &mut self,
+        worker: &Worker,
+        bases: S,
+        h: QuotientExponents,
+    ) -> Result<G1Projective, String>
+    where
+        S: SourceBuilder<G1Affine>,
+    {
+        match h {
+            QuotientExponents::Host(exps) => self.multiexp(worker, bases, FullDensity, exps),
+            QuotientExponents::OnGpu(_) => {
+                #[cfg(feature = "cuda")]
+                if let Some(gpu) = &mut self.gpu {
+                    return gpu
+                        .multiexp_h(&bases.get())
+                        .map_err(|err| format!("{}: GPU H multiexp failed: {err}", self.name));
+                }
+                Err(format!(
+                    "{}: the quotient is on a GPU it does not have",
+                    self.name
+                ))
+            }
+        }
     }
 
     /// `sum_i exps[i] * bases[i]` in G1 or G2 over the bases the density selects.
@@ -106,43 +173,30 @@ impl ProverKernels {
         let bases = bases.get();
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &mut self.gpu {
-            let kernel = G::kernel(gpu);
-            if let Some(sum) = gpu::multiexp(kernel, &self.name, worker, &bases, &density, &exps) {
-                return Ok(sum);
+            // The GPU kernel takes dense inputs: keep only the exponents whose bases exist.
+            let dense = density.as_ref().generate_exps::<Fr>(exps.clone());
+            match gpu.multiexp::<G>(&bases, &dense) {
+                Ok(sum) => return Ok(sum),
+                Err(err) => log::warn!("{}: GPU multiexp failed, using the CPU: {err}", self.name),
             }
         }
         cpu_multiexp(worker, bases, density, exps)
     }
 }
 
-/// A group a Groth16 proof has multiexps in (G1 or G2), and which of a GPU's kernels serves it.
+/// A group a Groth16 proof has multiexps in (G1 or G2).
+#[cfg(feature = "cuda")]
 pub(crate) trait ProverGroup:
-    PrimeCurveAffine<Scalar = Fr> + bellperson::gpu::GpuName
+    PrimeCurveAffine<Scalar = Fr> + gpu::GpuGroup + ec_gpu::GpuName
 {
-    /// The multiexp kernel for this group on `gpu`.
-    #[cfg(feature = "cuda")]
-    fn kernel(
-        gpu: &mut gpu::GpuKernels,
-    ) -> &mut bellperson::gpu::CpuGpuMultiexpKernel<'static, Self>;
 }
 
-impl ProverGroup for G1Affine {
-    #[cfg(feature = "cuda")]
-    fn kernel(
-        gpu: &mut gpu::GpuKernels,
-    ) -> &mut bellperson::gpu::CpuGpuMultiexpKernel<'static, Self> {
-        &mut gpu.g1
-    }
-}
+/// A group a Groth16 proof has multiexps in (G1 or G2).
+#[cfg(not(feature = "cuda"))]
+pub(crate) trait ProverGroup: PrimeCurveAffine<Scalar = Fr> {}
 
-impl ProverGroup for G2Affine {
-    #[cfg(feature = "cuda")]
-    fn kernel(
-        gpu: &mut gpu::GpuKernels,
-    ) -> &mut bellperson::gpu::CpuGpuMultiexpKernel<'static, Self> {
-        &mut gpu.g2
-    }
-}
+impl ProverGroup for G1Affine {}
+impl ProverGroup for G2Affine {}
 
 fn cpu_multiexp<G, D, Q>(
     worker: &Worker,
@@ -296,171 +350,7 @@ pub fn provers_for(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Ke
 }
 
 #[cfg(feature = "cuda")]
-mod gpu {
-    //! The CUDA side: kernels bound to one device each.
-
-    use super::*;
-    use crate::gpu_memory;
-    use bellperson::gpu::CpuGpuMultiexpKernel;
-    use ec_gpu_gen::fft::FftKernel;
-    use ec_gpu_gen::rust_gpu_tools::{cuda, Device, GPUError, UniqueId};
-
-    pub struct GpuKernels {
-        pub fft: FftKernel<'static, Fr>,
-        pub g1: CpuGpuMultiexpKernel<'static, G1Affine>,
-        pub g2: CpuGpuMultiexpKernel<'static, G2Affine>,
-    }
-
-    /// What [`open`] found.
-    pub struct Opened {
-        /// The provers.
-        pub provers: Vec<ProverKernels>,
-        /// A note per GPU used: what device, what fits.
-        pub notes: Vec<String>,
-        /// The GPUs that could not be used, with why.
-        pub problems: Vec<String>,
-        /// The GPUs used.
-        pub gpus: Vec<GpuDescription>,
-    }
-
-    /// Opens kernels on each selected device: up to `per_gpu` provers each, as many as its
-    /// free memory holds.
-    pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
-        let devices = Device::all();
-        let mut opened = Opened {
-            provers: Vec::new(),
-            notes: Vec::new(),
-            problems: Vec::new(),
-            gpus: Vec::new(),
-        };
-        if devices.is_empty() {
-            return opened;
-        }
-        let Opened {
-            provers,
-            notes,
-            problems,
-            gpus,
-        } = &mut opened;
-        let indices: Vec<usize> = match selection {
-            GpuSelection::Indices(list) => list.clone(),
-            _ => (0..devices.len()).collect(),
-        };
-        for index in indices {
-            let Some(device) = devices.get(index).copied() else {
-                problems.push(format!(
-                    "{}GPU {index} does not exist: {} found, numbered from 0 among the GPUs this process sees",
-                    env.visible_prefix(),
-                    devices.len()
-                ));
-                continue;
-            };
-            let description = describe(index, device);
-            let count = gpu_memory::ec_gpu_provers_to_start(per_gpu, description.free_bytes);
-            let mut names = Vec::new();
-            for k in 0..count {
-                let name = if per_gpu == 1 {
-                    format!("gpu-{index}")
-                } else {
-                    format!("gpu-{index}.{k}")
-                };
-                match open_device(device) {
-                    Ok(gpu) => {
-                        log::info!("{name}: {} kernels ready", device.name());
-                        names.push(name.clone());
-                        provers.push(ProverKernels {
-                            name,
-                            gpu: Some(gpu),
-                        })
-                    }
-                    Err(err) => {
-                        problems.push(format!("GPU {index} ({}): {err}", device.name()));
-                        break;
-                    }
-                }
-            }
-            if !names.is_empty() {
-                notes.push(format!(
-                    "{}{}",
-                    env.visible_prefix(),
-                    gpu_memory::ec_gpu_note(&description, &names, per_gpu)
-                ));
-                // `--gpus 0,0` opens GPU 0 twice; it is still one GPU to watch.
-                if !gpus.iter().any(|g| g.index == description.index) {
-                    gpus.push(description);
-                }
-            }
-        }
-        // GPUs that failed while others work are worth a note; with none working, the
-        // caller says so once, with the fall back to the CPU.
-        if !provers.is_empty() && !problems.is_empty() {
-            notes.push(problems.join("; "));
-        }
-        opened
-    }
-
-    /// The device at `index`: its model, physical id and memory now.
-    pub fn describe(index: usize, device: &'static Device) -> GpuDescription {
-        GpuDescription {
-            index,
-            name: device.name(),
-            id: Some(match device.unique_id() {
-                UniqueId::Uuid(uuid) => format!("GPU-{uuid}"),
-                UniqueId::PciId(pci) => format!("PCI {pci}"),
-            }),
-            total_bytes: device.memory(),
-            free_bytes: free_bytes(device),
-        }
-    }
-
-    /// The device's free memory as the driver reports it, `None` when it cannot say.
-    fn free_bytes(device: &'static Device) -> Option<u64> {
-        // cuMemGetInfo answers for the current context: a program makes the device's current.
-        let program = ec_gpu_gen::program!(device).ok()?;
-        let query = |_: &cuda::Program, ()| -> Result<Option<u64>, GPUError> {
-            let (mut free, mut total) = (0usize, 0usize);
-            // SAFETY: both pointers are to live locals; `run` made the device's context
-            // current for the call.
-            let status = unsafe { cuda_driver_sys::cuMemGetInfo_v2(&mut free, &mut total) };
-            Ok((status == cuda_driver_sys::cudaError_enum::CUDA_SUCCESS).then_some(free as u64))
-        };
-        program.run((query, ()), ()).ok().flatten()
-    }
-
-    fn open_device(device: &'static Device) -> Result<GpuKernels, String> {
-        let program = ec_gpu_gen::program!(device).map_err(|e| e.to_string())?;
-        Ok(GpuKernels {
-            fft: FftKernel::create(vec![program]).map_err(|e| e.to_string())?,
-            g1: CpuGpuMultiexpKernel::create(&[device]).map_err(|e| e.to_string())?,
-            g2: CpuGpuMultiexpKernel::create(&[device]).map_err(|e| e.to_string())?,
-        })
-    }
-
-    /// A multiexp on the GPU; `None` (after a warning) when the GPU failed.
-    pub fn multiexp<G, D, Q>(
-        kernel: &mut CpuGpuMultiexpKernel<'static, G>,
-        name: &str,
-        worker: &Worker,
-        bases: &Bases<G>,
-        density: &D,
-        exps: &Exponents,
-    ) -> Option<G::Curve>
-    where
-        G: PrimeCurveAffine<Scalar = Fr> + bellperson::gpu::GpuName,
-        for<'a> &'a Q: QueryDensity,
-        D: AsRef<Q>,
-    {
-        // The GPU kernel takes dense inputs: keep only the exponents whose bases exist.
-        let exps = density.as_ref().generate_exps::<Fr>(exps.clone());
-        match kernel.multiexp(worker, bases.0.clone(), exps, bases.1) {
-            Ok(sum) => Some(sum),
-            Err(err) => {
-                log::warn!("{name}: GPU multiexp failed, using the CPU: {err}");
-                None
-            }
-        }
-    }
-}
+mod gpu;
 
 #[cfg(test)]
 mod tests {

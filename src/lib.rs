@@ -8,8 +8,8 @@
 //! - [`c1`] parses a C1 file and resolves its miner and sector;
 //! - [`porep`] binds it to the PoRep circuit of its sector size;
 //! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`];
-//! - [`prove`] turns a synthesized partition into a Groth16 proof, on the
-//!   [`kernels`] of a CPU or GPU, or [`supraseal`] proves batches of them; [`backend`]
+//! - [`prove`] turns a synthesized partition into a Groth16 proof (its [`quotient`] and
+//!   multiexps) on the [`kernels`] of a CPU or GPU, or [`supraseal`] proves batches of them; [`backend`]
 //!   chooses, following the GPU conventions of the other Filecoin provers: [`gpu_env`] (the
 //!   environment variables), [`gpu_memory`] (what fits on a GPU) and [`priority_lock`]
 //!   (giving way to PoSt); [`gpu_activity`] records how busy the GPUs' kernels kept them;
@@ -48,6 +48,7 @@ pub mod pipeline;
 pub mod porep;
 pub mod priority_lock;
 pub mod prove;
+pub mod quotient;
 pub mod r1cs;
 pub mod reference;
 pub mod report;

@@ -14,7 +14,8 @@
 //! C = sum_aux w_i L_i + sum_j h_j H_j + s A + r B_g1 - r s delta (G1)
 //! ```
 //!
-//! where `h` is the quotient `(a*b - c) / Z` computed over the evaluation domain.
+//! where `h` is the quotient `(a*b - c) / Z` computed over the evaluation domain
+//! ([`quotient`](crate::quotient)).
 
 use std::ops::{AddAssign, Mul};
 use std::sync::Arc;
@@ -25,12 +26,12 @@ use bellperson::SynthesisError;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use ec_gpu_gen::multiexp_cpu::FullDensity;
 use ec_gpu_gen::threadpool::Worker;
-use ff::{Field, PrimeField};
+use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 use log::debug;
-use rayon::prelude::*;
 
-use crate::kernels::{Exponents, ProverKernels};
+use crate::kernels::ProverKernels;
+use crate::quotient::{to_exponents, Domain, DomainTooLarge};
 use crate::synth::SynthesizedPartition;
 
 /// Why a partition could not be proved.
@@ -40,14 +41,11 @@ pub enum ProveError {
     #[error("groth16 prover: {0}")]
     Synthesis(#[from] SynthesisError),
     /// The partition has more constraints than the field's FFT domains allow.
-    #[error("{0} constraints need an FFT domain larger than the scalar field supports")]
-    DomainTooLarge(usize),
+    #[error(transparent)]
+    DomainTooLarge(#[from] DomainTooLarge),
     /// A multiexp failed.
     #[error("groth16 multiexp failed: {0}")]
     Multiexp(String),
-    /// An FFT failed (on a GPU; the vectors may be half transformed, so nothing is retried).
-    #[error("{0}")]
-    Fft(String),
     /// Parameters with `delta = 0` would let anyone forge proofs.
     #[error("the parameters' delta is the point at infinity (a subverted setup); refusing to prove (hint: fetch or generate the parameters again)")]
     IdentityDelta,
@@ -56,7 +54,8 @@ pub enum ProveError {
 /// Milliseconds spent in each step of one proof, for the timeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ProveTimings {
-    /// iFFT, coset FFT, `a*b - c`, division by Z and coset iFFT: the quotient `h`.
+    /// iFFT, coset FFT, `a*b - c`, division by Z and coset iFFT: the quotient `h` (on a GPU,
+    /// with the upload of `a`, `b`, `c`).
     pub fft_ms: f64,
     /// The G1 multiexps: `H`, `L`, `A` and `B_g1`.
     pub msm_g1_ms: f64,
@@ -113,12 +112,13 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     }
 
     let started = Instant::now();
-    let h = quotient_coefficients(&worker, kernels, a, b, c)?;
+    let domain = Domain::for_constraints(a.len())?;
+    let h = kernels.quotient(&worker, &domain, a, b, c);
     timings.fft_ms = ms_since(started);
 
     let started = Instant::now();
-    let inputs = to_reprs(input_assignment);
-    let aux = to_reprs(aux_assignment);
+    let inputs = to_exponents(input_assignment);
+    let aux = to_exponents(aux_assignment);
     let a_aux_density = Arc::new(a_aux_density);
     let b_input_density = Arc::new(b_input_density);
     let b_aux_density = Arc::new(b_aux_density);
@@ -134,7 +134,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     )?;
     // sum_j h_j H_j, with H_j = tau^j t(tau) / delta.
     let h_g1 = kernels
-        .multiexp(&worker, params.get_h(h.len())?, FullDensity, h)
+        .multiexp_quotient(&worker, params.get_h(h.len())?, h)
         .map_err(msm)?;
     // sum_aux w_i L_i, with L_i = (beta A_i + alpha B_i + C_i)(tau) / delta.
     let l_g1 = kernels
@@ -191,90 +191,6 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     timings.cpu_tail_ms += ms_since(started);
     debug!("{}: proved partition: {timings}", kernels.name());
     Ok((proof, timings))
-}
-
-/// Coefficients of `h = (a*b - c) / Z` from the constraint evaluations.
-///
-/// `a`, `b`, `c` are evaluations on the `m`-th roots of unity (`m` the domain size). Interpolate
-/// them (iFFT), evaluate on the coset `g * roots`, where `Z(x) = x^m - 1` is the non-zero
-/// constant `g^m - 1` (coset FFT), combine and divide pointwise, then interpolate back (coset
-/// iFFT). `h` has degree `m - 2`, so its top coefficient is dropped, matching the `m - 1`
-/// bases of the H query.
-fn quotient_coefficients(
-    worker: &Worker,
-    kernels: &mut ProverKernels,
-    mut a: Vec<Fr>,
-    mut b: Vec<Fr>,
-    mut c: Vec<Fr>,
-) -> Result<Exponents, ProveError> {
-    let m = a.len().next_power_of_two();
-    let log_m = m.trailing_zeros();
-    if log_m >= Fr::S {
-        return Err(ProveError::DomainTooLarge(a.len()));
-    }
-    for v in [&mut a, &mut b, &mut c] {
-        v.resize(m, Fr::ZERO);
-    }
-    let omega = (log_m..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square());
-    let omega_inv = omega.invert().expect("a root of unity is non-zero");
-    let m_inv = Fr::from(m as u64).invert().expect("m is non-zero");
-    let g = Fr::MULTIPLICATIVE_GENERATOR;
-    let g_inv = g.invert().expect("the generator is non-zero");
-
-    // iFFT: evaluations -> coefficients.
-    kernels
-        .fft_many(
-            worker,
-            &mut [&mut a, &mut b, &mut c],
-            &[omega_inv; 3],
-            &[log_m; 3],
-        )
-        .map_err(ProveError::Fft)?;
-    // Coset FFT: coefficients -> evaluations on g * roots (the 1/m of the iFFT folded in).
-    for v in [&mut a, &mut b, &mut c] {
-        distribute_powers(v, m_inv, g);
-    }
-    kernels
-        .fft_many(
-            worker,
-            &mut [&mut a, &mut b, &mut c],
-            &[omega; 3],
-            &[log_m; 3],
-        )
-        .map_err(ProveError::Fft)?;
-    // (a*b - c) / Z on the coset.
-    let z_inv = (g.pow_vartime([m as u64]) - Fr::ONE)
-        .invert()
-        .expect("Z has no roots on the coset");
-    a.par_iter_mut()
-        .zip(b.par_iter())
-        .zip(c.par_iter())
-        .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
-    drop(b);
-    drop(c);
-    // Coset iFFT: evaluations on the coset -> coefficients of h.
-    kernels
-        .fft_many(worker, &mut [&mut a], &[omega_inv], &[log_m])
-        .map_err(ProveError::Fft)?;
-    distribute_powers(&mut a, m_inv, g_inv);
-    a.pop();
-    Ok(to_reprs(a))
-}
-
-/// `v[i] *= scale * g^i`, in parallel chunks.
-fn distribute_powers(v: &mut [Fr], scale: Fr, g: Fr) {
-    const CHUNK: usize = 1 << 14;
-    v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
-        let mut power = scale * g.pow_vartime([(i * CHUNK) as u64]);
-        for x in chunk {
-            *x *= power;
-            power *= g;
-        }
-    });
-}
-
-fn to_reprs(scalars: Vec<Fr>) -> Exponents {
-    Arc::new(scalars.into_par_iter().map(|s| s.to_repr()).collect())
 }
 
 fn ms_since(started: Instant) -> f64 {
