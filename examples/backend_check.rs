@@ -161,25 +161,19 @@ fn main() -> Result<()> {
         ensure!(gpu.is_gpu(), "no GPU for the ec-gpu kernels");
         gpu.limit_gpu_memory(budget, chunk);
         for circuit in circuits.iter().take(2) {
-            let on_gpu = prove_partition(
-                synthesize(circuit.clone())?,
-                &params,
-                Fr::ZERO,
-                Fr::ZERO,
-                &mut gpu,
-            )?
-            .0;
-            let on_cpu = prove_partition(
-                synthesize(circuit.clone())?,
-                &params,
-                Fr::ZERO,
-                Fr::ZERO,
-                &mut cpu,
-            )?
-            .0;
+            let deterministic = |kernels: &mut ProverKernels| -> Result<_> {
+                let partition = synthesize(circuit.clone())?;
+                Ok(prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, kernels)?.0)
+            };
+            let on_gpu = deterministic(&mut gpu)?;
+            let on_cpu = deterministic(&mut cpu)?;
             ensure!(
                 on_gpu == on_cpu,
                 "{path}: the GPU's proof differs from the CPU's"
+            );
+            ensure!(
+                gpu.gpu_fallbacks() == 0,
+                "{path}: a GPU step failed and the CPU did it: nothing was compared"
             );
         }
         println!(

@@ -184,7 +184,7 @@ pub struct TuningArgs {
     pub gpus: GpuSelection,
     /// Prover threads per GPU; two let one partition's CPU-side work overlap another's
     /// kernels on the same GPU (measured 1.3x on an H200). Fewer start on a GPU whose free
-    /// memory does not hold them for a 32GiB sector (~29 GiB each, plus the bases they keep).
+    /// memory does not hold them for a 32GiB sector (~30 GiB each, plus the bases they keep).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub provers_per_gpu: usize,
     /// Stop with exit 2 before claiming anything if the run would prove on the CPU (no GPU

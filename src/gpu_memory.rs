@@ -9,7 +9,7 @@
 //! - ec-gpu: the quotient's four vectors (`a`, `b`, `c` and the FFT's second buffer, `4 x
 //!   2^27 x 32` bytes for 32GiB), the exponents buffer (`2^27 x 32`), plus
 //!   [`EC_GPU_OVERHEAD_BYTES`] for the G1 and G2 multiexps' buckets, pinned staging and the
-//!   CUDA context: about 29 GiB for 32GiB. What is left of a prover's share of the free
+//!   CUDA context: about 30 GiB for 32GiB. What is left of a prover's share of the free
 //!   memory holds the parameters' bases ([`ec_gpu_resident_budget`]); bases that do not fit
 //!   stream through a chunk buffer, so a lone prover always gets by, but two provers sharing
 //!   a GPU that cannot hold both fail each other's allocations: that is what the check
@@ -24,9 +24,9 @@ pub const GIB: u64 = 1 << 30;
 const SCALAR_BYTES: u64 = 32;
 
 /// The multiexps' buckets and results (`work units x 2^10` projective points: 2.3 GiB for G1
-/// and 4.6 GiB for G2 on an H200's 132 SMs), pinned staging, bases streamed in chunks and the
-/// CUDA context, per ec-gpu prover.
-pub const EC_GPU_OVERHEAD_BYTES: u64 = 9 * GIB;
+/// and 4.6 GiB for G2 on an H200's 132 SMs), the chunk buffers of streamed bases (1.1 GiB),
+/// pinned staging and the CUDA context, per ec-gpu prover.
+pub const EC_GPU_OVERHEAD_BYTES: u64 = 10 * GIB;
 
 /// What SupraSeal needs on each GPU for a 32GiB or 64GiB partition (Curio's figure).
 pub const SUPRASEAL_32GIB_BYTES: u64 = 12 * GIB;
@@ -238,22 +238,22 @@ mod tests {
 
     #[test]
     fn a_32gib_prover_needs_quotient_exponents_and_overhead() {
-        // Quotient 4 x 2^27 x 32 = 16 GiB, exponents 4 GiB, overhead 9 GiB.
-        assert_eq!(ec_gpu_prover_bytes(27), 29 * GIB);
-        // 2^22: 0.5 + 0.125 + 9 GiB.
-        assert_eq!(ec_gpu_prover_bytes(22), 9 * GIB + 5 * GIB / 8);
+        // Quotient 4 x 2^27 x 32 = 16 GiB, exponents 4 GiB, overhead 10 GiB.
+        assert_eq!(ec_gpu_prover_bytes(27), 30 * GIB);
+        // 2^22: 0.5 + 0.125 + 10 GiB.
+        assert_eq!(ec_gpu_prover_bytes(22), 10 * GIB + 5 * GIB / 8);
         assert_eq!(
             ec_gpu_smaller_needs(),
-            "~10.2 GiB for 512MiB, ~9.6 GiB for 2KiB or 8MiB"
+            "~11.2 GiB for 512MiB, ~10.6 GiB for 2KiB or 8MiB"
         );
     }
 
     #[test]
     fn what_is_left_of_a_share_holds_bases() {
-        // One prover: 139 - 29 GiB, room for 32GiB's ~44 GiB of bases twice over.
-        assert_eq!(ec_gpu_resident_budget(&h200(Some(139)), 1), 110 * GIB);
-        // Two share the GPU: 69.5 - 29 GiB each.
-        assert_eq!(ec_gpu_resident_budget(&h200(Some(139)), 2), 81 * GIB / 2);
+        // One prover: 139 - 30 GiB, room for 32GiB's ~44 GiB of bases twice over.
+        assert_eq!(ec_gpu_resident_budget(&h200(Some(139)), 1), 109 * GIB);
+        // Two share the GPU: 69.5 - 30 GiB each.
+        assert_eq!(ec_gpu_resident_budget(&h200(Some(139)), 2), 79 * GIB / 2);
         // A GPU without room keeps none and streams.
         assert_eq!(ec_gpu_resident_budget(&h200(Some(8)), 1), 0);
     }
@@ -276,8 +276,8 @@ mod tests {
         assert_eq!(
             note,
             "gpu-0.0, gpu-0.1 on GPU 0 (NVIDIA H200, GPU-4f6c0a1e-0000-0000-0000-000000000000, \
-             139 GiB free of 140.4 GiB): 2 ec-gpu provers need ~29 GiB each for 32GiB or 64GiB \
-             sectors (~10.2 GiB for 512MiB, ~9.6 GiB for 2KiB or 8MiB), plus the bases \
+             139 GiB free of 140.4 GiB): 2 ec-gpu provers need ~30 GiB each for 32GiB or 64GiB \
+             sectors (~11.2 GiB for 512MiB, ~10.6 GiB for 2KiB or 8MiB), plus the bases \
              they keep: fits"
         );
         let fewer = ec_gpu_note(&h200(Some(40)), &names(1), 2);

@@ -57,6 +57,8 @@ impl QuotientExponents {
 /// The quotient and multiexp kernels of one prover.
 pub struct ProverKernels {
     name: String,
+    /// GPU steps that failed and were done again on the CPU.
+    gpu_fallbacks: usize,
     #[cfg(feature = "cuda")]
     gpu: Option<gpu::GpuKernels>,
 }
@@ -66,6 +68,7 @@ impl ProverKernels {
     pub fn cpu(index: usize) -> ProverKernels {
         ProverKernels {
             name: format!("cpu-{index}"),
+            gpu_fallbacks: 0,
             #[cfg(feature = "cuda")]
             gpu: None,
         }
@@ -82,6 +85,12 @@ impl ProverKernels {
         return self.gpu.is_some();
         #[cfg(not(feature = "cuda"))]
         false
+    }
+
+    /// How many GPU steps failed and were done again on the CPU (each also logged): a check
+    /// that compares GPU and CPU results must see none, or it compared the CPU with itself.
+    pub fn gpu_fallbacks(&self) -> usize {
+        self.gpu_fallbacks
     }
 
     /// Bytes of parameters its GPU keeps for it now (0 on the CPU).
@@ -120,10 +129,13 @@ impl ProverKernels {
         if let Some(gpu) = &mut self.gpu {
             match gpu.quotient(domain, &a, &b, &c) {
                 Ok(n) => return QuotientExponents::OnGpu(n),
-                Err(err) => log::warn!(
-                    "{}: GPU quotient failed, computing it on the CPU: {err}",
-                    self.name
-                ),
+                Err(err) => {
+                    self.gpu_fallbacks += 1;
+                    log::warn!(
+                        "{}: GPU quotient failed, computing it on the CPU: {err}",
+                        self.name
+                    )
+                }
             }
         }
         QuotientExponents::Host(quotient::on_cpu(worker, domain, a, b, c))

@@ -33,7 +33,9 @@ pub struct GpuKernels {
 }
 
 /// A group whose multiexps a [`GpuKernels`] runs.
-pub trait GpuGroup: Sized + group::prime::PrimeCurveAffine<Scalar = Fr> {
+pub trait GpuGroup:
+    Sized + group::prime::PrimeCurveAffine<Scalar = Fr> + ec_gpu::GpuName + memory::Plain
+{
     /// This group's multiexp on `gpu`, with the program and the room it needs.
     fn parts(gpu: &mut GpuKernels) -> (&cuda::Program, &mut Multiexp<Self>, &mut MultiexpRoom);
 }
@@ -123,7 +125,7 @@ impl GpuKernels {
     }
 
     /// `sum_i exps[i] * bases[skip + i]` in `G`.
-    pub fn multiexp<G: GpuGroup + ec_gpu::GpuName>(
+    pub fn multiexp<G: GpuGroup>(
         &mut self,
         bases: &Bases<G>,
         exps: &[Exponent],
@@ -206,6 +208,7 @@ pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
                     names.push(name.clone());
                     provers.push(ProverKernels {
                         name,
+                        gpu_fallbacks: 0,
                         gpu: Some(gpu),
                     })
                 }

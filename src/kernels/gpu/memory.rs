@@ -68,6 +68,14 @@ fn current_context() -> Result<CUcontext, GpuError> {
     Ok(context)
 }
 
+/// Types whose values are plain bytes with no padding, safe to copy as bytes: scalars,
+/// exponents and affine points.
+pub trait Plain: Copy + Sync {}
+impl Plain for blstrs::Scalar {}
+impl Plain for [u8; 32] {}
+impl Plain for blstrs::G1Affine {}
+impl Plain for blstrs::G2Affine {}
+
 /// A device address, as a kernel argument.
 #[derive(Clone, Copy, Debug)]
 pub struct DevicePtr(CUdeviceptr);
@@ -139,18 +147,21 @@ impl<T: Copy> DeviceVec<T> {
         DevicePtr(self.ptr).offset::<T>(offset)
     }
 
-    /// Zeroes elements `from..to`.
+    /// Zeroes elements `from..to`; returns when done.
     pub fn zero(&mut self, from: usize, to: usize) -> Result<(), GpuError> {
         assert!(from <= to && to <= self.len);
-        let size = std::mem::size_of::<T>();
-        // SAFETY: the range lies inside the allocation.
-        check("cuMemsetD8", unsafe {
-            cuMemsetD8_v2(self.at(from).0, 0, (to - from) * size)
-        })?;
-        // The memset may run behind the host on the legacy stream, which the kernels' own
-        // stream does not wait for.
-        // SAFETY: no arguments; the context is current.
-        check("cuCtxSynchronize", unsafe { cuCtxSynchronize() })
+        if from == to {
+            return Ok(());
+        }
+        let bytes = (to - from) * std::mem::size_of::<T>();
+        // SAFETY: the range lies inside the allocation; the context is current. The memset
+        // may run behind the host on the legacy stream, which the kernels' own stream does
+        // not wait for: hence the synchronization. (It also waits for another prover's
+        // kernels on the same GPU; a memset on the staging stream would not.)
+        unsafe {
+            check("cuMemsetD8", cuMemsetD8_v2(self.at(from).0, 0, bytes))?;
+            check("cuCtxSynchronize", cuCtxSynchronize())
+        }
     }
 
     /// Copies elements `0..out.len()` to the host.
@@ -220,8 +231,9 @@ impl Staging {
         Ok(staging)
     }
 
-    /// Copies `data` to elements `offset..` of `dst`; returns when the copy is complete.
-    pub fn upload<T: Copy + Sync>(
+    /// Copies `data` to elements `offset..` of `dst`; returns when the copy is complete, or
+    /// failed (no copy is left reading the staging buffers either way).
+    pub fn upload<T: Plain>(
         &mut self,
         dst: &mut DeviceVec<T>,
         offset: usize,
@@ -232,10 +244,20 @@ impl Staging {
             "upload past the buffer's end"
         );
         let dst = dst.at(offset);
-        // SAFETY: any `T: Copy` is plain bytes to copy.
+        // SAFETY: `Plain` types are bytes without padding.
         let bytes = unsafe {
             std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
         };
+        let queued = self.queue_upload(dst, bytes);
+        // SAFETY: a live stream.
+        let finished = check("cuStreamSynchronize", unsafe {
+            cuStreamSynchronize(self.stream)
+        });
+        queued.and(finished)
+    }
+
+    /// Queues `bytes` to `dst` chunk by chunk, alternating between the pinned buffers.
+    fn queue_upload(&mut self, dst: DevicePtr, bytes: &[u8]) -> Result<(), GpuError> {
         for (k, chunk) in bytes.chunks(STAGING_BYTES).enumerate() {
             let which = k % 2;
             // SAFETY: the event marks the end of the last copy out of this buffer, so it is
@@ -252,7 +274,7 @@ impl Staging {
                 check(
                     "cuMemcpyHtoDAsync",
                     cuMemcpyHtoDAsync_v2(
-                        dst.0 + (k * STAGING_BYTES) as CUdeviceptr,
+                        dst.offset::<u8>(k * STAGING_BYTES).0,
                         self.buffers[which] as *const c_void,
                         chunk.len(),
                         self.stream,
@@ -264,10 +286,7 @@ impl Staging {
                 )?;
             }
         }
-        // SAFETY: a live stream.
-        check("cuStreamSynchronize", unsafe {
-            cuStreamSynchronize(self.stream)
-        })
+        Ok(())
     }
 }
 

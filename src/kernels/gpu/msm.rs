@@ -18,7 +18,7 @@ use ec_gpu_gen::rust_gpu_tools::cuda::Program;
 use ff::PrimeField;
 use group::{prime::PrimeCurveAffine, Group};
 
-use super::memory::{DevicePtr, DeviceVec, GpuError, Staging};
+use super::memory::{DevicePtr, DeviceVec, GpuError, Plain, Staging};
 use crate::kernels::Bases;
 
 /// Threads per block of the multiexp kernel, as ec-gpu-gen launches it.
@@ -26,7 +26,7 @@ const LOCAL_WORK_SIZE: usize = 128;
 /// The largest window the kernel's buckets are sized for.
 const MAX_WINDOW_SIZE: usize = 10;
 /// Bases per launch when a set is not resident.
-const STREAM_CHUNK: usize = 1 << 23;
+const STREAM_CHUNK: usize = 1 << 22;
 /// Bits of an exponent.
 const EXPONENT_BITS: usize = 256;
 
@@ -104,7 +104,7 @@ pub struct Multiexp<G: PrimeCurveAffine> {
 
 impl<G> Multiexp<G>
 where
-    G: PrimeCurveAffine<Scalar = Fr> + GpuName,
+    G: PrimeCurveAffine<Scalar = Fr> + GpuName + Plain,
 {
     /// Buckets and results for `work_units` threads (see [`work_units`]).
     pub fn new(work_units: usize) -> Result<Multiexp<G>, GpuError> {
