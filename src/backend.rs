@@ -1,7 +1,8 @@
 //! Backends: what turns synthesized partitions into Groth16 proofs, and which one a run uses.
 //!
-//! - `cpu` and `ec-gpu`: cuzk's own Groth16 ([`prove`]) on the FFT and multiexp kernels of
-//!   [`kernels`]: the CPU, or bellperson's CUDA kernels with one set per GPU and prover thread.
+//! - `cpu` and `ec-gpu`: cuzk's own Groth16 ([`prove`]) on the quotient and multiexp kernels
+//!   of [`kernels`]: the CPU, or ec-gpu-gen's CUDA kernels with one set, and its own
+//!   buffers, per GPU and prover thread.
 //! - `supraseal`: whole batches handed to SupraSeal's CUDA prover ([`supraseal`]); one prover
 //!   thread drives every GPU, a partition per GPU per call.
 //!
@@ -33,7 +34,7 @@ pub enum BackendChoice {
     Auto,
     /// SupraSeal's CUDA prover.
     Supraseal,
-    /// cuzk's Groth16 on bellperson's CUDA kernels.
+    /// cuzk's Groth16 on ec-gpu-gen's CUDA kernels.
     EcGpu,
     /// cuzk's Groth16 on the CPU.
     Cpu,
