@@ -60,7 +60,7 @@ pub struct ProverKernels {
     /// GPU steps that failed and were done again on the CPU.
     gpu_fallbacks: usize,
     #[cfg(feature = "cuda")]
-    gpu: Option<gpu::GpuKernels>,
+    gpu: Option<Box<gpu::GpuKernels>>,
 }
 
 impl ProverKernels {

@@ -113,7 +113,7 @@ mod gpu {
         /// Reads `path` into pinned memory (asynchronously: the first proof waits for it).
         pub fn load(path: &Path) -> Result<SuprasealParams, String> {
             let layout = ParamsLayout::read(path).map_err(|e| e.to_string())?;
-            let srs = SRS::try_new(path.to_owned(), false).map_err(|e| String::from(e))?;
+            let srs = SRS::try_new(path.to_owned(), false).map_err(String::from)?;
             Ok(SuprasealParams { srs, layout })
         }
     }

@@ -209,7 +209,7 @@ pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
                     provers.push(ProverKernels {
                         name,
                         gpu_fallbacks: 0,
-                        gpu: Some(gpu),
+                        gpu: Some(Box::new(gpu)),
                     })
                 }
                 Err(err) => {
