@@ -19,6 +19,7 @@ use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, FullDensity, QueryDensity, SourceBu
 use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::prime::PrimeCurveAffine;
+use rayon::prelude::*;
 
 use crate::gpu_env::GpuEnv;
 use crate::gpu_memory::GpuDescription;
@@ -26,6 +27,11 @@ use crate::quotient::{self, Domain};
 
 /// Exponents of a multiexp, in the representation the kernels take.
 pub type Exponents = Arc<Vec<<Fr as PrimeField>::Repr>>;
+
+/// Scalars as multiexp exponents: plain integers, out of Montgomery form.
+pub fn to_exponents(scalars: Vec<Fr>) -> Exponents {
+    Arc::new(scalars.into_par_iter().map(|s| s.to_repr()).collect())
+}
 
 /// Bases of a multiexp: a shared vector and how many leading bases to skip.
 pub type Bases<G> = (Arc<Vec<G>>, usize);
@@ -138,7 +144,7 @@ impl ProverKernels {
                 }
             }
         }
-        QuotientExponents::Host(quotient::on_cpu(worker, domain, a, b, c))
+        QuotientExponents::Host(to_exponents(quotient::on_cpu(worker, domain, a, b, c)))
     }
 
     /// `sum_j h_j H_j` over the quotient's exponents, wherever they are.

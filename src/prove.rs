@@ -30,8 +30,8 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 use log::debug;
 
-use crate::kernels::ProverKernels;
-use crate::quotient::{to_exponents, Domain, DomainTooLarge};
+use crate::kernels::{to_exponents, ProverKernels};
+use crate::quotient::{Domain, DomainTooLarge};
 use crate::synth::SynthesizedPartition;
 
 /// Why a partition could not be proved.

@@ -10,15 +10,11 @@
 //! This module runs the steps on the CPU; a prover's GPU runs the same steps on the same
 //! [`Domain`] without the vectors leaving the device (`kernels/gpu/quotient.rs`).
 
-use std::sync::Arc;
-
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::fft_cpu;
 use ec_gpu_gen::threadpool::Worker;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
-
-use crate::kernels::Exponents;
 
 /// The evaluation domain of a partition and the constants its quotient needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,14 +67,14 @@ impl Domain {
     }
 }
 
-/// The steps on the CPU: `h`'s `m - 1` coefficients as exponents.
+/// The steps on the CPU: `h`'s `m - 1` coefficients.
 pub fn on_cpu(
     worker: &Worker,
     domain: &Domain,
     mut a: Vec<Fr>,
     mut b: Vec<Fr>,
     mut c: Vec<Fr>,
-) -> Exponents {
+) -> Vec<Fr> {
     let Domain { m, log_m, .. } = *domain;
     for v in [&mut a, &mut b, &mut c] {
         v.resize(m, Fr::ZERO);
@@ -104,7 +100,7 @@ pub fn on_cpu(
     fft(worker, &mut a, domain.omega_inv, log_m);
     distribute_powers(&mut a, domain.m_inv, domain.g_inv);
     a.pop();
-    to_exponents(a)
+    a
 }
 
 /// A radix-2 FFT in place: `v` (of length `2^log_n`) evaluated at the powers of `omega`.
@@ -127,11 +123,6 @@ fn distribute_powers(v: &mut [Fr], scale: Fr, g: Fr) {
             power *= g;
         }
     });
-}
-
-/// Scalars as multiexp exponents: plain integers, out of Montgomery form.
-pub fn to_exponents(scalars: Vec<Fr>) -> Exponents {
-    Arc::new(scalars.into_par_iter().map(|s| s.to_repr()).collect())
 }
 
 #[cfg(test)]
@@ -164,10 +155,10 @@ mod tests {
         let c: Vec<Fr> = (0..16u64).map(|i| Fr::from(i * i + 3)).collect();
         let h = on_cpu(&worker, &domain, ones.clone(), c.clone(), c.clone());
         assert_eq!(h.len(), 15);
-        assert!(h.iter().all(|e| *e == Fr::ZERO.to_repr()));
+        assert!(h.iter().all(|e| *e == Fr::ZERO));
         let mut off = c.clone();
         off[5] += Fr::ONE;
         let h = on_cpu(&worker, &domain, ones, off, c);
-        assert!(h.iter().any(|e| *e != Fr::ZERO.to_repr()));
+        assert!(h.iter().any(|e| *e != Fr::ZERO));
     }
 }

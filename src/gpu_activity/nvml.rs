@@ -180,19 +180,25 @@ impl Nvml {
     pub(super) fn samples(&self, device: NvmlDevice, after_us: u64) -> Option<Vec<Sample>> {
         let mut value_type: c_int = 0;
         let mut count: c_uint = 0;
-        // SAFETY: with a null buffer NVML only writes how many samples it holds into `count`
-        // (and the value type); both are live locals.
-        let status = unsafe {
-            (self.get_samples)(
-                device,
-                NVML_GPU_UTILIZATION_SAMPLES,
-                after_us,
-                &mut value_type,
-                &mut count,
-                std::ptr::null_mut(),
-            )
+        // NVML's two-call pattern: with a null buffer it only says how many samples it holds
+        // (and their value type); with a buffer of `count` it fills at most that many and
+        // sets `count` to how many it wrote.
+        let mut query = |count: &mut c_uint, buffer: *mut NvmlSample| -> bool {
+            // SAFETY: `value_type` and `count` are live; `buffer` is null or holds `count`
+            // samples (both callers below).
+            let status = unsafe {
+                (self.get_samples)(
+                    device,
+                    NVML_GPU_UTILIZATION_SAMPLES,
+                    after_us,
+                    &mut value_type,
+                    count,
+                    buffer,
+                )
+            };
+            status == NVML_SUCCESS
         };
-        if status != NVML_SUCCESS || count == 0 {
+        if !query(&mut count, std::ptr::null_mut()) || count == 0 {
             return None;
         }
         let zero = NvmlSample {
@@ -200,19 +206,7 @@ impl Nvml {
             sample_value: NvmlValue { ull_val: 0 },
         };
         let mut buffer = vec![zero; count as usize];
-        // SAFETY: `buffer` holds `count` samples, and NVML writes at most `count` of them,
-        // setting `count` to how many it wrote.
-        let status = unsafe {
-            (self.get_samples)(
-                device,
-                NVML_GPU_UTILIZATION_SAMPLES,
-                after_us,
-                &mut value_type,
-                &mut count,
-                buffer.as_mut_ptr(),
-            )
-        };
-        if status != NVML_SUCCESS {
+        if !query(&mut count, buffer.as_mut_ptr()) {
             return None;
         }
         buffer.truncate(count as usize);

@@ -18,7 +18,7 @@ use crate::gpu_memory::{self, GpuDescription};
 use crate::quotient::Domain;
 pub use memory::GpuError;
 use memory::{DevicePtr, Staging};
-use msm::{Exponent, Exponents, Multiexp, MultiexpRoom};
+use msm::{Exponent, ExponentSource, Multiexp, MultiexpRoom};
 use quotient::DeviceQuotient;
 
 /// One prover's kernels and buffers on its GPU.
@@ -119,7 +119,7 @@ impl GpuKernels {
         )))?;
         let (program, msm, room) = G1Affine::parts(self);
         program.run(
-            |program, ()| msm.multiexp(program, room, bases, Exponents::Device(ptr, n)),
+            |program, ()| msm.multiexp(program, room, bases, ExponentSource::Device(ptr, n)),
             (),
         )
     }
@@ -132,7 +132,7 @@ impl GpuKernels {
     ) -> Result<G::Curve, GpuError> {
         let (program, msm, room) = G::parts(self);
         program.run(
-            |program, ()| msm.multiexp(program, room, bases, Exponents::Host(exps)),
+            |program, ()| msm.multiexp(program, room, bases, ExponentSource::Host(exps)),
             (),
         )
     }

@@ -34,18 +34,18 @@ const EXPONENT_BITS: usize = 256;
 pub type Exponent = <Fr as PrimeField>::Repr;
 
 /// Where a multiexp's exponents are.
-pub enum Exponents<'a> {
+pub enum ExponentSource<'a> {
     /// On the host: uploaded for the call.
     Host(&'a [Exponent]),
     /// Already on the device (the quotient left there), `n` of them.
     Device(DevicePtr, usize),
 }
 
-impl Exponents<'_> {
+impl ExponentSource<'_> {
     fn len(&self) -> usize {
         match self {
-            Exponents::Host(e) => e.len(),
-            Exponents::Device(_, n) => *n,
+            ExponentSource::Host(e) => e.len(),
+            ExponentSource::Device(_, n) => *n,
         }
     }
 }
@@ -123,7 +123,7 @@ where
         program: &Program,
         room: &mut MultiexpRoom,
         bases: &Bases<G>,
-        exps: Exponents<'_>,
+        exps: ExponentSource<'_>,
     ) -> Result<G::Curve, GpuError> {
         let (host, skip) = bases;
         let n = exps.len();
@@ -135,8 +135,8 @@ where
         let resident = self.make_resident(room, host)?;
 
         let exps = match exps {
-            Exponents::Device(ptr, _) => ptr,
-            Exponents::Host(exps) => {
+            ExponentSource::Device(ptr, _) => ptr,
+            ExponentSource::Host(exps) => {
                 DeviceVec::ensure_len(&mut room.exponents, n)?;
                 let buffer = room.exponents.as_mut().expect("just made");
                 room.staging.upload(buffer, 0, exps)?;
