@@ -507,14 +507,22 @@ impl TimelineWriter {
             file,
             run_id: run_id.to_owned(),
         };
-        let is_empty = writer
+        // Runs started together on one spool would each see an empty file and each write a
+        // header; the lock makes "is it empty, then write the header" one step.
+        writer
             .file
-            .metadata()
-            .map(|m| m.len() == 0)
-            .unwrap_or(false);
-        if is_empty {
-            writer.write_record(&HEADER.map(String::from))?;
-        }
+            .lock()
+            .with_context(|| format!("locking timeline {}", path.display()))?;
+        let header = match writer.file.metadata() {
+            Ok(m) if m.len() == 0 => writer.write_record(&HEADER.map(String::from)),
+            Ok(_) => Ok(()),
+            Err(e) => Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+        };
+        let unlocked = writer
+            .file
+            .unlock()
+            .with_context(|| format!("unlocking timeline {}", path.display()));
+        header.and(unlocked)?;
         Ok(writer)
     }
 
@@ -646,6 +654,35 @@ mod tests {
             wall: SystemTime::UNIX_EPOCH,
             kind,
         }
+    }
+
+    #[test]
+    fn runs_opening_a_new_timeline_together_write_one_header() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.csv");
+        let start = std::sync::Barrier::new(8);
+        std::thread::scope(|scope| {
+            for run in 0..8 {
+                let (path, start) = (&path, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    let mut w = TimelineWriter::open(path, &format!("r{run}")).expect("open");
+                    w.record(&event(
+                        1.0,
+                        EventKind::SynthStarted {
+                            job: "j".into(),
+                            partition: 0,
+                            worker: "synth-0".into(),
+                        },
+                    ))
+                    .expect("record");
+                });
+            }
+        });
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text.matches("run_id,").count(), 1, "one header: {text}");
+        assert!(text.starts_with("run_id,"), "header first: {text}");
+        assert_eq!(read_timeline(&path).expect("timeline").rows.len(), 8);
     }
 
     #[test]
