@@ -11,7 +11,7 @@
 //! on 2 cores.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use base64::Engine;
@@ -106,13 +106,6 @@ fn write_c1(
         Form::Bare => (format!("{identity}.json"), phase1),
     };
     let path = args.out.join(name);
-    write_atomically(&path, &body)?;
+    cuzk::atomic_file::write(&path, &body)?;
     Ok(path)
-}
-
-fn write_atomically(path: &Path, body: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    fs::write(&tmp, body).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
 }

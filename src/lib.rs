@@ -26,9 +26,11 @@
 //! [`params`] finds, checks and loads the Groth16 parameters; [`reference`] runs
 //! filecoin-proofs' own prover for comparison; [`sealing`] seals random test sectors;
 //! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
-//! lotus shows; [`cli`] is the command line.
+//! lotus shows; [`atomic_file`] writes every file a reader takes whole or not at all;
+//! [`cli`] is the command line.
 #![deny(missing_docs)]
 
+pub mod atomic_file;
 pub mod backend;
 pub mod bench;
 pub mod c1;

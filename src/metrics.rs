@@ -221,7 +221,7 @@ fn escape_label(value: &str) -> String {
 /// in the same directory (never named `*.prom`, so the collector never reads half a file),
 /// fsynced, then renamed over `path`.
 pub fn write_textfile(path: &Path, text: &str) -> Result<()> {
-    crate::spool::write_atomically(path, text.as_bytes())
+    crate::atomic_file::write(path, text.as_bytes())
 }
 
 #[cfg(test)]

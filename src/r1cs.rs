@@ -31,6 +31,7 @@ use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
+use crate::atomic_file;
 use crate::synth::{Capacity, SynthesizedPartition};
 
 /// The file format's magic and version.
@@ -168,46 +169,45 @@ impl R1cs {
         Ok(Recorder::run(circuit, true)?.finish())
     }
 
-    /// Writes the R1CS to `path` (atomically: a temporary name, then a rename).
+    /// Writes the R1CS to `path` atomically (see [`atomic_file`]).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("r1cs.partial");
-        let file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        let mut out = HashingWriter {
-            inner: BufWriter::with_capacity(8 << 20, file),
-            hasher: blake3::Hasher::new(),
-        };
-        let c = &self.counts;
-        out.write_all(MAGIC)?;
-        out.write_all(&VERSION.to_le_bytes())?;
-        out.write_all(&0u32.to_le_bytes())?;
-        for n in [
-            c.inputs,
-            c.aux,
-            c.constraints,
-            c.coeffs,
-            c.nnz[0],
-            c.nnz[1],
-            c.nnz[2],
-        ] {
-            out.write_all(&n.to_le_bytes())?;
-        }
-        for coeff in &self.coeffs {
-            out.write_all(coeff.to_repr().as_ref())?;
-        }
-        for which in 0..3 {
-            let (row_ptr, entries) = self.matrix(which);
-            write_words(&mut out, row_ptr)?;
-            write_words(&mut out, entries)?;
-        }
-        for density in &self.densities {
-            write_words(&mut out, &density_words(density))?;
-        }
-        let digest = out.hasher.finalize();
-        let mut inner = out.inner;
-        inner.write_all(digest.as_bytes())?;
-        inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-        Ok(())
+        atomic_file::write_with(path, |file| {
+            let mut out = HashingWriter {
+                inner: BufWriter::with_capacity(8 << 20, file),
+                hasher: blake3::Hasher::new(),
+            };
+            let c = &self.counts;
+            out.write_all(MAGIC)?;
+            out.write_all(&VERSION.to_le_bytes())?;
+            out.write_all(&0u32.to_le_bytes())?;
+            for n in [
+                c.inputs,
+                c.aux,
+                c.constraints,
+                c.coeffs,
+                c.nnz[0],
+                c.nnz[1],
+                c.nnz[2],
+            ] {
+                out.write_all(&n.to_le_bytes())?;
+            }
+            for coeff in &self.coeffs {
+                out.write_all(coeff.to_repr().as_ref())?;
+            }
+            for which in 0..3 {
+                let (row_ptr, entries) = self.matrix(which);
+                write_words(&mut out, row_ptr)?;
+                write_words(&mut out, entries)?;
+            }
+            for density in &self.densities {
+                write_words(&mut out, &density_words(density))?;
+            }
+            let digest = out.hasher.finalize();
+            let mut inner = out.inner;
+            inner.write_all(digest.as_bytes())?;
+            inner.flush()?;
+            Ok(())
+        })
     }
 
     /// Maps the R1CS at `path` and checks its digest.

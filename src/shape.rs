@@ -14,7 +14,7 @@
 //! generator does). They are written only into a directory marked as holding synthetic
 //! parameters ([`SYNTHETIC_MARKER`]), never over a real parameter cache.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -38,6 +38,7 @@ use storage_proofs_porep::stacked::{
 };
 use typenum::Unsigned;
 
+use crate::atomic_file;
 use crate::c1::SectorIdentity;
 use crate::params::registered_proof_for;
 use crate::r1cs::ShapeCounts;
@@ -311,26 +312,26 @@ pub fn write_synthetic_params(
     let a = counts.inputs + counts.a_aux_density;
     let b = counts.b_input_density + counts.b_aux_density;
     let write = |path: &Path, with_points: bool| -> Result<()> {
-        let tmp = path.with_extension("partial");
-        let mut out = BufWriter::with_capacity(8 << 20, File::create(&tmp)?);
-        key.write(&mut out)?;
-        if with_points {
-            for (count, points) in [
-                (counts.domain() - 1, &g1[..]),
-                (counts.aux, &g1[..]),
-                (a, &g1[..]),
-                (b, &g1[..]),
-            ] {
-                write_repeated(&mut out, count, points.iter().map(|p| &p[..]))?;
+        atomic_file::write_with(path, |file| {
+            let mut out = BufWriter::with_capacity(8 << 20, file);
+            key.write(&mut out)?;
+            if with_points {
+                for (count, points) in [
+                    (counts.domain() - 1, &g1[..]),
+                    (counts.aux, &g1[..]),
+                    (a, &g1[..]),
+                    (b, &g1[..]),
+                ] {
+                    write_repeated(&mut out, count, points.iter().map(|p| &p[..]))?;
+                }
+                write_repeated(&mut out, b, g2.iter().map(|p| &p[..]))?;
             }
-            write_repeated(&mut out, b, g2.iter().map(|p| &p[..]))?;
-        }
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        fs::rename(&tmp, path)?;
-        Ok(())
+            out.flush()?;
+            Ok(())
+        })
     };
-    write(vk, false).with_context(|| format!("writing {}", vk.display()))?;
-    write(params, true).with_context(|| format!("writing {}", params.display()))
+    write(vk, false)?;
+    write(params, true)
 }
 
 /// A u32 count, then `count` points taken round-robin from `points`.

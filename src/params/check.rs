@@ -178,7 +178,7 @@ pub fn write_generation_record(path: &Path) -> anyhow::Result<()> {
         note: "INSECURE random test parameters made by `cuzk params gen` (or prove-dir --gen-test-params); proofs made with them are rejected by the chain".into(),
     };
     let bytes = serde_json::to_vec_pretty(&record)?;
-    crate::spool::write_atomically(&generation_record_path(path), &bytes)
+    crate::atomic_file::write(&generation_record_path(path), &bytes)
 }
 
 fn read_generation_record(path: &Path) -> Option<GenerationRecord> {

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::Stage;
 
-use super::{write_atomically, ClaimedJob, Spool};
+use super::{ClaimedJob, Spool};
+use crate::atomic_file;
 
 /// The attempts directory inside `work/`; a dotfile, so never taken for a claim.
 const ATTEMPTS_DIR: &str = ".attempts";
@@ -73,11 +74,11 @@ impl Spool {
         // Twice: another run tidying up may remove the empty directory in between.
         for _ in 0..2 {
             fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            if write_atomically(&path, &bytes).is_ok() {
+            if atomic_file::write(&path, &bytes).is_ok() {
                 return Ok(());
             }
         }
-        write_atomically(&path, &bytes)
+        atomic_file::write(&path, &bytes)
     }
 
     /// Counts this run's start of `job`: a fresh claim starts at one, a resume adds one to

@@ -11,13 +11,12 @@
 //! nothing. Each run claims into its own owner directory, whose `.owner.json` names the host
 //! and process and whose modification time is a heartbeat. A restarted run takes back the
 //! work of dead runs: at once for a process of this host that is gone, after the lease for
-//! another host's run that stopped beating. Results are written to a temporary name, fsynced
-//! and renamed, so the outbox never holds a partial proof. Which files to prove and when is
+//! another host's run that stopped beating. Results are written through [`atomic_file`], so
+//! the outbox never holds a partial proof. Which files to prove and when is
 //! the pipeline's business, not this module's.
 
 use std::ffi::OsStr;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -25,6 +24,7 @@ use anyhow::{Context, Result};
 use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
 
+use crate::atomic_file::{self, is_process_alive, remove_stale_temporaries, sync_dir};
 use crate::event::Stage;
 
 mod attempts;
@@ -174,17 +174,6 @@ pub fn host_name() -> String {
     }
 }
 
-/// True if process `pid` exists on this host.
-pub(crate) fn is_process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // Signal 0 checks existence; EPERM means it exists but belongs to someone else.
-    // SAFETY: kill with signal 0 sends nothing.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 const OWNER_FILE: &str = ".owner.json";
 
 /// Beats while alive: see [`Spool::keep_alive`].
@@ -238,7 +227,7 @@ impl Spool {
     /// Rewrites `.owner.json`, whose modification time tells other runs this one is alive.
     pub fn heartbeat(&self) -> Result<()> {
         let record = serde_json::to_vec_pretty(&self.owner).context("encoding owner record")?;
-        write_atomically(&self.claims.join(OWNER_FILE), &record)
+        atomic_file::write(&self.claims.join(OWNER_FILE), &record)
     }
 
     /// Keeps this run's owner record fresh until the returned guard is dropped, so other runs
@@ -437,9 +426,9 @@ impl Spool {
                 outbox: self.layout.outbox.clone(),
             });
         }
-        write_atomically(&proof_path, proof)?;
+        atomic_file::write(&proof_path, proof)?;
         let meta = serde_json::to_vec_pretty(metadata).context("encoding proof metadata")?;
-        write_atomically(&meta_path, &meta)?;
+        atomic_file::write(&meta_path, &meta)?;
         self.retire(job, &self.layout.done)?;
         Ok(proof_path)
     }
@@ -456,7 +445,7 @@ impl Spool {
             .outbox
             .join(format!("{}.benchmark.json", job.name));
         let bytes = serde_json::to_vec_pretty(record).context("encoding benchmark result")?;
-        write_atomically(&path, &bytes)?;
+        atomic_file::write(&path, &bytes)?;
         self.retire(job, &self.layout.done)?;
         Ok(path)
     }
@@ -472,7 +461,7 @@ impl Spool {
         let reason_path = self.layout.failed.join(format!("{}.error.json", job.name));
         let reason = serde_json::to_vec_pretty(record).context("encoding failure record")?;
         // The reason first: a crash in between leaves the file in work/ to be retried.
-        write_atomically(&reason_path, &reason)?;
+        atomic_file::write(&reason_path, &reason)?;
         self.retire(job, &self.layout.failed)?;
         Ok(reason_path)
     }
@@ -577,35 +566,6 @@ fn unique_target(dir: &Path, name: &str) -> PathBuf {
         .unwrap_or(first)
 }
 
-/// Writes `bytes` to `path` so that readers see either nothing or the whole file: a
-/// temporary dotfile, fsync, rename, fsync of the directory.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(OsStr::to_str)
-        .with_context(|| format!("{}: not a file path", path.display()))?;
-    // Unique per call: threads of one run may write the same file at once (attempt notes).
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    if let Err(e) = write() {
-        let _ = fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing {}", path.display()));
-    }
-    sync_dir(dir)
-}
-
 /// Removes an owner directory that holds no claims: its `.owner.json` and any temporary
 /// file a killed run left, then the directory. Races with another run tidying the same
 /// directory are harmless, so errors are ignored.
@@ -618,30 +578,6 @@ fn remove_owner_dir(dir: &Path) {
         }
     }
     let _ = fs::remove_dir(dir);
-}
-
-/// Removes temporary files that [`write_atomically`] left behind in `dir` when its process
-/// died (`.<name>.tmp-<pid>` of a pid that no longer runs here).
-fn remove_stale_temporaries(dir: &Path) -> Result<()> {
-    for entry in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let Ok(entry) = entry else { continue };
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((_, owner)) = name.rsplit_once(".tmp-") else {
-            continue;
-        };
-        // `<pid>-<n>`, or `<pid>` from older versions.
-        let pid = owner.split('-').next().unwrap_or(owner);
-        if !name.starts_with('.') {
-            continue;
-        }
-        if let Ok(pid) = pid.parse::<u32>() {
-            if !is_process_alive(pid) {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Fails unless the inbox, work, done and failed directories share a file system: a C1 file
@@ -669,13 +605,6 @@ fn same_file_system(layout: &SpoolLayout) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Makes renames in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("syncing directory {}", dir.display()))
 }
 
 #[cfg(test)]
