@@ -3,12 +3,13 @@
 //! Every file cuzk writes for a reader to take (proofs, their notes, metrics, recorded
 //! constraints, parameters of a benchmark shape) is written under a temporary name, synced,
 //! renamed over its target, and the directory synced. The temporary is
-//! `.<name>.tmp-<pid>-<n>`: unique to the process and the call, so two writers of one target
-//! (two runs on one spool recording the same constraints, threads writing one note) never
-//! write into one file, and a target that is memory-mapped is only ever replaced, never
+//! `.<name>.tmp-<host>-<pid>-<n>`: unique to the process and the call, so two writers of one
+//! target (two runs on one spool recording the same constraints, threads writing one note)
+//! never write into one file, and a target that is memory-mapped is only ever replaced, never
 //! changed in place. A writer killed half-way leaves its temporary behind; the next writer of
-//! that target removes the temporaries of processes that are gone, so a run killed while
-//! writing gigabytes of constraints does not leave them on disk for ever.
+//! that target removes the temporaries of processes of this host that are gone, so a run
+//! killed while writing gigabytes of constraints does not leave them on disk for ever. Another
+//! host's temporaries are never touched: whether its writer still runs cannot be told here.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -17,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
+
+use crate::process::{host_name, is_alive_here};
 
 /// Writes `bytes` to `path` atomically.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -57,22 +60,11 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Re
     sync_dir(dir)
 }
 
-/// Removes the temporaries in `dir` that writers which are gone left behind.
+/// Removes the temporaries in `dir` that writers of this host which are gone left behind.
 pub fn remove_stale_temporaries(dir: &Path) -> Result<()> {
     fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))?;
     remove_stale_temporaries_of(dir, None);
     Ok(())
-}
-
-/// True if process `pid` exists on this host.
-pub(crate) fn is_process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // Signal 0 checks existence; EPERM means it exists but belongs to someone else.
-    // SAFETY: kill with signal 0 sends nothing.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Makes renames in `dir` durable.
@@ -85,16 +77,20 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 fn temporary_path(dir: &Path, name: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()))
+    dir.join(format!(
+        ".{name}.tmp-{}-{}-{n}",
+        host_name(),
+        std::process::id()
+    ))
 }
 
-/// The target name and writer of a temporary: `.<name>.tmp-<pid>-<n>`, or `.<name>.tmp-<pid>`
-/// from older versions.
-fn parse_temporary(file_name: &str) -> Option<(&str, u32)> {
+/// A temporary's target name and writer (host, pid).
+fn parse_temporary(file_name: &str) -> Option<(&str, &str, u32)> {
     let rest = file_name.strip_prefix('.')?;
-    let (name, owner) = rest.rsplit_once(".tmp-")?;
-    let pid = owner.split('-').next()?;
-    Some((name, pid.parse().ok()?))
+    let (name, writer) = rest.rsplit_once(".tmp-")?;
+    let mut parts = writer.rsplitn(3, '-');
+    let (_n, pid, host) = (parts.next()?, parts.next()?, parts.next()?);
+    Some((name, host, pid.parse().ok()?))
 }
 
 /// Best effort: a temporary that cannot be listed or removed only costs disk space.
@@ -102,12 +98,13 @@ fn remove_stale_temporaries_of(dir: &Path, target: Option<&str>) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
+    let this_host = host_name();
     for entry in entries.flatten() {
         let file_name = entry.file_name();
-        let Some((name, pid)) = file_name.to_str().and_then(parse_temporary) else {
+        let Some((name, host, pid)) = file_name.to_str().and_then(parse_temporary) else {
             continue;
         };
-        if target.is_none_or(|t| t == name) && !is_process_alive(pid) {
+        if target.is_none_or(|t| t == name) && host == this_host && !is_alive_here(pid) {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -172,50 +169,55 @@ mod tests {
     }
 
     #[test]
-    fn temporaries_of_gone_writers_are_removed_and_live_ones_kept() {
+    fn temporaries_of_gone_writers_of_this_host_are_removed_and_others_kept() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let live = std::process::id();
-        for name in [
-            format!(".a.r1cs.tmp-{GONE}-3"),
-            format!(".a.r1cs.tmp-{live}-9"),
+        let (here, live) = (host_name(), std::process::id());
+        let kept = [
+            format!(".a.r1cs.tmp-{here}-{live}-9"),
+            format!(".a.r1cs.tmp-other.host-{GONE}-2"),
             format!(".b.json.tmp-{GONE}"),
-            format!("c.tmp-{GONE}-1"),
-        ] {
+            format!("c.tmp-{here}-{GONE}-1"),
+        ];
+        let stale = [
+            format!(".a.r1cs.tmp-{here}-{GONE}-3"),
+            format!(".b.json.tmp-{here}-{GONE}-0"),
+        ];
+        for name in kept.iter().chain(&stale) {
             fs::write(dir.path().join(name), b"partial").expect("write");
         }
+        let sorted = |mut names: Vec<String>| {
+            names.sort();
+            names
+        };
         write(&dir.path().join("a.r1cs"), b"whole").expect("write");
+        let mut expected: Vec<String> = kept.to_vec();
+        expected.extend([stale[1].clone(), "a.r1cs".to_owned()]);
         assert_eq!(
             names(dir.path()),
-            vec![
-                format!(".a.r1cs.tmp-{live}-9"),
-                format!(".b.json.tmp-{GONE}"),
-                "a.r1cs".to_owned(),
-                format!("c.tmp-{GONE}-1"),
-            ],
-            "writing a.r1cs removes only a.r1cs's stale temporary"
+            sorted(expected),
+            "writing a.r1cs removes only a.r1cs's stale temporary of this host"
         );
         remove_stale_temporaries(dir.path()).expect("tidy");
+        let mut expected: Vec<String> = kept.to_vec();
+        expected.push("a.r1cs".to_owned());
         assert_eq!(
             names(dir.path()),
-            vec![
-                format!(".a.r1cs.tmp-{live}-9"),
-                "a.r1cs".to_owned(),
-                format!("c.tmp-{GONE}-1"),
-            ],
-            "tidying the directory removes every stale temporary, and nothing else"
+            sorted(expected),
+            "tidying removes every stale temporary of this host, and nothing else"
         );
     }
 
     #[test]
     fn parses_the_temporary_names_it_writes() {
-        let dir = Path::new("/x");
-        let tmp = temporary_path(dir, "s-1.proof");
+        let tmp = temporary_path(Path::new("/x"), "s-t01000-1.proof");
         let file_name = tmp.file_name().and_then(OsStr::to_str).expect("name");
+        let host = host_name();
         assert_eq!(
             parse_temporary(file_name),
-            Some(("s-1.proof", std::process::id()))
+            Some(("s-t01000-1.proof", host.as_str(), std::process::id()))
         );
         assert_eq!(parse_temporary("s-1.proof"), None);
         assert_eq!(parse_temporary(".s-1.proof.tmp-x"), None);
+        assert_eq!(parse_temporary(".s-1.proof.tmp-4242"), None, "no host");
     }
 }

@@ -623,7 +623,7 @@ fn remove_stale_spools(dir: &Path) {
             continue;
         };
         let is_spool = entry.path().join("inbox").is_dir();
-        if is_spool && pid != std::process::id() && !crate::atomic_file::is_process_alive(pid) {
+        if is_spool && pid != std::process::id() && !crate::process::is_alive_here(pid) {
             match fs::remove_dir_all(entry.path()) {
                 Ok(()) => log::info!(
                     "removed {}, left by a processor that died",

@@ -27,7 +27,8 @@
 //! filecoin-proofs' own prover for comparison; [`sealing`] seals random test sectors;
 //! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
 //! lotus shows; [`atomic_file`] writes every file a reader takes whole or not at all;
-//! [`cli`] is the command line.
+//! [`process`] names this process to other runs sharing a directory; [`cli`] is the command
+//! line.
 #![deny(missing_docs)]
 
 pub mod atomic_file;
@@ -49,6 +50,7 @@ pub mod params;
 pub mod pipeline;
 pub mod porep;
 pub mod priority_lock;
+pub mod process;
 pub mod prove;
 pub mod quotient;
 pub mod r1cs;

@@ -56,7 +56,13 @@ pub struct LastRunMetrics {
 /// inbox itself) and its timeline (default: `timeline.csv` in the spool directory).
 pub fn collect(spool: &Path, timeline: Option<&Path>, lease: Duration) -> Result<SpoolMetrics> {
     let (layout, timeline_path) = locate_spool(spool, timeline)?;
-    let timeline = read_timeline(&timeline_path).ok();
+    // Counters must never drop: Prometheus would read a timeline that failed to read as a
+    // reset and count the whole history again. Only a timeline not written yet counts as none.
+    let timeline = match std::fs::metadata(&timeline_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Ok(meta) if meta.len() == 0 => None,
+        _ => Some(read_timeline(&timeline_path)?),
+    };
     let status = inspect_with(&layout, timeline.as_ref(), lease)?;
     let (proved_total, failed_total) = timeline.as_ref().map_or((0, 0), totals);
     Ok(SpoolMetrics {
@@ -294,6 +300,27 @@ cuzk_last_run_prover_busy_ratio{prover=\"gpu-1\"} 0.75
         let text = render(&idle);
         assert!(!text.contains("seconds_per_proof"), "{text}");
         assert!(!text.contains("busy"), "{text}");
+    }
+
+    #[test]
+    fn a_timeline_not_written_yet_counts_none_and_one_that_cannot_be_read_fails() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("inbox")).expect("inbox");
+        let lease = Duration::from_secs(60);
+        let collected = collect(dir.path(), None, lease).expect("no timeline yet");
+        assert_eq!((collected.proved_total, collected.failed_total), (0, 0));
+        let timeline = dir.path().join("timeline.csv");
+        std::fs::write(&timeline, b"").expect("created, header not yet written");
+        assert!(collect(dir.path(), None, lease)
+            .expect("empty")
+            .last_run
+            .is_none());
+        std::fs::write(&timeline, b"not,a,timeline\n").expect("foreign");
+        let err = collect(dir.path(), None, lease).expect_err("never reported as zero");
+        assert!(
+            format!("{err:#}").contains("not a cuzk timeline"),
+            "{err:#}"
+        );
     }
 
     #[test]

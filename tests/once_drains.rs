@@ -118,6 +118,54 @@ fn a_file_from_a_clock_ahead_is_not_waited_for_forever() {
 }
 
 #[test]
+fn an_unfinished_file_from_a_clock_ahead_is_failed_after_the_grace_period() {
+    let (dir, inbox) = spool();
+    let path = inbox.join("s-t01000-1.json");
+    // JSON that ends early looks like a file still being written.
+    fs::write(&path, br#"{"SectorNum": 1, "Phase1Out": "eyJyZWdp"#).expect("file");
+    let file = fs::File::options().write(true).open(&path).expect("open");
+    file.set_modified(SystemTime::now() + Duration::from_secs(3600))
+        .expect("mtime an hour ahead");
+    drop(file);
+    let args = [
+        "prove-dir",
+        "inbox",
+        "--once",
+        "--settle-secs",
+        "1",
+        "--incomplete-grace-secs",
+        "3",
+        "--gpus",
+        "none",
+    ];
+    let mut child = cuzk_command(&args, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cuzk");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the run still waits for an unfinished file stamped an hour ahead");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("output");
+    show(&args, dir.path(), &out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("waiting for s-t01000-1"),
+        "first waited for: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        names(&dir.path().join("failed")),
+        ["s-t01000-1.error.json", "s-t01000-1.json"]
+    );
+}
+
+#[test]
 fn a_work_directory_on_another_file_system_is_refused_at_start() {
     use std::os::unix::fs::MetadataExt;
     let (dir, inbox) = spool();

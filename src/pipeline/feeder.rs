@@ -88,8 +88,9 @@ pub struct Feeder<'a> {
     wake: (Sender<()>, Receiver<()>),
     /// Sector sizes already checked against the budget.
     fits: HashMap<u64, Footprint>,
-    /// Files that looked unfinished, with the (size, mtime) they had then.
-    deferred: HashMap<PathBuf, (u64, SystemTime)>,
+    /// Files that looked unfinished, with the (size, mtime) they had then and when they were
+    /// first deferred so.
+    deferred: HashMap<PathBuf, Seen>,
     /// Files still settling, as first seen unchanged.
     settling: HashMap<PathBuf, Seen>,
     /// When the next settling file is due, if one is waited for.
@@ -219,6 +220,7 @@ impl Feeder<'_> {
         let mut is_waiting = false;
         let listed = self.spool.scan_inbox()?;
         self.settling.retain(|path, _| listed.contains(path));
+        self.deferred.retain(|path, _| listed.contains(path));
         self.skipped.retain(|path, _| listed.contains(path));
         self.next_settled = None;
         for path in listed {
@@ -339,16 +341,22 @@ impl Feeder<'_> {
             }
         }
         self.settling.remove(path);
+        // A deferred file is due again when it changed, or when it has been unchanged for
+        // the grace period by its modification time or by our own clock.
         match self.deferred.get(path) {
-            Some(&seen)
-                if seen == (meta.len(), modified) && age < self.settings.incomplete_grace =>
-            {
-                Readiness::Waiting
+            Some(&(len, then, since)) if (len, then) == (meta.len(), modified) => {
+                if age.max(since.elapsed()) < self.settings.incomplete_grace {
+                    Readiness::Waiting
+                } else {
+                    // Kept: admitting it tells intake how long it was waited for.
+                    Readiness::Ready
+                }
             }
-            _ => {
+            Some(_) => {
                 self.deferred.remove(path);
                 Readiness::Ready
             }
+            None => Readiness::Ready,
         }
     }
 
@@ -394,15 +402,22 @@ impl Feeder<'_> {
             miner_id: self.settings.miner_id,
             allow_benchmark: self.settings.benchmark,
         };
-        match intake::bind_claimed(&claimed, &rules) {
+        let deferral = self
+            .deferred
+            .remove(&self.spool.layout().inbox.join(&claimed.file_name));
+        let waited = deferral.map_or(Duration::ZERO, |(_, _, since)| since.elapsed());
+        match intake::bind_claimed(&claimed, &rules, waited) {
             Ok(sector) => self.enqueue(claimed, sector, started),
             Err(IntakeError::Job(err)) => self.fail(&claimed, &err),
             Err(IntakeError::NotReady(reason)) => {
-                self.spool.hand_back(&claimed)?;
-                let back = self.spool.layout().inbox.join(&claimed.file_name);
+                let back = self.spool.hand_back(&claimed)?;
                 if let Ok(meta) = std::fs::metadata(&back) {
                     let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                    self.deferred.insert(back, (meta.len(), modified));
+                    let since = match deferral {
+                        Some((len, then, since)) if (len, then) == (meta.len(), modified) => since,
+                        _ => Instant::now(),
+                    };
+                    self.deferred.insert(back, (meta.len(), modified, since));
                 }
                 self.events.emit(EventKind::FileDeferred {
                     job: claimed.name.clone(),

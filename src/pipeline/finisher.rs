@@ -137,7 +137,7 @@ fn run_fault_reason(spool: &Spool, error: &JobError) -> String {
 /// Puts a job's file back in the inbox for a later run, and says so.
 fn hand_back(spool: &Spool, events: &EventSink, job: &Job, why: &str) {
     let kept = match spool.hand_back(&job.claimed) {
-        Ok(()) => "handed back to the inbox".to_owned(),
+        Ok(_) => "handed back to the inbox".to_owned(),
         Err(err) => format!("left in {} ({err:#})", job.claimed.path.display()),
     };
     events.emit(EventKind::FileDeferred {

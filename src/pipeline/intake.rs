@@ -46,13 +46,22 @@ pub struct IntakeRules {
 }
 
 /// Reads, identifies and binds the claimed file, and checks its parameters are present.
-pub fn bind_claimed(claimed: &ClaimedJob, rules: &IntakeRules) -> Result<Sector, IntakeError> {
+/// `waited` is how long this run has already seen the file unchanged and unfinished: a file
+/// whose modification time is ahead of our clock never ages, and must not be waited for
+/// forever.
+pub fn bind_claimed(
+    claimed: &ClaimedJob,
+    rules: &IntakeRules,
+    waited: Duration,
+) -> Result<Sector, IntakeError> {
     if let Some(reason) = not_a_c1_file(&claimed.path) {
         return Err(JobError::Spool(reason).into());
     }
     let c1 = match c1::read_c1_file(&claimed.path, rules.max_c1_bytes) {
         Ok(c1) => c1,
-        Err(err) if err.is_incomplete() && age(&claimed.path) < rules.incomplete_grace => {
+        Err(err)
+            if err.is_incomplete() && age(&claimed.path).max(waited) < rules.incomplete_grace =>
+        {
             return Err(IntakeError::NotReady(err.to_string()))
         }
         Err(err) => return Err(JobError::Parse(err).into()),

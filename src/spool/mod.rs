@@ -24,8 +24,9 @@ use anyhow::{Context, Result};
 use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
 
-use crate::atomic_file::{self, is_process_alive, remove_stale_temporaries, sync_dir};
+use crate::atomic_file::{self, remove_stale_temporaries, sync_dir};
 use crate::event::Stage;
+use crate::process::{host_name, is_alive_here};
 
 mod attempts;
 
@@ -117,6 +118,10 @@ pub struct Owner {
     pub pid: u32,
     /// When the run started, RFC 3339 UTC.
     pub started_at: String,
+    /// The lease the run beats for: other runs wait at least this long before taking its
+    /// claims over, whatever lease they were given themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_secs: Option<u64>,
 }
 
 impl Owner {
@@ -126,6 +131,7 @@ impl Owner {
             host: host_name(),
             pid: std::process::id(),
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            lease_secs: None,
         }
     }
 
@@ -148,30 +154,6 @@ pub struct OwnerState {
     pub jobs: usize,
     /// True when its process is gone or its lease ran out.
     pub is_dead: bool,
-}
-
-/// The name of this host, for owner directories.
-pub fn host_name() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into());
-    let cleaned: String = name
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if cleaned.is_empty() {
-        "localhost".into()
-    } else {
-        cleaned
-    }
 }
 
 const OWNER_FILE: &str = ".owner.json";
@@ -235,7 +217,11 @@ impl Spool {
     pub fn keep_alive(&self, lease: Duration) -> Heartbeat {
         let (stop, stopped) = bounded::<()>(0);
         let every = (lease / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-        let spool = self.clone();
+        let mut spool = self.clone();
+        spool.owner.lease_secs = Some(lease.as_secs() + u64::from(lease.subsec_nanos() > 0));
+        if let Err(err) = spool.heartbeat() {
+            log::warn!("heartbeat: {err:#}");
+        }
         std::thread::spawn(move || {
             while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
                 stopped.recv_timeout(every)
@@ -294,7 +280,7 @@ impl Spool {
         }
         let mut taken = Vec::new();
         for dir in sources {
-            for path in list_candidates(&dir)? {
+            for path in list_owner_claims(&dir)? {
                 // Directly under work/, directories are owner directories, not claims.
                 if dir == self.layout.work && path.is_dir() {
                     continue;
@@ -386,13 +372,22 @@ impl Spool {
         }))
     }
 
-    /// Puts a claimed file back into the inbox, for a file that was not ready.
-    pub fn hand_back(&self, job: &ClaimedJob) -> Result<()> {
-        let target = self.layout.inbox.join(&job.file_name);
-        fs::rename(&job.path, &target)
+    /// Puts a claimed file back into the inbox, for a file that was not ready, and says where.
+    /// A file of the same name that arrived meanwhile is kept: the one handed back then takes
+    /// a free name.
+    pub fn hand_back(&self, job: &ClaimedJob) -> Result<PathBuf> {
+        let target = move_to_free_name(&job.path, &self.layout.inbox, &job.file_name)
             .with_context(|| format!("handing {} back to the inbox", job.path.display()))?;
+        if target.file_name().and_then(OsStr::to_str) != Some(job.file_name.as_str()) {
+            log::warn!(
+                "{}: handed back as {}, since a new file of that name is in the inbox",
+                job.file_name,
+                target.display()
+            );
+        }
         self.forget_attempts(&job.name);
-        sync_dir(&self.layout.inbox)
+        sync_dir(&self.layout.inbox)?;
+        Ok(target)
     }
 
     /// Paths of a job's proof and metadata in the outbox.
@@ -467,9 +462,8 @@ impl Spool {
     }
 
     fn retire(&self, job: &ClaimedJob, dir: &Path) -> Result<()> {
-        let target = unique_target(dir, &job.file_name);
-        fs::rename(&job.path, &target)
-            .with_context(|| format!("moving {} to {}", job.path.display(), target.display()))?;
+        move_to_free_name(&job.path, dir, &job.file_name)
+            .with_context(|| format!("moving {} to {}", job.path.display(), dir.display()))?;
         self.forget_attempts(&job.name);
         sync_dir(dir)?;
         sync_dir(&self.claims)
@@ -500,13 +494,15 @@ pub fn owner_states(work: &Path, lease: Duration) -> Result<Vec<OwnerState>> {
         let heartbeat_age = beat.elapsed().unwrap_or_default();
         let is_gone = owner
             .as_ref()
-            .is_some_and(|o| o.host == this_host && !is_process_alive(o.pid));
+            .is_some_and(|o| o.host == this_host && !is_alive_here(o.pid));
+        let owner_lease =
+            Duration::from_secs(owner.as_ref().and_then(|o| o.lease_secs).unwrap_or(0));
         states.push(OwnerState {
-            jobs: list_candidates(&dir)?.len(),
+            jobs: list_owner_claims(&dir)?.len(),
             dir,
             owner,
             heartbeat_age_s: heartbeat_age.as_secs_f64(),
-            is_dead: is_gone || heartbeat_age > lease,
+            is_dead: is_gone || heartbeat_age > lease.max(owner_lease),
         });
     }
     states.sort_by(|a, b| a.dir.cmp(&b.dir));
@@ -548,22 +544,84 @@ fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files.into_iter().map(|(_, path)| path).collect())
 }
 
+/// [`list_candidates`] of an owner directory (or `work/` itself). Another run may remove an
+/// owner directory at any moment, after taking its claims over or on releasing its own, so
+/// one that is gone holds nothing rather than failing the run that looked.
+fn list_owner_claims(dir: &Path) -> Result<Vec<PathBuf>> {
+    match list_candidates(dir) {
+        Err(err) if is_not_found(&err) => Ok(Vec::new()),
+        listed => listed,
+    }
+}
+
+fn is_not_found(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// True if an entry named `path` exists, links included (a dangling link exists too; `Path::
 /// exists` would follow it and say no).
 fn is_present(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
 }
 
-/// `dir/name`, or `dir/name.N` if that exists, so a retired file never overwrites another.
-fn unique_target(dir: &Path, name: &str) -> PathBuf {
-    let first = dir.join(name);
-    if !is_present(&first) {
-        return first;
+/// Moves `from` to `dir/name`, or to `dir/name.N` if that exists, never replacing a file:
+/// runs retiring files of one name at once, or a new file dropped into the inbox while one of
+/// its name was claimed, must not cost a C1 file.
+fn move_to_free_name(from: &Path, dir: &Path, name: &str) -> std::io::Result<PathBuf> {
+    let candidates =
+        std::iter::once(dir.join(name)).chain((1..).map(|n| dir.join(format!("{name}.{n}"))));
+    for target in candidates {
+        match rename_no_replace(from, &target) {
+            Ok(()) => return Ok(target),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
     }
-    (1..)
-        .map(|n| dir.join(format!("{name}.{n}")))
-        .find(|p| !is_present(p))
-        .unwrap_or(first)
+    unreachable!("the candidate names never end")
+}
+
+/// Renames `from` to `to` unless an entry named `to` exists (`AlreadyExists`, and nothing
+/// moved), atomically where the file system can tell.
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| Error::new(ErrorKind::InvalidInput, "a path with a NUL byte"))
+    };
+    let (from_c, to_c) = (c_path(from)?, c_path(to)?);
+    // SAFETY: both are NUL-terminated paths that outlive the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from_c.as_ptr(),
+            libc::AT_FDCWD,
+            to_c.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = Error::last_os_error();
+    if !matches!(
+        err.raw_os_error(),
+        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+    ) {
+        return Err(err);
+    }
+    // A file system without RENAME_NOREPLACE (NFS, say): a hard link fails atomically if
+    // the target exists. A crash between link and unlink leaves the file in both places,
+    // which costs a duplicate job, never a lost file.
+    match fs::hard_link(from, to) {
+        Ok(()) => fs::remove_file(from),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(e),
+        // No hard links either: check, then rename (racy, but the best this file system allows).
+        Err(_) if is_present(to) => Err(Error::from(ErrorKind::AlreadyExists)),
+        Err(_) => fs::rename(from, to),
+    }
 }
 
 /// Removes an owner directory that holds no claims: its `.owner.json` and any temporary
@@ -668,6 +726,73 @@ mod tests {
     }
 
     #[test]
+    fn a_file_handed_back_never_replaces_a_new_one_of_its_name() {
+        let (_dir, spool) = spool();
+        let c1 = spool.layout().inbox.join("s-t01000-1.json");
+        fs::write(&c1, b"first").expect("write");
+        let job = spool.claim(&c1).expect("claim").expect("claimed");
+        fs::write(&c1, b"second").expect("a new file of the same name");
+        spool.hand_back(&job).expect("hand back");
+        let inbox = &spool.layout().inbox;
+        assert_eq!(fs::read(&c1).expect("new"), b"second");
+        assert_eq!(
+            fs::read(inbox.join("s-t01000-1.json.1")).expect("handed back"),
+            b"first"
+        );
+        assert!(!job.path.exists());
+    }
+
+    #[test]
+    fn files_of_one_name_moved_into_one_directory_at_once_are_all_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let done = dir.path().join("done");
+        fs::create_dir(&done).expect("done");
+        let sources: Vec<PathBuf> = (0..8u8)
+            .map(|i| {
+                let from = dir.path().join(format!("claims-{i}"));
+                fs::create_dir(&from).expect("claims");
+                let file = from.join("a.json");
+                fs::write(&file, [i]).expect("c1");
+                file
+            })
+            .collect();
+        let start = std::sync::Barrier::new(sources.len());
+        std::thread::scope(|scope| {
+            for from in &sources {
+                let (done, start) = (&done, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    move_to_free_name(from, done, "a.json").expect("move");
+                });
+            }
+        });
+        let mut contents: Vec<u8> = fs::read_dir(&done)
+            .expect("list")
+            .map(|e| fs::read(e.expect("entry").path()).expect("read")[0])
+            .collect();
+        contents.sort();
+        assert_eq!(
+            contents,
+            (0..8).collect::<Vec<u8>>(),
+            "no file replaced another"
+        );
+    }
+
+    #[test]
+    fn an_owner_directory_removed_by_another_run_holds_nothing() {
+        let (dir, _spool) = spool();
+        assert!(list_owner_claims(&dir.path().join("work/gone-1"))
+            .expect("gone is empty")
+            .is_empty());
+        let not_a_dir = dir.path().join("file");
+        fs::write(&not_a_dir, b"x").expect("file");
+        assert!(
+            list_owner_claims(&not_a_dir).is_err(),
+            "other errors still fail"
+        );
+    }
+
+    #[test]
     fn dead_owners_are_taken_over_and_live_ones_are_not() {
         let (_dir, spool) = spool();
         let work = spool.layout().work.clone();
@@ -688,20 +813,31 @@ mod tests {
             host: host_name(),
             pid: 4_999_999,
             started_at: "x".into(),
+            lease_secs: None,
         };
         let alive = Owner {
             host: host_name(),
             pid: 1,
             started_at: "x".into(),
+            lease_secs: None,
         };
         let remote = Owner {
             host: "elsewhere".into(),
             pid: 1,
             started_at: "x".into(),
+            lease_secs: None,
+        };
+        // Another host's run that beats for an hour's lease: judged by its lease, not ours.
+        let patient = Owner {
+            host: "elsewhere".into(),
+            pid: 2,
+            started_at: "x".into(),
+            lease_secs: Some(3600),
         };
         plant(&dead, "a.json");
         plant(&alive, "b.json");
         plant(&remote, "c.json");
+        plant(&patient, "e.json");
         fs::write(work.join("d.json"), b"{}").expect("loose");
         let mut taken: Vec<String> = spool
             .take_over_orphans(lease)
@@ -719,6 +855,8 @@ mod tests {
         // Once the lease runs out, the silent remote run's work is taken too.
         let taken = spool.take_over_orphans(Duration::ZERO).expect("take over");
         assert!(taken.iter().any(|j| j.file_name == "c.json"));
+        assert!(!taken.iter().any(|j| j.file_name == "e.json"));
+        assert!(work.join(patient.dir_name()).join("e.json").exists());
     }
 
     #[test]
