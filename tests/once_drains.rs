@@ -79,12 +79,7 @@ fn a_once_run_that_cannot_claim_a_file_says_why_and_exits_1() {
 #[test]
 fn a_file_from_a_clock_ahead_is_not_waited_for_forever() {
     let (dir, inbox) = spool();
-    let path = inbox.join("s-t01000-1.json");
-    fs::write(&path, b"not a C1 file").expect("file");
-    let file = fs::File::options().write(true).open(&path).expect("open");
-    file.set_modified(SystemTime::now() + Duration::from_secs(3600))
-        .expect("mtime an hour ahead");
-    drop(file);
+    stamp_an_hour_ahead(&inbox.join("s-t01000-1.json"), b"not a C1 file");
     let args = [
         "prove-dir",
         "inbox",
@@ -94,21 +89,7 @@ fn a_file_from_a_clock_ahead_is_not_waited_for_forever() {
         "--gpus",
         "none",
     ];
-    let mut child = cuzk_command(&args, dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cuzk");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("the run still waits for a file stamped an hour ahead");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = child.wait_with_output().expect("output");
-    show(&args, dir.path(), &out);
+    let out = run_ending_within_a_minute(&args, dir.path(), "a file stamped an hour ahead");
     // Seen unchanged for --settle-secs, claimed, and failed for what it is.
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -120,13 +101,11 @@ fn a_file_from_a_clock_ahead_is_not_waited_for_forever() {
 #[test]
 fn an_unfinished_file_from_a_clock_ahead_is_failed_after_the_grace_period() {
     let (dir, inbox) = spool();
-    let path = inbox.join("s-t01000-1.json");
     // JSON that ends early looks like a file still being written.
-    fs::write(&path, br#"{"SectorNum": 1, "Phase1Out": "eyJyZWdp"#).expect("file");
-    let file = fs::File::options().write(true).open(&path).expect("open");
-    file.set_modified(SystemTime::now() + Duration::from_secs(3600))
-        .expect("mtime an hour ahead");
-    drop(file);
+    stamp_an_hour_ahead(
+        &inbox.join("s-t01000-1.json"),
+        br#"{"SectorNum": 1, "Phase1Out": "eyJyZWdp"#,
+    );
     let args = [
         "prove-dir",
         "inbox",
@@ -138,21 +117,11 @@ fn an_unfinished_file_from_a_clock_ahead_is_failed_after_the_grace_period() {
         "--gpus",
         "none",
     ];
-    let mut child = cuzk_command(&args, dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cuzk");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("the run still waits for an unfinished file stamped an hour ahead");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = child.wait_with_output().expect("output");
-    show(&args, dir.path(), &out);
+    let out = run_ending_within_a_minute(
+        &args,
+        dir.path(),
+        "an unfinished file stamped an hour ahead",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("waiting for s-t01000-1"),
@@ -190,4 +159,37 @@ fn a_work_directory_on_another_file_system_is_refused_at_start() {
         "{stderr}"
     );
     assert_eq!(names(&inbox), ["s-t01000-1.json"]);
+}
+
+/// Writes `body` at `path` with a modification time an hour ahead of our clock.
+fn stamp_an_hour_ahead(path: &std::path::Path, body: &[u8]) {
+    fs::write(path, body).expect("file");
+    let file = fs::File::options().write(true).open(path).expect("open");
+    file.set_modified(SystemTime::now() + Duration::from_secs(3600))
+        .expect("mtime an hour ahead");
+}
+
+/// Runs cuzk in `dir`, killing it and failing the test if it still waits for `what` after
+/// a minute.
+fn run_ending_within_a_minute(
+    args: &[&str],
+    dir: &std::path::Path,
+    what: &str,
+) -> std::process::Output {
+    let mut child = cuzk_command(args, dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cuzk");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the run still waits for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("output");
+    show(args, dir, &out);
+    out
 }
