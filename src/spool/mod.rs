@@ -357,7 +357,17 @@ impl Spool {
         }
         match fs::rename(path, &target) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            // Not ours to claim after all, unless what vanished is our own directory: then
+            // another run took our claims over (or someone removed them), and claiming on
+            // quietly would prove files twice.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.claims.is_dir() => {
+                return Ok(None)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+                "{}: this run's claims directory {} is gone, so another run may have taken its claims over (hint: give runs on hosts that pause a longer --lease-secs, and never remove work/ while runs use it)",
+                path.display(),
+                self.claims.display()
+            ),
             Err(e) => {
                 return Err(e).with_context(|| {
                     format!("claiming {} into {}", path.display(), target.display())
@@ -776,6 +786,17 @@ mod tests {
             (0..8).collect::<Vec<u8>>(),
             "no file replaced another"
         );
+    }
+
+    #[test]
+    fn a_run_whose_claims_directory_vanished_says_so_instead_of_claiming_nothing() {
+        let (_dir, spool) = spool();
+        let c1 = spool.layout().inbox.join("s-t01000-1.json");
+        fs::write(&c1, b"{}").expect("write");
+        fs::remove_dir_all(&spool.claims).expect("taken over and removed");
+        let err = spool.claim(&c1).expect_err("not a quiet Ok(None)");
+        assert!(format!("{err:#}").contains("claims directory"), "{err:#}");
+        assert!(c1.exists(), "left in the inbox");
     }
 
     #[test]
