@@ -16,7 +16,7 @@
 //! the pipeline's business, not this module's.
 
 use std::ffi::OsStr;
-use std::fs;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -157,6 +157,9 @@ pub struct OwnerState {
 }
 
 const OWNER_FILE: &str = ".owner.json";
+
+/// The outbox's lock, held while a result is written.
+const FINISH_LOCK: &str = ".finish.lock";
 
 /// Beats while alive: see [`Spool::keep_alive`].
 pub struct Heartbeat {
@@ -425,6 +428,9 @@ impl Spool {
         metadata: &impl Serialize,
     ) -> Result<PathBuf, FinishJobError> {
         let (proof_path, meta_path) = self.outbox_paths(&job.name);
+        // Runs finishing jobs of one name at once must not pair one's proof with the other's
+        // metadata: "no result yet, write both" is one step under the outbox's lock.
+        let _finishing = self.lock_outbox()?;
         if is_present(&meta_path) {
             return Err(FinishJobError::AlreadyProved {
                 job: job.name.clone(),
@@ -436,6 +442,21 @@ impl Spool {
         atomic_file::write(&meta_path, &meta)?;
         self.retire(job, &self.layout.done)?;
         Ok(proof_path)
+    }
+
+    /// Holds the outbox's lock until dropped (a dotfile there, which readers of the outbox
+    /// skip like the temporaries).
+    fn lock_outbox(&self) -> Result<File> {
+        let path = self.layout.outbox.join(FINISH_LOCK);
+        let file = File::options()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        file.lock()
+            .with_context(|| format!("locking {}", path.display()))?;
+        Ok(file)
     }
 
     /// Writes a benchmark job's timings to `outbox/<job>.benchmark.json` (never a `.proof`:
@@ -881,6 +902,58 @@ mod tests {
     }
 
     #[test]
+    fn runs_finishing_jobs_of_one_name_at_once_leave_one_whole_result() {
+        let (dir, spool) = spool();
+        let jobs: Vec<ClaimedJob> = (0..4u8)
+            .map(|round| {
+                let claims = dir.path().join(format!("claims-{round}"));
+                fs::create_dir(&claims).expect("claims");
+                let path = claims.join("a.json");
+                fs::write(&path, format!("{round}")).expect("c1");
+                ClaimedJob {
+                    name: "a".into(),
+                    file_name: "a.json".into(),
+                    path,
+                }
+            })
+            .collect();
+        let start = std::sync::Barrier::new(jobs.len());
+        let finished: Vec<bool> = std::thread::scope(|scope| {
+            let runs: Vec<_> = jobs
+                .iter()
+                .enumerate()
+                .map(|(round, job)| {
+                    let (spool, start) = (spool.clone(), &start);
+                    scope.spawn(move || {
+                        start.wait();
+                        match spool.finish(
+                            job,
+                            &[round as u8; 192],
+                            &serde_json::json!({ "round": round }),
+                        ) {
+                            Ok(_) => true,
+                            Err(FinishJobError::AlreadyProved { .. }) => false,
+                            Err(err) => panic!("{err}"),
+                        }
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().expect("run")).collect()
+        });
+        assert_eq!(finished.iter().filter(|&&f| f).count(), 1, "{finished:?}");
+        let round = finished.iter().position(|&f| f).expect("one finished");
+        let outbox = &spool.layout().outbox;
+        assert_eq!(
+            fs::read(outbox.join("a.proof")).expect("proof"),
+            vec![round as u8; 192],
+            "the proof is the one its metadata describes"
+        );
+        assert!(fs::read_to_string(outbox.join("a.json"))
+            .expect("metadata")
+            .contains(&format!("\"round\": {round}")));
+    }
+
+    #[test]
     fn finish_and_quarantine_leave_results_and_never_overwrite() {
         let (_dir, spool) = spool();
         let layout = spool.layout().clone();
@@ -940,8 +1013,12 @@ mod tests {
         let leftovers: Vec<_> = fs::read_dir(&layout.outbox)
             .expect("outbox")
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with('.') && name != FINISH_LOCK)
             .collect();
-        assert!(leftovers.is_empty(), "temporary files left behind");
+        assert!(
+            leftovers.is_empty(),
+            "temporary files left behind: {leftovers:?}"
+        );
     }
 }
