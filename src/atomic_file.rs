@@ -6,10 +6,12 @@
 //! `.<name>.tmp-<host>-<pid>-<n>`: unique to the process and the call, so two writers of one
 //! target (two runs on one spool recording the same constraints, threads writing one note)
 //! never write into one file, and a target that is memory-mapped is only ever replaced, never
-//! changed in place. A writer killed half-way leaves its temporary behind; the next writer of
-//! that target removes the temporaries of processes of this host that are gone, so a run
-//! killed while writing gigabytes of constraints does not leave them on disk for ever. Another
-//! host's temporaries are never touched: whether its writer still runs cannot be told here.
+//! changed in place. A writer killed half-way leaves its temporary behind. The spool removes
+//! those of its outbox at start, and writers of large files (gigabytes of constraints) remove
+//! those of their target first, so neither stays on disk for ever; small writes skip that,
+//! since listing a directory of thousands of proofs for each proof would cost more than the
+//! leftovers. Only temporaries of processes of this host that are gone are removed: whether
+//! another host's writer still runs cannot be told here.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -40,7 +42,6 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Re
         .file_name()
         .and_then(OsStr::to_str)
         .with_context(|| format!("{}: not a file path", path.display()))?;
-    remove_stale_temporaries_of(dir, Some(name));
     let tmp = temporary_path(dir, name);
     let written = (|| -> Result<()> {
         let mut file = OpenOptions::new()
@@ -62,9 +63,19 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Re
 
 /// Removes the temporaries in `dir` that writers of this host which are gone left behind.
 pub fn remove_stale_temporaries(dir: &Path) -> Result<()> {
-    fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))?;
-    remove_stale_temporaries_of(dir, None);
-    Ok(())
+    remove_stale(dir, None).with_context(|| format!("listing {}", dir.display()))
+}
+
+/// Removes the temporaries of `path` that writers of this host which are gone left behind,
+/// before writing a large file there. Best effort: a leftover only costs disk space.
+pub fn remove_stale_temporaries_of(path: &Path) {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if let Some(name) = path.file_name().and_then(OsStr::to_str) {
+        let _ = remove_stale(dir, Some(name));
+    }
 }
 
 /// Makes renames in `dir` durable.
@@ -93,13 +104,10 @@ fn parse_temporary(file_name: &str) -> Option<(&str, &str, u32)> {
     Some((name, host, pid.parse().ok()?))
 }
 
-/// Best effort: a temporary that cannot be listed or removed only costs disk space.
-fn remove_stale_temporaries_of(dir: &Path, target: Option<&str>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
+/// Lists `dir` once; a temporary that cannot be removed only costs disk space.
+fn remove_stale(dir: &Path, target: Option<&str>) -> std::io::Result<()> {
     let this_host = host_name();
-    for entry in entries.flatten() {
+    for entry in fs::read_dir(dir)?.flatten() {
         let file_name = entry.file_name();
         let Some((name, host, pid)) = file_name.to_str().and_then(parse_temporary) else {
             continue;
@@ -108,6 +116,7 @@ fn remove_stale_temporaries_of(dir: &Path, target: Option<&str>) {
             let _ = fs::remove_file(entry.path());
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -189,13 +198,15 @@ mod tests {
             names.sort();
             names
         };
-        write(&dir.path().join("a.r1cs"), b"whole").expect("write");
+        let target = dir.path().join("a.r1cs");
+        remove_stale_temporaries_of(&target);
+        write(&target, b"whole").expect("write");
         let mut expected: Vec<String> = kept.to_vec();
         expected.extend([stale[1].clone(), "a.r1cs".to_owned()]);
         assert_eq!(
             names(dir.path()),
             sorted(expected),
-            "writing a.r1cs removes only a.r1cs's stale temporary of this host"
+            "a.r1cs's writer removes only a.r1cs's stale temporary of this host"
         );
         remove_stale_temporaries(dir.path()).expect("tidy");
         let mut expected: Vec<String> = kept.to_vec();

@@ -6,8 +6,14 @@
 //! temporaries) carries both.
 
 /// The name of this host, made safe for file names: letters, digits, `.` and `_` (every other
-/// character becomes `_`, so a `-` can separate it from what follows).
+/// character becomes `_`, so a `-` can separate it from what follows). Read once per process,
+/// since every temporary file is named with it.
 pub fn host_name() -> String {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(read_host_name).clone()
+}
+
+fn read_host_name() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())

@@ -171,6 +171,7 @@ impl R1cs {
 
     /// Writes the R1CS to `path` atomically (see [`atomic_file`]).
     pub fn save(&self, path: &Path) -> Result<()> {
+        atomic_file::remove_stale_temporaries_of(path);
         atomic_file::write_with(path, |file| {
             let mut out = HashingWriter {
                 inner: BufWriter::with_capacity(8 << 20, file),

@@ -312,6 +312,7 @@ pub fn write_synthetic_params(
     let a = counts.inputs + counts.a_aux_density;
     let b = counts.b_input_density + counts.b_aux_density;
     let write = |path: &Path, with_points: bool| -> Result<()> {
+        atomic_file::remove_stale_temporaries_of(path);
         atomic_file::write_with(path, |file| {
             let mut out = BufWriter::with_capacity(8 << 20, file);
             key.write(&mut out)?;
