@@ -1,6 +1,6 @@
 //! Under the `cuda` feature, compiles the kernels each prover thread loads onto its own GPU:
 //! ec-gpu-gen's FFT and its G1 and G2 multiexps, and cuzk's quotient kernels
-//! (`src/kernels/gpu/quotient.cu`), into one module.
+//! (`src/backend/ec_gpu/quotient.cu`), into one module.
 
 fn main() {
     // ec-gpu-gen's `program!` macro, expanded in this crate, also tests an `opencl` feature.
@@ -8,7 +8,7 @@ fn main() {
     #[cfg(feature = "cuda")]
     {
         use ec_gpu::GpuName;
-        const QUOTIENT: &str = "src/kernels/gpu/quotient.cu";
+        const QUOTIENT: &str = "src/backend/ec_gpu/quotient.cu";
         println!("cargo::rerun-if-changed={QUOTIENT}");
         let quotient = std::fs::read_to_string(QUOTIENT)
             .unwrap_or_else(|err| panic!("{QUOTIENT}: {err}"))

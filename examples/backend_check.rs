@@ -17,10 +17,10 @@ use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, ver
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar as Fr};
 use clap::Parser;
+use cuzk::backend::cpu::{self, ProverKernels};
+use cuzk::backend::gpu::GpuSelection;
+use cuzk::backend::groth16::prove_partition;
 use cuzk::backend::{BackendChoice, Prover};
-use cuzk::kernels::{self, GpuSelection, ProverKernels};
-use cuzk::params::LoadedParams;
-use cuzk::prove::prove_partition;
 use cuzk::synth::synthesize;
 use ff::Field;
 use rand::SeedableRng;
@@ -102,24 +102,17 @@ fn main() -> Result<()> {
         .collect();
 
     for choice in [BackendChoice::Supraseal, BackendChoice::EcGpu] {
-        let env = cuzk::gpu_env::GpuEnv::from_env();
+        let env = cuzk::backend::gpu::env::GpuEnv::from_env();
         let plan = cuzk::backend::provers_for(choice, &GpuSelection::All, 1, &env)?;
         for note in &plan.notes {
             eprintln!("{choice:?}: note: {note}");
         }
         let mut provers = plan.provers;
         let prover: &mut Prover = &mut provers[0];
-        let loaded = match prover.params_kind() {
-            cuzk::backend::ParamsKind::Groth16 => LoadedParams::Groth16(std::sync::Arc::new(
-                cuzk::params::load::read_parameters(&path)?,
-            )),
-            #[cfg(feature = "supraseal")]
-            cuzk::backend::ParamsKind::Supraseal => LoadedParams::Supraseal(
-                cuzk::supraseal::SuprasealParams::load(&path).map_err(anyhow::Error::msg)?,
-            ),
-            #[cfg(not(feature = "supraseal"))]
-            cuzk::backend::ParamsKind::Supraseal => anyhow::bail!("built without supraseal"),
-        };
+        let loaded = prover
+            .params_kind()
+            .load(&path)
+            .map_err(anyhow::Error::msg)?;
         let mut valid = 0;
         let started = Instant::now();
         for chunk in circuits.chunks(prover.batch_size()) {
@@ -128,7 +121,7 @@ fn main() -> Result<()> {
                 .map(|c| synthesize(c.clone()))
                 .collect::<Result<Vec<_>, _>>()?;
             for (result, circuit) in prover.prove(batch, &loaded).into_iter().zip(chunk) {
-                let (proof, timings) = result.map_err(anyhow::Error::msg)?;
+                let (proof, timings) = result?;
                 ensure!(
                     verify_proof(&pvk, &proof, &[circuit.output()])?,
                     "{}: a proof did not verify",
@@ -152,10 +145,10 @@ fn main() -> Result<()> {
         );
     }
 
-    let env = cuzk::gpu_env::GpuEnv::from_env();
+    let env = cuzk::backend::gpu::env::GpuEnv::from_env();
     let mut cpu = ProverKernels::cpu(0);
     for (path, budget, chunk) in [("resident", u64::MAX, usize::MAX), ("streamed", 0, 1000)] {
-        let mut gpu = kernels::provers_for(&GpuSelection::All, 1, &env)
+        let mut gpu = cpu::provers_for(&GpuSelection::All, 1, &env)
             .provers
             .remove(0);
         ensure!(gpu.is_gpu(), "no GPU for the ec-gpu kernels");

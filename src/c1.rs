@@ -19,6 +19,10 @@ use serde::Deserialize;
 /// Files larger than this are refused unread: a 64GiB sector's C1 is well under it.
 pub const DEFAULT_MAX_C1_BYTES: u64 = 1 << 30;
 
+/// The key in a lotus-bench wrapper that marks a file as benchmark input (made by `shape`):
+/// owned here, where files are read, so that parsing needs nothing of the generator.
+pub const BENCHMARK_KEY: &str = "CuzkBenchmark";
+
 /// Which of the two forms a C1 file was written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum C1Form {
@@ -224,7 +228,7 @@ pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
         }
         Err(e) => return Err(json_err(e)),
     };
-    let is_benchmark = probe.contains_key(crate::shape::BENCHMARK_KEY);
+    let is_benchmark = probe.contains_key(BENCHMARK_KEY);
     let mut c1 = if probe.contains_key("Phase1Out") {
         let wrapper: Commit2In =
             serde_json::from_value(serde_json::Value::Object(probe)).map_err(|source| {

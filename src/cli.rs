@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use crate::backend::gpu::GpuSelection;
 use crate::backend::BackendChoice;
 use crate::c1::{self, parse_sector_size, SectorSizeName};
-use crate::kernels::GpuSelection;
 use crate::params;
 use crate::pipeline::{self, RunSettings};
 use crate::spool::SpoolLayout;
-use crate::{damocles, metrics, reference, status, waterfall};
+use crate::{damocles, prometheus, reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
 #[derive(Debug, Parser)]
@@ -217,10 +217,10 @@ pub struct TuningArgs {
 }
 
 impl TuningArgs {
-    /// Applies `--prover-cpus` (see [`crate::cpu_split`]): before anything else a run does,
+    /// Applies `--prover-cpus` (see [`crate::backend::gpu::cpu_split`]): before anything else a run does,
     /// since it may restart the process.
     fn split_cpus(&self) -> Result<()> {
-        if let Some(split) = crate::cpu_split::apply(self.prover_cpus)? {
+        if let Some(split) = crate::backend::gpu::cpu_split::apply(self.prover_cpus)? {
             eprintln!("cuzk: note: CPUs split: {split}");
         }
         Ok(())
@@ -529,10 +529,10 @@ fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
 fn show_status(args: StatusArgs) -> Result<u8> {
     let lease = seconds("lease-secs", args.lease_secs)?;
     if args.prometheus || args.textfile.is_some() {
-        let metrics = metrics::collect(&args.spool, args.timeline.as_deref(), lease)?;
-        let text = metrics::render(&metrics);
+        let metrics = prometheus::collect(&args.spool, args.timeline.as_deref(), lease)?;
+        let text = prometheus::render(&metrics);
         if let Some(path) = &args.textfile {
-            metrics::write_textfile(path, &text)?;
+            prometheus::write_textfile(path, &text)?;
         }
         if args.prometheus {
             print(&text)?;

@@ -6,15 +6,13 @@
 //!
 //! This module is also the one definition of what an event is called: [`EventName`] is the
 //! name written to the timeline and read back by `cuzk waterfall` and `cuzk status`, and
-//! [`Stage`] names the step a job failed in, in the timeline and in `failed/<job>.error.json`.
+//! [`JobStage`] names the step a job failed in, in the timeline and in `failed/<job>.error.json`.
 //! How each event's fields are laid out in a timeline row is `timeline`'s business.
 
 use std::fmt;
 use std::time::{Instant, SystemTime};
 
 use crossbeam_channel::Sender;
-
-use crate::prove::ProveTimings;
 
 /// The worker name of parameter loads started ahead of the provers (while the first
 /// partitions are synthesized): not a prover lane, and every prover waits on it.
@@ -167,7 +165,7 @@ pub enum EventKind {
         timings: Option<ProveTimings>,
     },
     /// How much of the last period a GPU ran kernels, as its driver counts it (NVML's GPU
-    /// utilization, what `nvidia-smi` shows); see [`crate::gpu_activity`].
+    /// utilization, what `nvidia-smi` shows); see [`crate::backend::gpu::activity`].
     GpuBusy {
         /// The GPU's index among those this process sees (`gpu-N`'s N).
         gpu: usize,
@@ -201,7 +199,7 @@ pub enum EventKind {
         /// The job.
         job: String,
         /// The stage that failed.
-        stage: Stage,
+        stage: JobStage,
         /// What went wrong.
         message: String,
     },
@@ -428,7 +426,7 @@ impl EventKind {
 /// The step of a job's journey that failed: named in the timeline's `FAILED` rows and in
 /// `failed/<job>.error.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Stage {
+pub enum JobStage {
     /// The spool: the entry is not a C1 file, or its result already exists.
     Spool,
     /// Reading and parsing the C1 file.
@@ -451,52 +449,85 @@ pub enum Stage {
     Crash,
 }
 
-impl Stage {
+impl JobStage {
     /// Every stage, in the order a job meets them.
-    pub const ALL: [Stage; 10] = [
-        Stage::Spool,
-        Stage::Parse,
-        Stage::Identity,
-        Stage::Bind,
-        Stage::Params,
-        Stage::Synthesis,
-        Stage::Prove,
-        Stage::Verify,
-        Stage::Write,
-        Stage::Crash,
+    pub const ALL: [JobStage; 10] = [
+        JobStage::Spool,
+        JobStage::Parse,
+        JobStage::Identity,
+        JobStage::Bind,
+        JobStage::Params,
+        JobStage::Synthesis,
+        JobStage::Prove,
+        JobStage::Verify,
+        JobStage::Write,
+        JobStage::Crash,
     ];
 
     /// The stage's name in timelines and failure records.
     pub fn as_str(self) -> &'static str {
         match self {
-            Stage::Spool => "spool",
-            Stage::Parse => "parse",
-            Stage::Identity => "identity",
-            Stage::Bind => "bind",
-            Stage::Params => "params",
-            Stage::Synthesis => "synthesis",
-            Stage::Prove => "prove",
-            Stage::Verify => "verify",
-            Stage::Write => "write",
-            Stage::Crash => "crash",
+            JobStage::Spool => "spool",
+            JobStage::Parse => "parse",
+            JobStage::Identity => "identity",
+            JobStage::Bind => "bind",
+            JobStage::Params => "params",
+            JobStage::Synthesis => "synthesis",
+            JobStage::Prove => "prove",
+            JobStage::Verify => "verify",
+            JobStage::Write => "write",
+            JobStage::Crash => "crash",
         }
     }
 
     /// The stage with this name, if there is one.
-    pub fn parse(text: &str) -> Option<Stage> {
-        Stage::ALL.into_iter().find(|stage| stage.as_str() == text)
+    pub fn parse(text: &str) -> Option<JobStage> {
+        JobStage::ALL
+            .into_iter()
+            .find(|stage| stage.as_str() == text)
     }
 }
 
-impl fmt::Display for Stage {
+impl fmt::Display for JobStage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-impl serde::Serialize for Stage {
+impl serde::Serialize for JobStage {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Milliseconds spent in each step of one proof, for the timeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProveTimings {
+    /// iFFT, coset FFT, `a*b - c`, division by Z and coset iFFT: the quotient `h` (on a GPU,
+    /// with the upload of `a`, `b`, `c`).
+    pub fft_ms: f64,
+    /// The G1 multiexps: `H`, `L`, `A` and `B_g1`.
+    pub msm_g1_ms: f64,
+    /// The G2 multiexp for `B`.
+    pub msm_g2_ms: f64,
+    /// Scalar conversions and the final combination on the CPU.
+    pub cpu_tail_ms: f64,
+    /// A backend that proves whole partitions in one call (SupraSeal): the call, not split
+    /// into steps.
+    pub gpu_call_ms: f64,
+}
+
+impl std::fmt::Display for ProveTimings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fft {:.0} ms, G1 multiexps {:.0} ms, G2 multiexp {:.0} ms, CPU {:.0} ms",
+            self.fft_ms, self.msm_g1_ms, self.msm_g2_ms, self.cpu_tail_ms
+        )?;
+        if self.gpu_call_ms > 0.0 {
+            write!(f, ", one GPU call {:.0} ms", self.gpu_call_ms)?;
+        }
+        Ok(())
     }
 }
 
@@ -660,7 +691,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
             },
             EventName::Failed => EventKind::JobFailed {
                 job: "s-t01000-2".into(),
-                stage: Stage::Verify,
+                stage: JobStage::Verify,
                 message: "did not verify: a, b; c=d".into(),
             },
             EventName::Deferred => EventKind::FileDeferred {
@@ -698,10 +729,10 @@ mod tests {
         for name in EventName::ALL {
             assert_eq!(EventName::parse(name.as_str()), Some(name));
         }
-        for stage in Stage::ALL {
-            assert_eq!(Stage::parse(stage.as_str()), Some(stage));
+        for stage in JobStage::ALL {
+            assert_eq!(JobStage::parse(stage.as_str()), Some(stage));
         }
         assert_eq!(EventName::parse("GPU_WARMUP"), None);
-        assert_eq!(Stage::parse("lunch"), None);
+        assert_eq!(JobStage::parse("lunch"), None);
     }
 }

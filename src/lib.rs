@@ -8,11 +8,10 @@
 //! - [`c1`] parses a C1 file and resolves its miner and sector;
 //! - [`porep`] binds it to the PoRep circuit of its sector size;
 //! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`];
-//! - [`prove`] turns a synthesized partition into a Groth16 proof (its [`quotient`] and
-//!   multiexps) on the [`kernels`] of a CPU or GPU, or [`supraseal`] proves batches of them; [`backend`]
-//!   chooses, following the GPU conventions of the other Filecoin provers: [`gpu_env`] (the
-//!   environment variables), [`gpu_memory`] (what fits on a GPU) and [`priority_lock`]
-//!   (giving way to PoSt); [`gpu_activity`] records how busy the GPUs' kernels kept them;
+//! - [`backend`] turns synthesized partitions into Groth16 proofs: cuzk's own Groth16 on the
+//!   CPU or on a GPU's ec-gpu kernels, or SupraSeal on every GPU; it chooses one for the run
+//!   and holds what GPU backends share (device discovery and conventions, free memory, kernel
+//!   activity, the PoSt priority lock, the CPU split) in [`backend::gpu`];
 //! - [`pipeline`] runs those stages concurrently and emits [`event::Event`]s;
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
@@ -21,14 +20,13 @@
 //! instead of an inbox somebody else fills.
 //!
 //! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
-//! allocate; [`cpu_split`] can keep SupraSeal's host threads and synthesis on separate CPUs.
-//! [`status`] reports what a spool holds, and [`metrics`] says it to Prometheus.
+//! allocate. [`status`] reports what a spool holds, and [`prometheus`] says it to Prometheus.
 //! [`params`] finds, checks and loads the Groth16 parameters; [`reference`] runs
 //! filecoin-proofs' own prover for comparison; [`sealing`] seals random test sectors;
 //! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
 //! lotus shows; [`atomic_file`] writes every file a reader takes whole or not at all;
-//! [`process`] names this process to other runs sharing a directory; [`cli`] is the command
-//! line.
+//! [`process`] names this process to other runs sharing a directory; [`util`] holds small
+//! helpers every room may use; [`cli`] is the command line.
 #![deny(missing_docs)]
 
 pub mod atomic_file;
@@ -37,22 +35,14 @@ pub mod bench;
 pub mod c1;
 pub mod cli;
 pub mod commcid;
-pub mod cpu_split;
 pub mod damocles;
 pub mod event;
-pub mod gpu_activity;
-pub mod gpu_env;
-pub mod gpu_memory;
-pub mod kernels;
 pub mod memory;
-pub mod metrics;
 pub mod params;
 pub mod pipeline;
 pub mod porep;
-pub mod priority_lock;
 pub mod process;
-pub mod prove;
-pub mod quotient;
+pub mod prometheus;
 pub mod r1cs;
 pub mod reference;
 pub mod report;
@@ -60,7 +50,7 @@ pub mod sealing;
 pub mod shape;
 pub mod spool;
 pub mod status;
-pub mod supraseal;
 pub mod synth;
 pub mod timeline;
+pub mod util;
 pub mod waterfall;

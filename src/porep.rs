@@ -21,7 +21,7 @@ use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
-use crate::c1::{C1File, SectorIdentity, SectorSizeName};
+use crate::c1::{C1File, SectorIdentity};
 use crate::params::registered_proof_for;
 use crate::r1cs::{self, R1cs, ShapeCounts};
 use crate::synth::{synthesize_with_capacity, Capacity, SynthesizedPartition};
@@ -156,11 +156,6 @@ impl Sector {
             proof,
         )
         .with_context(|| format!("verify_seal for {}", self.identity))
-    }
-
-    /// A human name for the sector's size.
-    pub fn size_name(&self) -> SectorSizeName {
-        SectorSizeName(self.sector_size)
     }
 }
 

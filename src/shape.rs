@@ -6,7 +6,7 @@
 //! DRG and expander parents, Merkle paths of the real lengths) filled with random field
 //! elements; its replica id matches its miner and sector, so it binds like a real file, and
 //! its circuits synthesize to exactly the real constraint count. Its proofs cannot verify, so
-//! it carries a marker ([`BENCHMARK_KEY`] in the lotus-bench wrapper) and `prove-dir` refuses
+//! it carries a marker ([`BENCHMARK_KEY`](crate::c1::BENCHMARK_KEY) in the lotus-bench wrapper) and `prove-dir` refuses
 //! it unless the run is a benchmark; a benchmark's result is never written as a proof.
 //!
 //! Shape parameters hold valid curve points (a few random ones, repeated) in exactly the
@@ -39,12 +39,9 @@ use storage_proofs_porep::stacked::{
 use typenum::Unsigned;
 
 use crate::atomic_file;
-use crate::c1::SectorIdentity;
+use crate::c1::{SectorIdentity, BENCHMARK_KEY};
 use crate::params::registered_proof_for;
 use crate::r1cs::ShapeCounts;
-
-/// The key in a lotus-bench wrapper that marks a file as benchmark input.
-pub const BENCHMARK_KEY: &str = "CuzkBenchmark";
 
 /// The file that marks a directory as holding synthetic (invalid) parameters.
 pub const SYNTHETIC_MARKER: &str = "CUZK-SYNTHETIC-PARAMETERS.txt";

@@ -4,7 +4,7 @@
 //! evaluations of A, B and C for every constraint, and the query densities that Groth16 needs.
 //! It is the CPU half of a proof, split from the prover so partitions can be synthesized on a
 //! bounded pool while the prover works on earlier ones. It knows nothing about PoRep (see
-//! `porep`) or about curve arithmetic (see `prove`).
+//! `porep`) or about curve arithmetic (see `backend::groth16`).
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
@@ -51,16 +51,6 @@ impl SynthesizedPartition {
     /// The public inputs as the verifier sees them: without the leading constant one.
     pub fn public_inputs(&self) -> &[Fr] {
         &self.input_assignment[1..]
-    }
-
-    /// Bytes held by the vectors, to size memory budgets and report it.
-    pub fn heap_bytes(&self) -> usize {
-        let scalars = self.a.len()
-            + self.b.len()
-            + self.c.len()
-            + self.input_assignment.len()
-            + self.aux_assignment.len();
-        scalars * std::mem::size_of::<Fr>()
     }
 
     /// The index of the first constraint with `A_j * B_j != C_j`, if any.

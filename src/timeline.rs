@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::c1::{parse_sector_size, SectorSizeName};
-use crate::event::{Event, EventKind, EventName, Stage};
-use crate::prove::ProveTimings;
+use crate::event::ProveTimings;
+use crate::event::{Event, EventKind, EventName, JobStage};
 
 /// The header line, also the column order.
 pub const HEADER: [&str; 8] = [
@@ -427,7 +427,7 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             let (stage, message) = row.detail.split_once(": ").ok_or("no stage")?;
             EventKind::JobFailed {
                 job: job()?,
-                stage: Stage::parse(stage).ok_or("no stage")?,
+                stage: JobStage::parse(stage).ok_or("no stage")?,
                 message: message.to_owned(),
             }
         }
@@ -695,7 +695,7 @@ mod tests {
                 1.25,
                 EventKind::JobFailed {
                     job: "s-t01000-1".into(),
-                    stage: Stage::Parse,
+                    stage: JobStage::Parse,
                     message: "bad, \"quoted\"\nline".into(),
                 },
             ))

@@ -55,7 +55,7 @@
 //! - **kernel-busy**: from GPU_BUSY rows, the share of time a GPU ran kernels (NVML's count),
 //!   over the span and over the time its prover lanes were proving. A lane's busy time is
 //!   its thread's wall time, host work included; when a GPU-bound run's kernels ran less than
-//!   70% of it, the run is called host-bound (see [`kernels`](metrics::kernels)).
+//!   70% of it, the run is called host-bound (see [`gpu_busy`](metrics::gpu_busy)).
 
 use std::path::{Path, PathBuf};
 

@@ -13,8 +13,8 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
+use cuzk::backend::gpu::GpuSelection;
 use cuzk::c1::SectorIdentity;
-use cuzk::kernels::GpuSelection;
 use cuzk::pipeline::RunSettings;
 use cuzk::spool::SpoolLayout;
 use rand::SeedableRng;

@@ -1,6 +1,10 @@
 //! The parameter sets of a run: each file is loaded once, kept resident and shared by every
 //! prover; a load that fails fails once.
 //!
+//! The cache knows files, not backends: it is made with the loader of the form the run's
+//! provers prove with (bellperson's parameters, SupraSeal's SRS; see `backend::ParamsKind`)
+//! and hands out whatever that loader made.
+//!
 //! Each file has its own slot, so loading one set never stalls provers that use another,
 //! and provers that need a set being loaded wait on its slot (shown as loading, not idle, in
 //! the timeline) rather than on a lock over all of them. A failed load is remembered with its
@@ -11,14 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use bellperson::groth16::Parameters;
-use blstrs::Bls12;
-
-use crate::backend::ParamsKind;
 use crate::event::{EventKind, EventSink, PRELOAD_WORKER};
 use crate::memory::{MemoryBudget, Reservation};
-
-use super::load::read_parameters;
 
 /// Why a parameter set could not be loaded.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -30,68 +28,71 @@ pub struct LoadParamsError {
     pub reason: String,
 }
 
-/// A loaded parameter set, in the form its backend proves with.
-#[derive(Clone)]
-pub enum LoadedParams {
-    /// bellperson's parameters in ordinary memory (the CPU and ec-gpu backends).
-    Groth16(Arc<Parameters<Bls12>>),
-    /// SupraSeal's SRS in pinned memory.
-    #[cfg(feature = "supraseal")]
-    Supraseal(crate::supraseal::SuprasealParams),
-}
+/// Turns a parameter file into the form a run proves with, or says why it cannot.
+pub type ParamsLoader<P> = dyn Fn(&Path) -> Result<P, String> + Send + Sync;
 
-enum SlotState {
+enum SlotState<P> {
     /// Nobody has asked for it yet.
     Unloaded,
     /// A thread is reading it.
     Loading,
     /// In memory.
-    Loaded(LoadedParams),
+    Loaded(P),
     /// The load failed; the error is given to everyone who asks.
     Failed(LoadParamsError),
 }
 
-#[derive(Default)]
-struct Slot {
-    state: Mutex<Option<SlotState>>,
+struct Slot<P> {
+    state: Mutex<Option<SlotState<P>>>,
     changed: Condvar,
 }
 
-/// The parameter sets of a run, by file.
-pub struct ParamSets {
-    /// The form the run's provers need.
-    kind: ParamsKind,
-    slots: Mutex<HashMap<PathBuf, Arc<Slot>>>,
+impl<P> Default for Slot<P> {
+    fn default() -> Self {
+        Slot {
+            state: Mutex::new(None),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+/// The parameter sets of a run, by file, each in the form `P` the run's provers need.
+pub struct ParamSets<P> {
+    /// Makes a `P` of a file.
+    loader: Arc<ParamsLoader<P>>,
+    slots: Mutex<HashMap<PathBuf, Arc<Slot<P>>>>,
     /// The memory each set holds, reserved before it is loaded and kept for the run.
     memory: Mutex<HashMap<PathBuf, Reservation>>,
 }
 
 /// What the caller of [`ParamSets::claim_load`] must do.
-enum Claim {
+enum Claim<P> {
     /// The set is ready (or failed) already.
-    Done(Result<LoadedParams, LoadParamsError>),
+    Done(Result<P, LoadParamsError>),
     /// Another thread is loading it: wait on the slot.
     Wait,
     /// Load it: this thread owns the load.
     Load,
 }
 
-impl ParamSets {
-    /// A run's empty set of parameters, loaded in the form `kind` when asked for.
-    pub fn new(kind: ParamsKind) -> Arc<ParamSets> {
+impl<P: Clone + Send + 'static> ParamSets<P> {
+    /// A run's empty set of parameters, each loaded by `loader` when asked for.
+    pub fn new(
+        loader: impl Fn(&Path) -> Result<P, String> + Send + Sync + 'static,
+    ) -> Arc<ParamSets<P>> {
         Arc::new(ParamSets {
-            kind,
+            loader: Arc::new(loader),
             slots: Mutex::default(),
             memory: Mutex::default(),
         })
     }
 
-    fn slot(&self, path: &Path) -> Arc<Slot> {
+    fn slot(&self, path: &Path) -> Arc<Slot<P>> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots.entry(path.to_owned()).or_default().clone()
     }
 
-    fn claim_load(slot: &Slot) -> Claim {
+    fn claim_load(slot: &Slot<P>) -> Claim<P> {
         let mut state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         match state.get_or_insert(SlotState::Unloaded) {
             SlotState::Loaded(params) => Claim::Done(Ok(params.clone())),
@@ -104,7 +105,7 @@ impl ParamSets {
         }
     }
 
-    fn finish_load(slot: &Slot, result: &Result<LoadedParams, LoadParamsError>) {
+    fn finish_load(slot: &Slot<P>, result: &Result<P, LoadParamsError>) {
         let mut state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         *state = Some(match result {
             Ok(params) => SlotState::Loaded(params.clone()),
@@ -113,7 +114,7 @@ impl ParamSets {
         slot.changed.notify_all();
     }
 
-    fn wait_loaded(slot: &Slot) -> Result<LoadedParams, LoadParamsError> {
+    fn wait_loaded(slot: &Slot<P>) -> Result<P, LoadParamsError> {
         let mut state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             match &*state {
@@ -148,27 +149,22 @@ impl ParamSets {
             return;
         }
         let (path, events) = (path.to_owned(), events.clone());
-        let kind = self.kind;
+        let loader = self.loader.clone();
         std::thread::spawn(move || {
             // A failure is reported by the prover that needs the set, with its job.
-            let result = load_with_events(kind, &path, PRELOAD_WORKER, &events);
+            let result = load_with_events(&*loader, &path, PRELOAD_WORKER, &events);
             Self::finish_load(&slot, &result);
         });
     }
 
     /// The set at `path`: loaded on this thread if nobody is loading it, else waited for.
     /// `worker` names the waiting prover in the timeline.
-    pub fn get(
-        &self,
-        path: &Path,
-        worker: &str,
-        events: &EventSink,
-    ) -> Result<LoadedParams, LoadParamsError> {
+    pub fn get(&self, path: &Path, worker: &str, events: &EventSink) -> Result<P, LoadParamsError> {
         let slot = self.slot(path);
         match Self::claim_load(&slot) {
             Claim::Done(result) => result,
             Claim::Load => {
-                let result = load_with_events(self.kind, path, worker, events);
+                let result = load_with_events(&*self.loader, path, worker, events);
                 Self::finish_load(&slot, &result);
                 result
             }
@@ -190,19 +186,19 @@ impl ParamSets {
 }
 
 /// Loads the set at `path`, bracketed by load events for `worker`.
-fn load_with_events(
-    kind: ParamsKind,
+fn load_with_events<P>(
+    loader: &ParamsLoader<P>,
     path: &Path,
     worker: &str,
     events: &EventSink,
-) -> Result<LoadedParams, LoadParamsError> {
+) -> Result<P, LoadParamsError> {
     let shown = path.display().to_string();
     events.emit(EventKind::ParamsLoadStarted {
         worker: worker.to_owned(),
         path: shown.clone(),
     });
     let started = Instant::now();
-    let result = load(kind, path);
+    let result = load(loader, path);
     if result.is_ok() {
         let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
         let secs = started.elapsed().as_secs_f64();
@@ -219,7 +215,7 @@ fn load_with_events(
     result
 }
 
-fn load(kind: ParamsKind, path: &Path) -> Result<LoadedParams, LoadParamsError> {
+fn load<P>(loader: &ParamsLoader<P>, path: &Path) -> Result<P, LoadParamsError> {
     let fail = |reason: String| LoadParamsError {
         path: path.to_owned(),
         reason,
@@ -227,17 +223,7 @@ fn load(kind: ParamsKind, path: &Path) -> Result<LoadedParams, LoadParamsError> 
     if !path.is_file() {
         return Err(fail("the file does not exist".into()));
     }
-    match kind {
-        ParamsKind::Groth16 => read_parameters(path)
-            .map(|params| LoadedParams::Groth16(Arc::new(params)))
-            .map_err(|e| fail(e.to_string())),
-        #[cfg(feature = "supraseal")]
-        ParamsKind::Supraseal => crate::supraseal::SuprasealParams::load(path)
-            .map(LoadedParams::Supraseal)
-            .map_err(fail),
-        #[cfg(not(feature = "supraseal"))]
-        ParamsKind::Supraseal => Err(fail("this cuzk was built without SupraSeal".into())),
-    }
+    loader(path).map_err(fail)
 }
 
 #[cfg(test)]
@@ -252,7 +238,9 @@ mod tests {
         std::fs::write(&path, b"not parameters").expect("write");
         let (tx, rx) = unbounded();
         let events = EventSink::new(tx);
-        let sets = ParamSets::new(ParamsKind::Groth16);
+        let sets = ParamSets::new(|path: &Path| {
+            crate::params::load::read_parameters(path).map_err(|e| e.to_string())
+        });
         let Err(first) = sets.get(&path, "gpu-0", &events) else {
             panic!("broken parameters loaded")
         };

@@ -23,7 +23,7 @@ mod cache;
 pub mod check;
 pub mod load;
 
-pub use cache::{LoadParamsError, LoadedParams, ParamSets};
+pub use cache::{LoadParamsError, ParamSets, ParamsLoader};
 pub use check::{check_usable, DamagedParamsError};
 
 /// The environment variable filecoin-proofs reads for the parameter cache.

@@ -16,16 +16,17 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::backend::ProverParams;
 use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, Footprint, MemoryBudget};
 use crate::params::{self, ParamSets};
-use crate::porep::Sector;
 use crate::spool::{ClaimedJob, Spool};
 use crate::synth::Capacity;
 
 use super::constraints::ConstraintSets;
-use super::intake::{self, IntakeError, IntakeRules};
+use super::inbox::{FileState, InboxWatch, Readiness};
+use super::intake::{self, Bound, IntakeError, IntakeRules};
 use super::job::{quarantine, Job, JobError, Outcome};
 use super::settings::RunSettings;
 use super::stop::{is_stopping, Drain, Halt};
@@ -39,10 +40,6 @@ struct Admitted {
     job: Arc<Job>,
     /// The next partition to start.
     next_partition: usize,
-    /// Its parameter file.
-    params_path: PathBuf,
-    /// What its parameters and partitions occupy; known once the parameter file exists.
-    footprint: Option<Footprint>,
     /// True once a wait for memory was reported for `next_partition`.
     is_memory_wait_reported: bool,
 }
@@ -60,17 +57,6 @@ pub struct DoesNotFitError {
     pub budget: u64,
 }
 
-/// The feeder's view of an inbox entry.
-enum Readiness {
-    /// Claim it.
-    Ready,
-    /// Changed too recently, or incomplete and unchanged since: look again later.
-    Waiting,
-}
-
-/// A file seen changing: its size and modification time, and since when it looked so.
-type Seen = (u64, SystemTime, Instant);
-
 /// The feeder and what it owns.
 pub struct Feeder<'a> {
     settings: &'a RunSettings,
@@ -79,7 +65,7 @@ pub struct Feeder<'a> {
     run_id: &'a str,
     synthesis: SynthesisPool,
     slots: SynthesisSlots,
-    params: Arc<ParamSets>,
+    params: Arc<ParamSets<ProverParams>>,
     constraints: Arc<ConstraintSets>,
     memory: MemoryBudget,
     outcome_tx: Sender<Outcome>,
@@ -88,15 +74,8 @@ pub struct Feeder<'a> {
     wake: (Sender<()>, Receiver<()>),
     /// Sector sizes already checked against the budget.
     fits: HashMap<u64, Footprint>,
-    /// Files that looked unfinished, with the (size, mtime) they had then and when they were
-    /// first deferred so.
-    deferred: HashMap<PathBuf, Seen>,
-    /// Files still settling, as first seen unchanged.
-    settling: HashMap<PathBuf, Seen>,
-    /// When the next settling file is due, if one is waited for.
-    next_settled: Option<Instant>,
-    /// Files that could not be claimed, with the reason last reported.
-    skipped: HashMap<PathBuf, String>,
+    /// Inbox files waited on between scans: settling, unfinished, not claimable.
+    inbox: InboxWatch,
     /// Jobs in order, with partitions still to start.
     admitted: VecDeque<Admitted>,
     /// Test parameters being generated, by parameter file.
@@ -112,7 +91,7 @@ pub struct FeederLinks {
     /// Room in the pool.
     pub slots: SynthesisSlots,
     /// The run's parameter sets, preloaded as jobs are admitted.
-    pub params: Arc<ParamSets>,
+    pub params: Arc<ParamSets<ProverParams>>,
     /// The run's pre-compiled constraints.
     pub constraints: Arc<ConstraintSets>,
     /// The run's memory budget.
@@ -149,10 +128,7 @@ impl<'a> Feeder<'a> {
             halt: links.halt,
             wake: links.wake,
             fits: HashMap::new(),
-            deferred: HashMap::new(),
-            settling: HashMap::new(),
-            next_settled: None,
-            skipped: HashMap::new(),
+            inbox: InboxWatch::new(settings.settle, settings.incomplete_grace),
             admitted: VecDeque::new(),
             generating: HashMap::new(),
             drain,
@@ -170,7 +146,7 @@ impl Feeder<'_> {
         let _watcher = self.watch_inbox();
         let mut announced_stop = false;
         loop {
-            if self.halt.reason().is_some() {
+            if self.halt.is_set() {
                 self.abandon_all();
                 return Ok(());
             }
@@ -201,7 +177,7 @@ impl Feeder<'_> {
                     // from a scan made now, not from the one before that job was claimed.
                     continue;
                 }
-                if is_draining && !is_inbox_waiting && self.deferred.is_empty() {
+                if is_draining && !is_inbox_waiting && !self.inbox.has_deferred() {
                     return Ok(());
                 }
             }
@@ -219,15 +195,17 @@ impl Feeder<'_> {
     fn claim_from_inbox(&mut self) -> Result<bool> {
         let mut is_waiting = false;
         let listed = self.spool.scan_inbox()?;
-        self.settling.retain(|path, _| listed.contains(path));
-        self.deferred.retain(|path, _| listed.contains(path));
-        self.skipped.retain(|path, _| listed.contains(path));
-        self.next_settled = None;
+        self.inbox.start_scan(&listed);
         for path in listed {
-            if !self.admitted.is_empty() || is_stopping() || self.halt.reason().is_some() {
+            if !self.admitted.is_empty() || is_stopping() || self.halt.is_set() {
                 return Ok(true);
             }
-            if let Readiness::Waiting = self.readiness(&path) {
+            // A file gone since the listing is left to the claim, which says so.
+            let readiness = FileState::of(&path).map_or(Readiness::Ready, |state| {
+                self.inbox
+                    .readiness(&path, state, SystemTime::now(), Instant::now())
+            });
+            if readiness == Readiness::Waiting {
                 is_waiting = true;
                 continue;
             }
@@ -245,7 +223,7 @@ impl Feeder<'_> {
                     continue;
                 }
             };
-            self.skipped.remove(&path);
+            self.inbox.claimed(&path);
             self.admit(claimed, false)?;
             self.start_partitions();
         }
@@ -254,14 +232,13 @@ impl Feeder<'_> {
 
     /// Reports once per reason that the inbox file at `path` cannot be claimed.
     fn report_skipped(&mut self, path: &Path, reason: String) {
-        if self.skipped.get(path) == Some(&reason) {
+        if !self.inbox.is_new_skip(path, &reason) {
             return;
         }
         let file_name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        self.skipped.insert(path.to_owned(), reason.clone());
         self.events.emit(EventKind::FileSkipped {
             job: crate::spool::job_name(&file_name),
             reason,
@@ -278,7 +255,11 @@ impl Feeder<'_> {
         };
         // Only when the next loop scans the inbox (and so resets it): a due time in the
         // past would otherwise make this a busy loop while a job waits for memory.
-        if let Some(due) = self.next_settled.filter(|_| self.admitted.is_empty()) {
+        if let Some(due) = self
+            .inbox
+            .next_settled()
+            .filter(|_| self.admitted.is_empty())
+        {
             period = period.min(due.saturating_duration_since(Instant::now()));
         }
         let deadline = Instant::now() + period;
@@ -312,52 +293,6 @@ impl Feeder<'_> {
             )
             .ok()?;
         Some(watcher)
-    }
-
-    /// Files changed too recently, or deferred and unchanged since, are not claimed yet. A
-    /// file has settled when its modification time is `--settle-secs` old, or when it was
-    /// seen unchanged that long: a clock ahead of ours (`rsync -t` from another host) must
-    /// not hold a file back until our clock catches up.
-    fn readiness(&mut self, path: &Path) -> Readiness {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            return Readiness::Ready;
-        };
-        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        let age = modified.elapsed().unwrap_or_default();
-        if age < self.settings.settle {
-            let now = Instant::now();
-            let seen = self
-                .settling
-                .entry(path.to_owned())
-                .or_insert((meta.len(), modified, now));
-            if (seen.0, seen.1) != (meta.len(), modified) {
-                *seen = (meta.len(), modified, now);
-            }
-            let unchanged = seen.2.elapsed();
-            if unchanged < self.settings.settle {
-                let due = now + self.settings.settle - age.max(unchanged);
-                self.next_settled = Some(self.next_settled.map_or(due, |d| d.min(due)));
-                return Readiness::Waiting;
-            }
-        }
-        self.settling.remove(path);
-        // A deferred file is due again when it changed, or when it has been unchanged for
-        // the grace period by its modification time or by our own clock.
-        match self.deferred.get(path) {
-            Some(&(len, then, since)) if (len, then) == (meta.len(), modified) => {
-                if age.max(since.elapsed()) < self.settings.incomplete_grace {
-                    Readiness::Waiting
-                } else {
-                    // Kept: admitting it tells intake how long it was waited for.
-                    Readiness::Ready
-                }
-            }
-            Some(_) => {
-                self.deferred.remove(path);
-                Readiness::Ready
-            }
-            None => Readiness::Ready,
-        }
     }
 
     /// Takes a claimed file in: the job joins the queue, fails, or goes back to the inbox.
@@ -403,21 +338,16 @@ impl Feeder<'_> {
             allow_benchmark: self.settings.benchmark,
         };
         let deferral = self
-            .deferred
-            .remove(&self.spool.layout().inbox.join(&claimed.file_name));
-        let waited = deferral.map_or(Duration::ZERO, |(_, _, since)| since.elapsed());
+            .inbox
+            .take_deferral(&self.spool.layout().inbox.join(&claimed.file_name));
+        let waited = deferral.map_or(Duration::ZERO, |seen| seen.since.elapsed());
         match intake::bind_claimed(&claimed, &rules, waited) {
-            Ok(sector) => self.enqueue(claimed, sector, started),
+            Ok(bound) => self.enqueue(claimed, bound, started),
             Err(IntakeError::Job(err)) => self.fail(&claimed, &err),
             Err(IntakeError::NotReady(reason)) => {
                 let back = self.spool.hand_back(&claimed)?;
-                if let Ok(meta) = std::fs::metadata(&back) {
-                    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                    let since = match deferral {
-                        Some((len, then, since)) if (len, then) == (meta.len(), modified) => since,
-                        _ => Instant::now(),
-                    };
-                    self.deferred.insert(back, (meta.len(), modified, since));
+                if let Some(state) = FileState::of(&back) {
+                    self.inbox.defer(back, state, deferral, Instant::now());
                 }
                 self.events.emit(EventKind::FileDeferred {
                     job: claimed.name.clone(),
@@ -425,23 +355,24 @@ impl Feeder<'_> {
                 });
                 Ok(())
             }
-            Err(IntakeError::MissingParams(sector, missing)) => {
-                if !(self.settings.gen_test_params && params::is_test_size(sector.sector_size)) {
+            Err(IntakeError::MissingParams(bound, missing)) => {
+                let size = bound.sector.sector_size;
+                if !(self.settings.gen_test_params && params::is_test_size(size)) {
                     self.spool.hand_back(&claimed)?;
                     return Err(missing.into());
                 }
-                self.generate_params(&missing.path, sector.sector_size);
-                self.enqueue(claimed, *sector, started)
+                self.generate_params(&missing.path, size);
+                self.enqueue(claimed, *bound, started)
             }
         }
     }
 
     /// Queues a bound job and, if the budget has room, starts loading its parameters.
-    fn enqueue(&mut self, claimed: ClaimedJob, sector: Sector, started: Instant) -> Result<()> {
-        let params_path = match intake::params_path(&sector) {
-            Ok(path) => path,
-            Err(err) => return self.fail(&claimed, &err),
-        };
+    fn enqueue(&mut self, claimed: ClaimedJob, bound: Bound, started: Instant) -> Result<()> {
+        let Bound {
+            sector,
+            params_path,
+        } = bound;
         let footprint = if self.generating.contains_key(&params_path) {
             None
         } else {
@@ -453,7 +384,10 @@ impl Feeder<'_> {
                 }
             }
         };
-        let job = Arc::new(Job::new(claimed, sector, started));
+        let job = Arc::new(Job::new(claimed, sector, params_path, started));
+        if let Some(footprint) = footprint {
+            job.set_footprint(footprint);
+        }
         self.events.emit(EventKind::JobParsed {
             job: job.name().to_owned(),
             sector: job.sector.identity.to_string(),
@@ -461,19 +395,17 @@ impl Feeder<'_> {
             partitions: job.partition_count(),
             is_benchmark: job.sector.is_benchmark,
         });
-        if let Some(footprint) = &footprint {
+        if let Some(footprint) = job.footprint() {
             if self
                 .params
-                .reserve_memory(&params_path, &self.memory, footprint.params_bytes)
+                .reserve_memory(&job.params_path, &self.memory, footprint.params_bytes)
             {
-                self.params.preload(&params_path, &self.events);
+                self.params.preload(&job.params_path, &self.events);
             }
         }
         self.admitted.push_back(Admitted {
             job,
             next_partition: 0,
-            params_path,
-            footprint,
             is_memory_wait_reported: false,
         });
         Ok(())
@@ -550,14 +482,12 @@ impl Feeder<'_> {
                 true
             }
             Ok(Err(err)) => {
-                self.halt.set(format!(
-                    "generating test parameters {}: {err:#}",
-                    path.display()
-                ));
+                self.halt
+                    .set(err.context(format!("generating test parameters {}", path.display())));
                 false
             }
             Err(_) => {
-                self.halt.set(format!(
+                self.halt.set(anyhow::anyhow!(
                     "generating test parameters {} panicked",
                     path.display()
                 ));
@@ -574,7 +504,7 @@ impl Feeder<'_> {
                 self.admitted.pop_front();
                 continue;
             }
-            let path = front.params_path.clone();
+            let path = front.job.params_path.clone();
             if !self.has_params(&path) {
                 return;
             }
@@ -626,20 +556,17 @@ impl Feeder<'_> {
     /// The front job's footprint, read once its parameters exist; a file whose counts
     /// cannot be read, or that cannot fit, halts the run.
     fn front_footprint(&mut self) -> Option<Footprint> {
-        let front = self.admitted.front()?;
-        if let Some(footprint) = front.footprint {
+        let job = self.admitted.front()?.job.clone();
+        if let Some(footprint) = job.footprint() {
             return Some(footprint);
         }
-        let (size, path) = (front.job.sector.sector_size, front.params_path.clone());
-        match self.footprint(size, &path) {
+        match self.footprint(job.sector.sector_size, &job.params_path) {
             Ok(footprint) => {
-                if let Some(front) = self.admitted.front_mut() {
-                    front.footprint = Some(footprint);
-                }
+                job.set_footprint(footprint);
                 Some(footprint)
             }
             Err(err) => {
-                self.halt.set(format!("{err:#}"));
+                self.halt.set(err);
                 None
             }
         }

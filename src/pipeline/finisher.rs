@@ -6,6 +6,7 @@
 //! are skipped) and later outcomes of it are ignored.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -16,11 +17,11 @@ use serde::Serialize;
 
 use crate::c1::SectorSizeName;
 use crate::commcid;
-use crate::event::{EventKind, EventSink, Stage};
+use crate::event::{EventKind, EventSink, JobStage};
 use crate::params;
 use crate::spool::{FinishJobError, Spool};
 
-use super::job::{quarantine, Job, JobError, Outcome};
+use super::job::{quarantine, Job, JobError, Outcome, VerifyFailure};
 use super::stop::Halt;
 
 /// Counts kept by the finisher.
@@ -109,7 +110,7 @@ pub fn finish_jobs(
                 // the run rather than fail every job after it.
                 job.cancel();
                 hand_back(&spool, &events, &job, &format!("{error:#}"));
-                halt.set(run_fault_reason(&spool, &error));
+                halt.set(RunFaultError::new(&spool, error));
             }
             Err(error) => {
                 job.cancel();
@@ -123,14 +124,32 @@ pub fn finish_jobs(
     counts
 }
 
-/// Why the run stops after `error`, with the fix.
-fn run_fault_reason(spool: &Spool, error: &JobError) -> String {
-    match error {
-        JobError::Write(_) => format!(
-            "cannot write results: {error:#} (hint: free space or fix permissions on {}, then run again; unproved C1 files are kept)",
-            spool.layout().outbox.display()
-        ),
-        _ => format!("{error:#}"),
+/// A job failed for a fault of the run, not of its file: the run stops with this.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFaultError {
+    /// The outbox could not be written.
+    #[error("cannot write results: {error} (hint: free space or fix permissions on {}, then run again; unproved C1 files are kept)", .outbox.display())]
+    Write {
+        /// The job's failure.
+        error: JobError,
+        /// The outbox.
+        outbox: PathBuf,
+    },
+    /// Another fault of the run (the parameters could not be loaded).
+    #[error(transparent)]
+    Other(JobError),
+}
+
+impl RunFaultError {
+    /// The run's fault behind `error`, with the fix where it is known.
+    fn new(spool: &Spool, error: JobError) -> RunFaultError {
+        match error {
+            JobError::Write(_) => RunFaultError::Write {
+                error,
+                outbox: spool.layout().outbox.clone(),
+            },
+            _ => RunFaultError::Other(error),
+        }
     }
 }
 
@@ -245,7 +264,7 @@ fn write_benchmark(
 
 fn finish_error(err: FinishJobError) -> JobError {
     match err {
-        FinishJobError::AlreadyProved { .. } => JobError::Spool(err.to_string()),
+        FinishJobError::AlreadyProved { .. } => JobError::AlreadyProved(err),
         FinishJobError::Io(err) => JobError::Write(err),
     }
 }
@@ -261,11 +280,9 @@ fn write_proof(
     let name = job.name().to_owned();
     let mut bytes = Vec::with_capacity(192 * done.proofs.len());
     for proof in done.proofs.iter().flatten() {
-        proof
-            .write(&mut bytes)
-            .map_err(|e| JobError::Verify(format!("encoding the proof: {e}")))?;
+        proof.write(&mut bytes).map_err(VerifyFailure::Encode)?;
     }
-    spool.note_attempt_stage(&job.claimed, Stage::Verify, None);
+    spool.note_attempt_stage(&job.claimed, JobStage::Verify, None);
     events.emit(EventKind::VerifyStarted { job: name.clone() });
     let started = Instant::now();
     let verified = job.sector.verify_seal(&bytes);
@@ -277,13 +294,13 @@ fn write_proof(
     match verified {
         Ok(true) => {}
         Ok(false) => {
-            return Err(JobError::Verify(format!(
-                "the proof for {} did not pass verify_seal; it was not written (hint: check that the parameters in {} belong to the verifying key beside them, then move the C1 file back to the inbox)",
-                job.sector.identity,
-                params::params_dir().display()
-            )))
+            return Err(VerifyFailure::Rejected {
+                sector: job.sector.identity.to_string(),
+                params_dir: params::params_dir(),
+            }
+            .into())
         }
-        Err(err) => return Err(JobError::Verify(format!("{err:#}"))),
+        Err(err) => return Err(VerifyFailure::Check(err).into()),
     }
     use base64::Engine;
     let record = ProofRecord {

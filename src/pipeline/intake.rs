@@ -15,7 +15,8 @@ use crate::params::{self, MissingParamsError};
 use crate::porep::{self, BindSectorError, Sector};
 use crate::spool::ClaimedJob;
 
-use super::job::{panic_message, JobError};
+use super::job::JobError;
+use crate::util::panic_message;
 
 /// Why a claimed file did not become a sector.
 pub enum IntakeError {
@@ -24,7 +25,16 @@ pub enum IntakeError {
     /// The file is not complete yet: hand it back and look again later.
     NotReady(String),
     /// Its parameters are not in the cache; the sector is ready otherwise.
-    MissingParams(Box<Sector>, MissingParamsError),
+    MissingParams(Box<Bound>, MissingParamsError),
+}
+
+/// A claimed file that became a sector, with the parameter file it is proved with: found
+/// here once, for every stage after.
+pub struct Bound {
+    /// The sector and its circuits.
+    pub sector: Sector,
+    /// Its `.params` file in the cache.
+    pub params_path: PathBuf,
 }
 
 impl From<JobError> for IntakeError {
@@ -45,7 +55,7 @@ pub struct IntakeRules {
     pub allow_benchmark: bool,
 }
 
-/// Reads, identifies and binds the claimed file, and checks its parameters are present.
+/// Reads, identifies and binds the claimed file, and finds its parameters in the cache.
 /// `waited` is how long this run has already seen the file unchanged and unfinished: a file
 /// whose modification time is ahead of our clock never ages, and must not be waited for
 /// forever.
@@ -53,7 +63,7 @@ pub fn bind_claimed(
     claimed: &ClaimedJob,
     rules: &IntakeRules,
     waited: Duration,
-) -> Result<Sector, IntakeError> {
+) -> Result<Bound, IntakeError> {
     if let Some(reason) = not_a_c1_file(&claimed.path) {
         return Err(JobError::Spool(reason).into());
     }
@@ -83,19 +93,19 @@ pub fn bind_claimed(
             return Err(JobError::Bind(BindSectorError::Invalid(anyhow::anyhow!(message))).into());
         }
     };
-    let params_path = params_path(&sector)?;
-    match params::require(&params_path, sector.sector_size) {
-        Ok(()) => Ok(sector),
-        Err(missing) => Err(IntakeError::MissingParams(Box::new(sector), missing)),
-    }
-}
-
-/// The sector's parameter file.
-pub fn params_path(sector: &Sector) -> Result<PathBuf, JobError> {
-    sector
+    let params_path = sector
         .circuits
         .params_path()
-        .map_err(|e| JobError::Bind(BindSectorError::Invalid(e)))
+        .map_err(|e| JobError::Bind(BindSectorError::Invalid(e)))?;
+    let missing = params::require(&params_path, sector.sector_size).err();
+    let bound = Bound {
+        sector,
+        params_path,
+    };
+    match missing {
+        None => Ok(bound),
+        Some(missing) => Err(IntakeError::MissingParams(Box::new(bound), missing)),
+    }
 }
 
 fn age(path: &Path) -> Duration {

@@ -3,23 +3,25 @@
 //!
 //! A [`Job`] is shared by its partitions as they move through synthesis and the provers; the
 //! finisher alone decides its fate (proved, failed, handed back) from the [`Outcome`]s it gets.
-//! [`JobError`] says which [`Stage`] failed and why; [`JobError::is_run_fault`] tells a fault
+//! [`JobError`] says which [`JobStage`] failed and why; [`JobError::is_run_fault`] tells a fault
 //! of the run (the outbox, the parameters) from a fault of the C1 file.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 
+use crate::backend::ProveError;
 use crate::c1::{ParseC1Error, ResolveIdentityError};
-use crate::event::{EventKind, EventSink, Stage};
-use crate::memory::Reservation;
+use crate::event::{EventKind, EventSink, JobStage};
+use crate::memory::{Footprint, Reservation};
 use crate::params::LoadParamsError;
 use crate::porep::{BindSectorError, Sector};
-use crate::spool::{ClaimedJob, FailureRecord, Spool};
+use crate::spool::{ClaimedJob, FailureRecord, FinishJobError, Spool};
 use crate::synth::SynthesizedPartition;
 
 static NEXT_JOB_ID: AtomicU64 = AtomicU64::new(0);
@@ -32,6 +34,11 @@ pub struct Job {
     pub claimed: ClaimedJob,
     /// Its sector and circuits.
     pub sector: Sector,
+    /// Its parameter file, as intake resolved it: every stage proves with this one.
+    pub params_path: PathBuf,
+    /// What its parameters and partitions occupy; known once the parameter file exists
+    /// (test parameters may still be generated when the job is admitted).
+    footprint: OnceLock<Footprint>,
     /// When the job was claimed.
     pub claimed_at: Instant,
     /// Milliseconds spent reading and binding the file.
@@ -41,12 +48,20 @@ pub struct Job {
 }
 
 impl Job {
-    /// A new job for `claimed`, bound to `sector`.
-    pub fn new(claimed: ClaimedJob, sector: Sector, claimed_at: Instant) -> Job {
+    /// A new job for `claimed`, bound to `sector`, proved with the parameters at
+    /// `params_path`.
+    pub fn new(
+        claimed: ClaimedJob,
+        sector: Sector,
+        params_path: PathBuf,
+        claimed_at: Instant,
+    ) -> Job {
         Job {
             id: NEXT_JOB_ID.fetch_add(1, Ordering::Relaxed),
             claimed,
             sector,
+            params_path,
+            footprint: OnceLock::new(),
             parse_ms: claimed_at.elapsed().as_secs_f64() * 1e3,
             claimed_at,
             cancelled: AtomicBool::new(false),
@@ -61,6 +76,16 @@ impl Job {
     /// Partitions to prove.
     pub fn partition_count(&self) -> usize {
         self.sector.circuits.partition_count()
+    }
+
+    /// What its parameters and partitions occupy, once known.
+    pub fn footprint(&self) -> Option<Footprint> {
+        self.footprint.get().copied()
+    }
+
+    /// Records the footprint read from its parameter file; the first one read stays.
+    pub fn set_footprint(&self, footprint: Footprint) {
+        let _ = self.footprint.set(footprint);
     }
 
     /// Stops the job's remaining partitions: nothing is synthesized or proved for a job whose
@@ -120,12 +145,15 @@ pub enum Outcome {
     },
 }
 
-/// Why a job failed, by stage.
+/// Why a job failed, by stage. Each variant keeps the error of the stage it came from.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
     /// The spool entry is not a C1 file, or its result exists already.
     #[error("{0}")]
     Spool(String),
+    /// A proof of the job's name reached the outbox first (another file of the same name).
+    #[error(transparent)]
+    AlreadyProved(FinishJobError),
     /// The file is not a readable C1 file.
     #[error(transparent)]
     Parse(#[from] ParseC1Error),
@@ -139,24 +167,24 @@ pub enum JobError {
     #[error(transparent)]
     Params(#[from] LoadParamsError),
     /// A partition could not be synthesized.
-    #[error("synthesizing partition {partition}: {message}")]
+    #[error("synthesizing partition {partition}: {error}")]
     Synthesis {
         /// The partition.
         partition: usize,
-        /// What went wrong (an error, or a panic's message).
-        message: String,
+        /// What went wrong.
+        error: SynthesisFailure,
     },
     /// A partition could not be proved.
-    #[error("proving partition {partition}: {message}")]
+    #[error("proving partition {partition}: {error}")]
     Prove {
         /// The partition.
         partition: usize,
-        /// What went wrong (an error, or a panic's message).
-        message: String,
+        /// What the backend said.
+        error: ProveError,
     },
     /// The assembled proof did not pass `verify_seal`, or the check could not run.
-    #[error("{0}")]
-    Verify(String),
+    #[error(transparent)]
+    Verify(#[from] VerifyFailure),
     /// The proof could not be written to the outbox; a fault of the run, not of the file.
     #[error("{0:#}")]
     Write(anyhow::Error),
@@ -165,20 +193,53 @@ pub enum JobError {
     Crash(String),
 }
 
+/// Why a partition's synthesis failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SynthesisFailure {
+    /// The circuit could not be synthesized.
+    #[error("{0:#}")]
+    Circuit(anyhow::Error),
+    /// Synthesis panicked (storage-proofs asserts on some malformed inputs).
+    #[error("{0}")]
+    Panicked(String),
+    /// The run ended before a prover took the synthesized partition.
+    #[error("the provers stopped before taking this partition")]
+    ProversGone,
+}
+
+/// Why an assembled proof was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyFailure {
+    /// The partition proofs could not be encoded.
+    #[error("encoding the proof: {0}")]
+    Encode(std::io::Error),
+    /// `verify_seal` rejected the proof.
+    #[error("the proof for {sector} did not pass verify_seal; it was not written (hint: check that the parameters in {} belong to the verifying key beside them, then move the C1 file back to the inbox)", .params_dir.display())]
+    Rejected {
+        /// The sector, `s-t0<miner>-<sector>`.
+        sector: String,
+        /// The parameter cache the proof was made with.
+        params_dir: std::path::PathBuf,
+    },
+    /// `verify_seal` could not run.
+    #[error("{0:#}")]
+    Check(anyhow::Error),
+}
+
 impl JobError {
     /// The stage that failed.
-    pub fn stage(&self) -> Stage {
+    pub fn stage(&self) -> JobStage {
         match self {
-            JobError::Spool(_) => Stage::Spool,
-            JobError::Parse(_) => Stage::Parse,
-            JobError::Identity(_) => Stage::Identity,
-            JobError::Bind(_) => Stage::Bind,
-            JobError::Params(_) => Stage::Params,
-            JobError::Synthesis { .. } => Stage::Synthesis,
-            JobError::Prove { .. } => Stage::Prove,
-            JobError::Verify(_) => Stage::Verify,
-            JobError::Write(_) => Stage::Write,
-            JobError::Crash(_) => Stage::Crash,
+            JobError::Spool(_) | JobError::AlreadyProved(_) => JobStage::Spool,
+            JobError::Parse(_) => JobStage::Parse,
+            JobError::Identity(_) => JobStage::Identity,
+            JobError::Bind(_) => JobStage::Bind,
+            JobError::Params(_) => JobStage::Params,
+            JobError::Synthesis { .. } => JobStage::Synthesis,
+            JobError::Prove { .. } => JobStage::Prove,
+            JobError::Verify(_) => JobStage::Verify,
+            JobError::Write(_) => JobStage::Write,
+            JobError::Crash(_) => JobStage::Crash,
         }
     }
 
@@ -221,14 +282,4 @@ pub fn quarantine(
             spool.layout().work.display()
         )
     })
-}
-
-/// The message of a caught panic.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    let text = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or("(no message)");
-    format!("panicked: {text}")
 }

@@ -27,10 +27,10 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use crossbeam_channel::{bounded, unbounded};
 
+use crate::backend::gpu::activity::GpuActivity;
+use crate::backend::gpu::env::GpuEnv;
 use crate::backend::{self, ParamsKind, Prover};
 use crate::event::{Event, EventKind, EventSink};
-use crate::gpu_activity::GpuActivity;
-use crate::gpu_env::GpuEnv;
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::report;
@@ -40,6 +40,7 @@ use crate::timeline::TimelineWriter;
 mod constraints;
 mod feeder;
 mod finisher;
+mod inbox;
 mod intake;
 mod job;
 mod prover;
@@ -47,7 +48,7 @@ mod settings;
 mod stop;
 mod synthesis;
 
-pub use job::{panic_message, JobError};
+pub use job::JobError;
 pub use settings::RunSettings;
 pub use stop::{is_stopping, Drain};
 
@@ -90,7 +91,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     for note in &plan.notes {
         eprintln!("cuzk: note: {note}");
     }
-    if let Some(note) = crate::cpu_split::unused_note(settings.prover_cpus, &plan.provers) {
+    if let Some(note) = plan.unused_cpu_split_note(settings.prover_cpus) {
         eprintln!("cuzk: note: {note}");
     }
     // The driver's count of kernel time, beside the provers' wall time in the timeline;
@@ -133,7 +134,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let kind = provers
         .first()
         .map_or(ParamsKind::Groth16, Prover::params_kind);
-    let param_sets = ParamSets::new(kind);
+    let param_sets = ParamSets::new(move |path: &std::path::Path| kind.load(path));
     let mut prover_threads = Vec::new();
     for prover in provers {
         let links = ProverLinks {
@@ -214,8 +215,8 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         .map_err(|_| anyhow::anyhow!("the reporter thread panicked"))?;
     drop(heartbeat);
     spool.release()?;
-    if let Some(reason) = halt.reason() {
-        anyhow::bail!(reason);
+    if let Some(error) = halt.take() {
+        return Err(error);
     }
     prover_result.map_err(|_| anyhow::anyhow!("a prover thread panicked"))?;
     finisher_result.map_err(|_| anyhow::anyhow!("the finisher thread panicked"))?;

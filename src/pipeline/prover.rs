@@ -9,13 +9,12 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::backend::Prover;
-use crate::event::{EventKind, EventSink, Stage};
+use crate::backend::gpu::priority_lock::{self, PriorityLockError};
+use crate::backend::{Prover, ProverParams};
+use crate::event::{EventKind, EventSink, JobStage};
 use crate::params::ParamSets;
-use crate::priority_lock::{self, PriorityLockError};
 use crate::spool::Spool;
 
-use super::intake;
 use super::job::{Job, JobError, Outcome, SynthesizedMsg};
 
 /// How long a batching prover waits for the rest of a batch once it has one partition: a
@@ -33,7 +32,7 @@ pub struct ProverLinks {
     /// Progress.
     pub events: EventSink,
     /// The run's parameters.
-    pub params: Arc<ParamSets>,
+    pub params: Arc<ParamSets<ProverParams>>,
 }
 
 /// Proves partitions until the queue is closed and empty.
@@ -135,24 +134,17 @@ fn prove_batch(
             worker: worker.to_owned(),
         });
     }
-    let params = intake::params_path(&first.job.sector).and_then(|path| {
-        links
-            .params
-            .get(&path, worker, &links.events)
-            .map_err(JobError::from)
-    });
-    let params = match params {
+    // Every partition of a batch is of one circuit, so of one parameter file.
+    let params = match links
+        .params
+        .get(&first.job.params_path, worker, &links.events)
+    {
         Ok(params) => params,
         Err(error) => {
-            let message = error.to_string();
             for msg in batch {
-                let error = match &error {
-                    JobError::Params(e) => JobError::Params(e.clone()),
-                    _ => JobError::Spool(message.clone()),
-                };
                 let _ = links.outcome_tx.send(Outcome::Failed {
                     job: msg.job,
-                    error,
+                    error: JobError::Params(error.clone()),
                 });
             }
             return;
@@ -170,7 +162,7 @@ fn prove_batch(
     for msg in batch {
         links
             .spool
-            .note_attempt_stage(&msg.job.claimed, Stage::Prove, Some(msg.partition));
+            .note_attempt_stage(&msg.job.claimed, JobStage::Prove, Some(msg.partition));
         links.events.emit(EventKind::ProveStarted {
             job: msg.job.name().to_owned(),
             partition: msg.partition,
@@ -182,7 +174,7 @@ fn prove_batch(
     }
     let started = Instant::now();
     let results = prover.prove(partitions, &params);
-    let prove_ms = started.elapsed().as_secs_f64() * 1e3;
+    let prove_ms = share_of_call(started.elapsed().as_secs_f64() * 1e3, results.len());
     for ((job, partition, synth_ms), result) in done.into_iter().zip(results) {
         let outcome = match result {
             Ok((proof, timings)) => {
@@ -201,17 +193,42 @@ fn prove_batch(
                     prove_ms,
                 }
             }
-            Err(message) => Outcome::Failed {
+            Err(error) => Outcome::Failed {
                 job: cancelled(job),
-                error: JobError::Prove { partition, message },
+                error: JobError::Prove { partition, error },
             },
         };
         let _ = links.outcome_tx.send(outcome);
     }
 }
 
+/// Each partition's share of a call that proved `partitions` at once: a batch's time is
+/// charged once, split among its partitions, so a job's proving time does not grow with the
+/// batch size.
+fn share_of_call(call_ms: f64, partitions: usize) -> f64 {
+    call_ms / partitions.max(1) as f64
+}
+
 /// The job, cancelled: a failed partition dooms its siblings at once.
 fn cancelled(job: Arc<Job>) -> Arc<Job> {
     job.cancel();
     job
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_charged_once() {
+        for batch in [1, 2, 8] {
+            let charged: f64 = (0..batch).map(|_| share_of_call(9000.0, batch)).sum();
+            assert!((charged - 9000.0).abs() < 1e-6, "{batch}: {charged}");
+        }
+        assert_eq!(
+            share_of_call(5.0, 0),
+            5.0,
+            "no partition, no division by zero"
+        );
+    }
 }

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::backend::gpu::GpuSelection;
 use crate::backend::BackendChoice;
-use crate::kernels::GpuSelection;
 use crate::spool::SpoolLayout;
 
 /// How a run is configured.
@@ -54,6 +54,6 @@ pub struct RunSettings {
     /// Threads that evaluate pre-compiled constraints, shared by all partitions.
     pub synthesis_threads: usize,
     /// CPUs kept for SupraSeal's host threads by `--prover-cpus` (0: every CPU shared); see
-    /// [`crate::cpu_split`].
+    /// [`crate::backend::gpu::cpu_split`].
     pub prover_cpus: usize,
 }

@@ -35,22 +35,27 @@ pub fn is_stopping() -> bool {
     STOP_SIGNALS.load(Ordering::SeqCst) > 0
 }
 
-/// A reason the whole run must stop, shared by the stage that finds it and the feeder that
-/// must stop claiming; the first reason wins.
+/// Why the whole run must stop, shared by the stage that finds it and the feeder that must
+/// stop claiming; the first error wins, and the run ends with it.
 #[derive(Clone, Debug, Default)]
-pub struct Halt(Arc<Mutex<Option<String>>>);
+pub struct Halt(Arc<Mutex<Option<anyhow::Error>>>);
 
 impl Halt {
-    /// Asks the run to stop for `reason`, unless it already stops for another.
-    pub fn set(&self, reason: String) {
+    /// Asks the run to stop with `error`, unless it already stops for another.
+    pub fn set(&self, error: impl Into<anyhow::Error>) {
         if let Ok(mut slot) = self.0.lock() {
-            slot.get_or_insert(reason);
+            slot.get_or_insert(error.into());
         }
     }
 
-    /// Why the run must stop, if it must.
-    pub fn reason(&self) -> Option<String> {
-        self.0.lock().ok().and_then(|slot| slot.clone())
+    /// True once the run must stop.
+    pub fn is_set(&self) -> bool {
+        self.0.lock().map_or(true, |slot| slot.is_some())
+    }
+
+    /// The error the run stops with, if it must; taken once, at the end of the run.
+    pub fn take(&self) -> Option<anyhow::Error> {
+        self.0.lock().ok().and_then(|mut slot| slot.take())
     }
 }
 

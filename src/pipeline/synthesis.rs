@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use crossbeam_channel::Sender;
 
-use crate::event::{EventKind, EventSink, Stage};
+use crate::event::{EventKind, EventSink, JobStage};
 use crate::memory::Reservation;
 use crate::porep::SynthesisPlan;
 use crate::r1cs::R1cs;
@@ -21,7 +21,8 @@ use crate::spool::Spool;
 use crate::synth::Capacity;
 
 use super::constraints::ConstraintSets;
-use super::job::{panic_message, Job, JobError, Outcome, SynthesizedMsg};
+use super::job::{Job, JobError, Outcome, SynthesisFailure, SynthesizedMsg};
+use crate::util::panic_message;
 
 /// Counts the partitions in synthesis; wakes the feeder when one is done.
 #[derive(Clone)]
@@ -185,7 +186,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
     if job.is_cancelled() {
         return;
     }
-    spool.note_attempt_stage(&job.claimed, Stage::Synthesis, Some(partition));
+    spool.note_attempt_stage(&job.claimed, JobStage::Synthesis, Some(partition));
     let worker = format!("synth-{}", rayon::current_thread_index().unwrap_or(0));
     let name = job.name().to_owned();
     let started = Instant::now();
@@ -202,21 +203,22 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         job.sector.circuits.synthesize_partition(partition, &plan)
     }));
     // The job is lost: its siblings stop here rather than after the finisher hears of it.
-    let failed = |message: String| {
+    let failed = |error: SynthesisFailure| {
         job.cancel();
         Outcome::Failed {
             job: job.clone(),
-            error: JobError::Synthesis { partition, message },
+            error: JobError::Synthesis { partition, error },
         }
     };
     let synthesized = match result {
         Ok(Ok(synthesized)) => synthesized,
         Ok(Err(err)) => {
-            let _ = outcome_tx.send(failed(format!("{err:#}")));
+            let _ = outcome_tx.send(failed(SynthesisFailure::Circuit(err)));
             return;
         }
         Err(panic) => {
-            let _ = outcome_tx.send(failed(panic_message(panic.as_ref())));
+            let message = panic_message(panic.as_ref());
+            let _ = outcome_tx.send(failed(SynthesisFailure::Panicked(message)));
             return;
         }
     };
@@ -235,9 +237,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         memory,
     };
     if synthesized_tx.send(msg).is_err() {
-        let _ = outcome_tx.send(failed(
-            "the provers stopped before taking this partition".into(),
-        ));
+        let _ = outcome_tx.send(failed(SynthesisFailure::ProversGone));
         return;
     }
     events.emit(EventKind::PartitionQueued {

@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::event::Stage;
+use crate::event::JobStage;
 
 use super::{ClaimedJob, Spool};
 use crate::atomic_file;
@@ -105,7 +105,7 @@ impl Spool {
 
     /// Notes that this run has `job` at `stage` now. Best effort: the record only explains a
     /// crash, so failing to write it must not fail the job.
-    pub fn note_attempt_stage(&self, job: &ClaimedJob, stage: Stage, partition: Option<usize>) {
+    pub fn note_attempt_stage(&self, job: &ClaimedJob, stage: JobStage, partition: Option<usize>) {
         let Some(mut record) = self.read_attempts(&job.name) else {
             return;
         };

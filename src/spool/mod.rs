@@ -25,7 +25,7 @@ use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
 
 use crate::atomic_file::{self, remove_stale_temporaries, sync_dir};
-use crate::event::Stage;
+use crate::event::JobStage;
 use crate::process::{host_name, is_alive_here};
 
 mod attempts;
@@ -83,7 +83,7 @@ pub struct FailureRecord<'a> {
     /// The C1 file's name, now in `failed/`.
     pub c1_file: &'a str,
     /// The stage that failed.
-    pub stage: Stage,
+    pub stage: JobStage,
     /// What went wrong and, where known, how to fix it.
     pub message: &'a str,
     /// The run that failed it.
@@ -1001,7 +1001,7 @@ mod tests {
         let record = FailureRecord {
             job: &job.name,
             c1_file: &job.file_name,
-            stage: Stage::Parse,
+            stage: JobStage::Parse,
             message: "not JSON",
             run_id: "r",
             failed_at: "now".into(),

@@ -8,9 +8,9 @@
 //! - [`lanes`]: each prover lane's busy, loading and idle time, gaps and step split, and
 //!   parameter loading over the run;
 //! - [`queue`]: how long partitions waited for a prover;
-//! - [`memory`]: how long partitions waited for the memory budget before synthesis;
+//! - [`memory_waits`]: how long partitions waited for the memory budget before synthesis;
 //! - [`throughput`]: seconds per proof, over the steady state;
-//! - [`kernels`]: the GPUs' kernel-busy share of the run and of the provers' busy time, from
+//! - [`gpu_busy`]: the GPUs' kernel-busy share of the run and of the provers' busy time, from
 //!   the driver's GPU_BUSY rows;
 //! - [`verdict`]: the stage that held the run back, and what to change.
 
@@ -20,9 +20,9 @@ use super::intervals::Intervals;
 use super::shared::Options;
 use super::spans::{Outcome, RunSpans};
 
-mod kernels;
+mod gpu_busy;
 mod lanes;
-mod memory;
+mod memory_waits;
 mod queue;
 mod rows;
 mod stage;
@@ -31,20 +31,20 @@ mod verdict;
 mod waits;
 
 // Only tests build gaps by hand; the drawings read them off each lane.
-pub(super) use kernels::GpuKernels;
+pub(super) use gpu_busy::GpuKernels;
 #[cfg(test)]
 pub(super) use lanes::Gap;
 pub(super) use lanes::{IdleCause, LaneMetrics};
-pub(super) use memory::MemoryWaits;
+pub(super) use memory_waits::MemoryWaits;
 pub(super) use queue::QueueMetrics;
 pub(super) use rows::{PhaseSummary, RowMetrics};
 pub(super) use stage::Stage;
 pub(super) use throughput::{Basis, Throughput};
 pub(super) use verdict::Verdict;
 
-use kernels::gpu_kernels;
+use gpu_busy::gpu_kernels;
 use lanes::{lane_metrics, params_loading};
-use memory::memory_waits;
+use memory_waits::memory_waits;
 use queue::queue_metrics;
 use rows::{rows, summarize};
 use throughput::throughput;

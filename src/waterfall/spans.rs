@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use crate::event::ProveTimings;
 use crate::event::{EventKind, PRELOAD_WORKER};
-use crate::prove::ProveTimings;
 
 use super::screen::Event;
 

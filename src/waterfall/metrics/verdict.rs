@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use super::kernels::{GpuKernels, LaneDevice};
+use super::gpu_busy::{GpuKernels, LaneDevice};
 use super::lanes::LaneMetrics;
-use super::memory::MemoryWaits;
+use super::memory_waits::MemoryWaits;
 use super::queue::QueueMetrics;
 use crate::params::PARAMS_ENV;
 use crate::waterfall::shared::{plural, ratio, sum};

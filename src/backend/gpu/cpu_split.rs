@@ -21,8 +21,6 @@ use std::fmt;
 
 use anyhow::{bail, Context, Result};
 
-use crate::backend::{ParamsKind, Prover};
-
 /// Carries the split into the restarted process.
 pub const SPLIT_ENV: &str = "CUZK_CPU_SPLIT";
 
@@ -121,19 +119,6 @@ pub fn apply(prover_cpus: usize) -> Result<Option<CpuSplit>> {
     let split = CpuSplit::plan(&os::allowed_cpus()?, prover_cpus)?;
     os::set_affinity(&split.prover).context("narrowing cuzk to the prover's CPUs")?;
     Err(os::restart(&split.encode()))
-}
-
-/// The note for a run whose `--prover-cpus` nobody uses: none of `provers` is SupraSeal.
-pub fn unused_note(prover_cpus: usize, provers: &[Prover]) -> Option<String> {
-    let has_supraseal = provers
-        .iter()
-        .any(|p| p.params_kind() == ParamsKind::Supraseal);
-    (prover_cpus > 0 && !has_supraseal).then(|| {
-        format!(
-            "--prover-cpus {prover_cpus} keeps CPUs for SupraSeal, and this run proves without it ({}): they stay idle (hint: leave --prover-cpus at 0 unless SupraSeal proves)",
-            provers.first().map_or("no prover", |p| p.name())
-        )
-    })
 }
 
 /// `0-3,8,10-11`.

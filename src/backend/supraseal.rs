@@ -9,13 +9,39 @@
 //! length it will check is checked here first; and it panics on a CUDA error, which becomes a
 //! failed partition with the reason.
 //!
-//! Without the `supraseal` feature this module only says the backend is absent.
+//! Without the `supraseal` feature this module only says the backend is absent, and keeps
+//! [`check_batch`], the guard against those assertions, which is pure and tested in every
+//! build.
 
 use crate::params::load::ParamsLayout;
 use crate::synth::SynthesizedPartition;
 
+/// Why SupraSeal did not prove a batch; every partition of the batch fails with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SuprasealError {
+    /// A length SupraSeal's prover asserts on is wrong: calling it would abort the process.
+    #[error("the partition does not fit these parameters ({what}: {found} != {expected})")]
+    DoesNotFit {
+        /// Which lengths disagree.
+        what: &'static str,
+        /// The length found.
+        found: u64,
+        /// The length the prover expects.
+        expected: u64,
+    },
+    /// The prover merges the batch's density masks, so every partition must share them.
+    #[error("the partitions of one batch differ in shape")]
+    ShapesDiffer,
+    /// The prover panicked, with a CUDA error's text.
+    #[error("{0}")]
+    Panicked(String),
+}
+
 /// Why a batch of partitions cannot go to SupraSeal: the lengths its prover asserts on.
-pub fn check_batch(batch: &[&SynthesizedPartition], layout: &ParamsLayout) -> Result<(), String> {
+pub fn check_batch(
+    batch: &[&SynthesizedPartition],
+    layout: &ParamsLayout,
+) -> Result<(), SuprasealError> {
     let Some(first) = batch.first() else {
         return Ok(());
     };
@@ -60,9 +86,11 @@ pub fn check_batch(batch: &[&SynthesizedPartition], layout: &ParamsLayout) -> Re
         ];
         for (found, expected, what) in checks {
             if found != expected {
-                return Err(format!(
-                    "the partition does not fit these parameters ({what}: {found} != {expected})"
-                ));
+                return Err(SuprasealError::DoesNotFit {
+                    what,
+                    found,
+                    expected,
+                });
             }
         }
         // The prover merges the batch's density masks: every partition must share them.
@@ -71,7 +99,7 @@ pub fn check_batch(batch: &[&SynthesizedPartition], layout: &ParamsLayout) -> Re
             || p.b_input_density != first.b_input_density
             || p.a.len() != first.a.len()
         {
-            return Err("the partitions of one batch differ in shape".into());
+            return Err(SuprasealError::ShapesDiffer);
         }
     }
     Ok(())
@@ -96,7 +124,7 @@ mod gpu {
     pub use supraseal_c2::SRS;
     use supraseal_c2::{generate_groth16_proofs, Assignment};
 
-    use super::check_batch;
+    use super::{check_batch, SuprasealError};
     use crate::params::load::ParamsLayout;
     use crate::synth::SynthesizedPartition;
 
@@ -125,7 +153,7 @@ mod gpu {
         params: &SuprasealParams,
         r: &[Fr],
         s: &[Fr],
-    ) -> Result<Vec<Proof<Bls12>>, String> {
+    ) -> Result<Vec<Proof<Bls12>>, SuprasealError> {
         check_batch(batch, &params.layout)?;
         let assignments: Vec<Assignment<Fr>> = batch
             .iter()
@@ -161,7 +189,97 @@ mod gpu {
         catch_unwind(AssertUnwindSafe(|| {
             generate_groth16_proofs(&assignments, r, s, &mut proofs, &params.srs)
         }))
-        .map_err(|panic| crate::pipeline::panic_message(panic.as_ref()))?;
+        .map_err(|panic| SuprasealError::Panicked(crate::util::panic_message(panic.as_ref())))?;
         Ok(proofs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::synthesize;
+    use crate::synth::tests::CubeCircuit;
+
+    fn cube(x: u64) -> SynthesizedPartition {
+        synthesize(CubeCircuit {
+            x: Some(blstrs::Scalar::from(x)),
+        })
+        .expect("synthesis")
+    }
+
+    /// The counts of parameters made for `p`'s circuit, as the file would say them.
+    fn layout_of(p: &SynthesizedPartition) -> ParamsLayout {
+        let inputs = p.input_assignment.len() as u64;
+        ParamsLayout {
+            vk_bytes: 0,
+            ic: inputs,
+            h: (p.a.len() as u64).next_power_of_two() - 1,
+            l: p.aux_assignment.len() as u64,
+            a: inputs + p.a_aux_density.get_total_density() as u64,
+            b: (p.b_input_density.get_total_density() + p.b_aux_density.get_total_density()) as u64,
+        }
+    }
+
+    #[test]
+    fn a_batch_that_fits_its_parameters_passes() {
+        let (one, two) = (cube(3), cube(5));
+        assert_eq!(check_batch(&[&one, &two], &layout_of(&one)), Ok(()));
+        assert_eq!(
+            check_batch(&[], &layout_of(&one)),
+            Ok(()),
+            "nothing to check"
+        );
+    }
+
+    #[test]
+    fn every_length_supraseal_asserts_on_is_checked_first() {
+        let p = cube(3);
+        type Damage = fn(&mut ParamsLayout);
+        let cases: [(&str, Damage); 4] = [
+            ("L points vs aux variables", |l| l.l += 1),
+            ("A points vs inputs plus A density", |l| l.a -= 1),
+            ("B points vs B density", |l| l.b += 2),
+            ("H points vs the domain", |l| l.h *= 2),
+        ];
+        for (what, damage) in cases {
+            let mut layout = layout_of(&p);
+            damage(&mut layout);
+            let err = check_batch(&[&p], &layout).expect_err(what);
+            assert!(
+                matches!(err, SuprasealError::DoesNotFit { what: found, .. } if found == what),
+                "{what}: {err}"
+            );
+            assert!(
+                err.to_string().starts_with("the partition does not fit"),
+                "{err}"
+            );
+        }
+        let mut short = cube(3);
+        short.a_aux_density.bv.push(true);
+        let err = check_batch(&[&short], &layout_of(&p)).expect_err("density bits");
+        let aux = p.aux_assignment.len() as u64;
+        assert_eq!(
+            err,
+            SuprasealError::DoesNotFit {
+                what: "A density bits vs aux variables",
+                found: aux + 1,
+                expected: aux,
+            }
+        );
+    }
+
+    #[test]
+    fn partitions_of_one_batch_must_share_their_shape() {
+        // Both fit the parameters (one domain of 8), but SupraSeal would merge shapes that
+        // do not agree.
+        let (mut one, mut other) = (cube(3), cube(5));
+        one.a.resize(6, blstrs::Scalar::from(0u64));
+        other.a.resize(7, blstrs::Scalar::from(0u64));
+        let layout = layout_of(&one);
+        assert_eq!(check_batch(&[&other], &layout), Ok(()));
+        assert_eq!(
+            check_batch(&[&one, &other], &layout),
+            Err(SuprasealError::ShapesDiffer)
+        );
     }
 }

@@ -1,25 +1,29 @@
-//! The CUDA side: each prover's kernels, buffers and resident bases on one device.
+//! The ec-gpu backend: cuzk's Groth16 ([`groth16`](super::groth16)) with its quotient and
+//! multiexps on one GPU per prover, through ec-gpu-gen's CUDA kernels. Each prover's kernels,
+//! buffers and resident bases live on its device; a step that fails there is done again on
+//! the CPU by [`ProverKernels`](super::cpu::ProverKernels), which carries these kernels.
 //!
 //! A prover loads the module build.rs compiled (FFT, G1 and G2 multiexps, quotient kernels)
 //! and keeps for the run what each proof would otherwise allocate: the quotient's vectors,
 //! the multiexps' buckets, an exponents buffer, pinned staging, and as many of the
-//! parameters' bases as its share of the device holds ([`gpu_memory`]).
+//! parameters' bases as its share of the device holds ([`free_memory`]).
 
-mod memory;
+mod buffers;
+mod device_quotient;
 mod msm;
-mod quotient;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
-use ec_gpu_gen::rust_gpu_tools::{cuda, Device, GPUError, UniqueId};
+use ec_gpu_gen::rust_gpu_tools::{cuda, Device, GPUError};
 
-use super::{Bases, GpuSelection, ProverKernels};
-use crate::gpu_env::GpuEnv;
-use crate::gpu_memory::{self, GpuDescription};
-use crate::quotient::Domain;
-pub use memory::GpuError;
-use memory::{DevicePtr, Staging};
+use super::gpu::env::GpuEnv;
+use super::gpu::free_memory::{self, GpuDescription};
+use super::gpu::{describe, GpuSelection};
+use super::quotient::Domain;
+pub use buffers::GpuError;
+use buffers::{DevicePtr, Staging};
+use device_quotient::DeviceQuotient;
+pub use msm::Bases;
 use msm::{Exponent, ExponentSource, Multiexp, MultiexpRoom};
-use quotient::DeviceQuotient;
 
 /// One prover's kernels and buffers on its GPU.
 pub struct GpuKernels {
@@ -34,7 +38,7 @@ pub struct GpuKernels {
 
 /// A group whose multiexps a [`GpuKernels`] runs.
 pub trait GpuGroup:
-    Sized + group::prime::PrimeCurveAffine<Scalar = Fr> + ec_gpu::GpuName + memory::Plain
+    Sized + group::prime::PrimeCurveAffine<Scalar = Fr> + ec_gpu::GpuName + buffers::Plain
 {
     /// This group's multiexp on `gpu`, with the program and the room it needs.
     fn parts(gpu: &mut GpuKernels) -> (&cuda::Program, &mut Multiexp<Self>, &mut MultiexpRoom);
@@ -150,8 +154,8 @@ impl GpuKernels {
 
 /// What [`open`] found.
 pub struct Opened {
-    /// The provers.
-    pub provers: Vec<ProverKernels>,
+    /// The provers' kernels, with each prover's name (`gpu-N` or `gpu-N.K`).
+    pub provers: Vec<(String, Box<GpuKernels>)>,
     /// A note per GPU used: what device, what fits.
     pub notes: Vec<String>,
     /// The GPUs that could not be used, with why.
@@ -193,8 +197,8 @@ pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
             continue;
         };
         let description = describe(index, device);
-        let count = gpu_memory::ec_gpu_provers_to_start(per_gpu, description.free_bytes);
-        let budget = gpu_memory::ec_gpu_resident_budget(&description, count);
+        let count = free_memory::ec_gpu_provers_to_start(per_gpu, description.free_bytes);
+        let budget = free_memory::ec_gpu_resident_budget(&description, count);
         let mut names = Vec::new();
         for k in 0..count {
             let name = if per_gpu == 1 {
@@ -206,11 +210,7 @@ pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
                 Ok(gpu) => {
                     log::info!("{name}: {} kernels ready", device.name());
                     names.push(name.clone());
-                    provers.push(ProverKernels {
-                        name,
-                        gpu_fallbacks: 0,
-                        gpu: Some(Box::new(gpu)),
-                    })
+                    provers.push((name, Box::new(gpu)));
                 }
                 Err(err) => {
                     problems.push(format!("GPU {index} ({}): {err}", device.name()));
@@ -222,7 +222,7 @@ pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
             notes.push(format!(
                 "{}{}",
                 env.visible_prefix(),
-                gpu_memory::ec_gpu_note(&description, &names, per_gpu)
+                free_memory::ec_gpu_note(&description, &names, per_gpu)
             ));
             // `--gpus 0,0` opens GPU 0 twice; it is still one GPU to watch.
             if !gpus.iter().any(|g| g.index == description.index) {
@@ -236,32 +236,4 @@ pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
         notes.push(problems.join("; "));
     }
     opened
-}
-
-/// The device at `index`: its model, physical id and memory now.
-pub fn describe(index: usize, device: &'static Device) -> GpuDescription {
-    GpuDescription {
-        index,
-        name: device.name(),
-        id: Some(match device.unique_id() {
-            UniqueId::Uuid(uuid) => format!("GPU-{uuid}"),
-            UniqueId::PciId(pci) => format!("PCI {pci}"),
-        }),
-        total_bytes: device.memory(),
-        free_bytes: free_bytes(device),
-    }
-}
-
-/// The device's free memory as the driver reports it, `None` when it cannot say.
-fn free_bytes(device: &'static Device) -> Option<u64> {
-    // cuMemGetInfo answers for the current context: a program makes the device's current.
-    let program = ec_gpu_gen::program!(device).ok()?;
-    let query = |_: &cuda::Program, ()| -> Result<Option<u64>, GPUError> {
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: both pointers are to live locals; `run` made the device's context current
-        // for the call.
-        let status = unsafe { cuda_driver_sys::cuMemGetInfo_v2(&mut free, &mut total) };
-        Ok((status == cuda_driver_sys::cudaError_enum::CUDA_SUCCESS).then_some(free as u64))
-    };
-    program.run((query, ()), ()).ok().flatten()
 }

@@ -1,6 +1,6 @@
 //! GPU memory: what a prover needs on a GPU for each sector size, how many provers fit in what
 //! a GPU has free, and the note that says so. Pure arithmetic on a [`GpuDescription`]; the
-//! `kernels` module asks the devices, `backend` prints the notes.
+//! `gpu` room asks the devices, `backend` prints the notes.
 //!
 //! The run does not know its sector sizes when the provers start, so the figures are given
 //! for every size and provers are only held back for the largest circuit (32GiB and 64GiB

@@ -8,7 +8,7 @@
 //! `m - 1` bases of the H query.
 //!
 //! This module runs the steps on the CPU; a prover's GPU runs the same steps on the same
-//! [`Domain`] without the vectors leaving the device (`kernels/gpu/quotient.rs`).
+//! [`Domain`] without the vectors leaving the device (`backend/ec_gpu/device_quotient.rs`).
 
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::fft_cpu;

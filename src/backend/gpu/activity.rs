@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 
+use crate::backend::gpu::free_memory::GpuDescription;
 use crate::event::{EventKind, EventSink};
-use crate::gpu_memory::GpuDescription;
 
 mod nvml;
 

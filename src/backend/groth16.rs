@@ -1,4 +1,5 @@
-//! Proving: Groth16 for one [`SynthesizedPartition`], written out step by step.
+//! cuzk's Groth16 for one [`SynthesizedPartition`], written out step by step: the prover of
+//! the CPU and ec-gpu backends, which differ only in the kernels they hand it.
 //!
 //! This module owns the prover's math and nothing else: where the parameters come from is
 //! hidden behind bellperson's `ParameterSource`, and where the FFTs and multiexps run (CPU,
@@ -15,7 +16,7 @@
 //! ```
 //!
 //! where `h` is the quotient `(a*b - c) / Z` computed over the evaluation domain
-//! ([`quotient`](crate::quotient)).
+//! ([`quotient`](crate::backend::quotient)).
 
 use std::ops::{AddAssign, Mul};
 use std::sync::Arc;
@@ -30,13 +31,14 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 use log::debug;
 
-use crate::kernels::{to_exponents, ProverKernels};
-use crate::quotient::{Domain, DomainTooLarge};
+use super::cpu::{to_exponents, MultiexpError, ProverKernels};
+use super::quotient::{Domain, DomainTooLarge};
+use crate::event::ProveTimings;
 use crate::synth::SynthesizedPartition;
 
-/// Why a partition could not be proved.
+/// Why cuzk's Groth16 could not prove a partition.
 #[derive(Debug, thiserror::Error)]
-pub enum ProveError {
+pub enum Groth16Error {
     /// The parameters could not serve the partition.
     #[error("groth16 prover: {0}")]
     Synthesis(#[from] SynthesisError),
@@ -45,41 +47,10 @@ pub enum ProveError {
     DomainTooLarge(#[from] DomainTooLarge),
     /// A multiexp failed.
     #[error("groth16 multiexp failed: {0}")]
-    Multiexp(String),
+    Multiexp(#[from] MultiexpError),
     /// Parameters with `delta = 0` would let anyone forge proofs.
     #[error("the parameters' delta is the point at infinity (a subverted setup); refusing to prove (hint: fetch or generate the parameters again)")]
     IdentityDelta,
-}
-
-/// Milliseconds spent in each step of one proof, for the timeline.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ProveTimings {
-    /// iFFT, coset FFT, `a*b - c`, division by Z and coset iFFT: the quotient `h` (on a GPU,
-    /// with the upload of `a`, `b`, `c`).
-    pub fft_ms: f64,
-    /// The G1 multiexps: `H`, `L`, `A` and `B_g1`.
-    pub msm_g1_ms: f64,
-    /// The G2 multiexp for `B`.
-    pub msm_g2_ms: f64,
-    /// Scalar conversions and the final combination on the CPU.
-    pub cpu_tail_ms: f64,
-    /// A backend that proves whole partitions in one call (SupraSeal): the call, not split
-    /// into steps.
-    pub gpu_call_ms: f64,
-}
-
-impl std::fmt::Display for ProveTimings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "fft {:.0} ms, G1 multiexps {:.0} ms, G2 multiexp {:.0} ms, CPU {:.0} ms",
-            self.fft_ms, self.msm_g1_ms, self.msm_g2_ms, self.cpu_tail_ms
-        )?;
-        if self.gpu_call_ms > 0.0 {
-            write!(f, ", one GPU call {:.0} ms", self.gpu_call_ms)?;
-        }
-        Ok(())
-    }
 }
 
 /// Proves one synthesized partition with randomness `r`, `s` on `kernels`.
@@ -92,7 +63,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     r: Fr,
     s: Fr,
     kernels: &mut ProverKernels,
-) -> Result<(Proof<Bls12>, ProveTimings), ProveError> {
+) -> Result<(Proof<Bls12>, ProveTimings), Groth16Error> {
     let worker = Worker::new();
     let mut timings = ProveTimings::default();
     let SynthesizedPartition {
@@ -108,7 +79,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
 
     let vk = params.get_vk(input_assignment.len())?.clone();
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-        return Err(ProveError::IdentityDelta);
+        return Err(Groth16Error::IdentityDelta);
     }
 
     let started = Instant::now();
@@ -125,7 +96,6 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     timings.cpu_tail_ms += ms_since(started);
 
     let started = Instant::now();
-    let msm = |e: String| ProveError::Multiexp(e);
     let (a_inputs_bases, a_aux_bases) =
         params.get_a(inputs.len(), a_aux_density.get_total_density())?;
     let (b_g1_inputs_bases, b_g1_aux_bases) = params.get_b_g1(
@@ -133,32 +103,20 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         b_aux_density.get_total_density(),
     )?;
     // sum_j h_j H_j, with H_j = tau^j t(tau) / delta.
-    let h_g1 = kernels
-        .multiexp_quotient(&worker, params.get_h(h.len())?, h)
-        .map_err(msm)?;
+    let h_g1 = kernels.multiexp_quotient(&worker, params.get_h(h.len())?, h)?;
     // sum_aux w_i L_i, with L_i = (beta A_i + alpha B_i + C_i)(tau) / delta.
-    let l_g1 = kernels
-        .multiexp(&worker, params.get_l(aux.len())?, FullDensity, aux.clone())
-        .map_err(msm)?;
+    let l_g1 = kernels.multiexp(&worker, params.get_l(aux.len())?, FullDensity, aux.clone())?;
     // sum_i w_i A_i(tau): every input is in A (input constraints), aux only where used.
-    let a_g1 = kernels
-        .multiexp(&worker, a_inputs_bases, FullDensity, inputs.clone())
-        .map_err(msm)?
-        + kernels
-            .multiexp(&worker, a_aux_bases, a_aux_density, aux.clone())
-            .map_err(msm)?;
+    let a_g1 = kernels.multiexp(&worker, a_inputs_bases, FullDensity, inputs.clone())?
+        + kernels.multiexp(&worker, a_aux_bases, a_aux_density, aux.clone())?;
     // sum_i w_i B_i(tau) in G1, needed for C.
-    let b_g1 = kernels
-        .multiexp(
+    let b_g1 =
+        kernels.multiexp(
             &worker,
             b_g1_inputs_bases,
             b_input_density.clone(),
             inputs.clone(),
-        )
-        .map_err(msm)?
-        + kernels
-            .multiexp(&worker, b_g1_aux_bases, b_aux_density.clone(), aux.clone())
-            .map_err(msm)?;
+        )? + kernels.multiexp(&worker, b_g1_aux_bases, b_aux_density.clone(), aux.clone())?;
     timings.msm_g1_ms = ms_since(started);
 
     // sum_i w_i B_i(tau) in G2.
@@ -167,12 +125,8 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         b_input_density.get_total_density(),
         b_aux_density.get_total_density(),
     )?;
-    let b_g2 = kernels
-        .multiexp(&worker, b_g2_inputs_bases, b_input_density, inputs)
-        .map_err(msm)?
-        + kernels
-            .multiexp(&worker, b_g2_aux_bases, b_aux_density, aux)
-            .map_err(msm)?;
+    let b_g2 = kernels.multiexp(&worker, b_g2_inputs_bases, b_input_density, inputs)?
+        + kernels.multiexp(&worker, b_g2_aux_bases, b_aux_density, aux)?;
     timings.msm_g2_ms = ms_since(started);
 
     let started = Instant::now();

@@ -1,4 +1,4 @@
-//! The quotient on a prover's GPU: the steps of [`crate::quotient`] on device buffers kept
+//! The quotient on a prover's GPU: the steps of [`crate::backend::quotient`] on device buffers kept
 //! for the run. `a`, `b`, `c` go up once; `h` stays on the device, out of Montgomery form,
 //! for the H multiexp to read. The host's vectors are only read, so a failure here leaves
 //! them whole for the CPU to start over.
@@ -13,8 +13,8 @@ use ec_gpu_gen::rust_gpu_tools::cuda::Program;
 use ec_gpu_gen::rust_gpu_tools::LocalBuffer;
 use ff::Field;
 
-use super::memory::{DevicePtr, DeviceVec, GpuError, Staging};
-use crate::quotient::Domain;
+use super::buffers::{DevicePtr, DeviceVec, GpuError, Staging};
+use crate::backend::quotient::Domain;
 
 /// The FFT kernel's largest radix, `2^8`, and its largest block, `2^7` threads.
 const MAX_LOG2_RADIX: u32 = 8;

@@ -18,13 +18,16 @@ use ec_gpu_gen::rust_gpu_tools::cuda::Program;
 use ff::PrimeField;
 use group::{prime::PrimeCurveAffine, Group};
 
-use super::memory::{DevicePtr, DeviceVec, GpuError, Plain, Staging};
-use crate::kernels::Bases;
+use super::buffers::{DevicePtr, DeviceVec, GpuError, Plain, Staging};
 
 /// Threads per block of the multiexp kernel, as ec-gpu-gen launches it.
 const LOCAL_WORK_SIZE: usize = 128;
 /// The largest window the kernel's buckets are sized for.
 const MAX_WINDOW_SIZE: usize = 10;
+/// Bases of a multiexp as ec-gpu-gen's sources hand them out: a shared vector and how many
+/// leading bases to skip.
+pub type Bases<G> = (Arc<Vec<G>>, usize);
+
 /// Bases per launch when a set is not resident.
 const STREAM_CHUNK: usize = 1 << 22;
 /// Bits of an exponent.

@@ -1,16 +1,13 @@
-//! Kernels: where a prover's quotient and multiexps run, the CPU or one GPU.
+//! The CPU backend: the kernels cuzk's Groth16 ([`groth16`](super::groth16)) runs its
+//! quotient and multiexps on, and the one place each step is dispatched.
 //!
-//! Each prover thread owns one [`ProverKernels`] for the whole run. On a GPU its kernels,
-//! buffers and the parameters' bases are set up once, for that device only, so two prover
-//! threads on two GPUs never wait on each other (bellperson's locked kernels take a
-//! machine-wide lock and are rebuilt for every proof). A GPU step that fails is done again
-//! on the CPU where its inputs are still on the host, and fails the partition where they are
-//! not (the H multiexp over a quotient left on the device).
-//!
-//! GPUs are numbered as this process sees them: the CUDA driver hides those left out of
-//! `CUDA_VISIBLE_DEVICES` and numbers the rest from 0, so `--gpus 0` is the first visible GPU,
-//! whichever physical device that is. The notes name each physical device (model, UUID) and
-//! what fits in its memory ([`gpu_memory`](crate::gpu_memory)).
+//! Each prover thread owns one [`ProverKernels`] for the whole run. On the CPU they use the
+//! shared worker pool. A GPU prover of the ec-gpu backend carries its device's kernels in
+//! them (`ec_gpu`, under the `cuda` feature), set up once for that device only, so two
+//! prover threads on two GPUs never wait on each other (bellperson's locked kernels take a machine-wide lock
+//! and are rebuilt for every proof). A GPU step that fails is done again here on the CPU
+//! where its inputs are still on the host, and fails the partition where they are not (the H
+//! multiexp over a quotient left on the device).
 
 use std::sync::Arc;
 
@@ -21,9 +18,12 @@ use ff::PrimeField;
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
 
-use crate::gpu_env::GpuEnv;
-use crate::gpu_memory::GpuDescription;
-use crate::quotient::{self, Domain};
+#[cfg(feature = "cuda")]
+use super::ec_gpu;
+use super::gpu::env::GpuEnv;
+use super::gpu::free_memory::GpuDescription;
+use super::gpu::GpuSelection;
+use super::quotient::{self, Domain};
 
 /// Exponents of a multiexp, in the representation the kernels take.
 pub type Exponents = Arc<Vec<<Fr as PrimeField>::Repr>>;
@@ -32,9 +32,6 @@ pub type Exponents = Arc<Vec<<Fr as PrimeField>::Repr>>;
 pub fn to_exponents(scalars: Vec<Fr>) -> Exponents {
     Arc::new(scalars.into_par_iter().map(|s| s.to_repr()).collect())
 }
-
-/// Bases of a multiexp: a shared vector and how many leading bases to skip.
-pub type Bases<G> = (Arc<Vec<G>>, usize);
 
 /// The quotient's coefficients as the H multiexp's exponents: on the host, or left on the
 /// prover's GPU by [`ProverKernels::quotient`].
@@ -60,13 +57,38 @@ impl QuotientExponents {
     }
 }
 
+/// Why a multiexp failed where no other kernel could take it over.
+#[derive(Debug, thiserror::Error)]
+pub enum MultiexpError {
+    /// The CPU's multiexp failed.
+    #[error("multiexp on the CPU: {0}")]
+    Cpu(#[source] ec_gpu_gen::EcError),
+    /// The H multiexp over a quotient left on the GPU failed there; the quotient is not on
+    /// the host for the CPU to take over.
+    #[cfg(feature = "cuda")]
+    #[error("{prover}: GPU H multiexp failed: {source}")]
+    Gpu {
+        /// The prover.
+        prover: String,
+        /// What the GPU said.
+        #[source]
+        source: ec_gpu::GpuError,
+    },
+    /// The quotient is said to be on a GPU the prover does not have.
+    #[error("{prover}: the quotient is on a GPU it does not have")]
+    NoQuotient {
+        /// The prover.
+        prover: String,
+    },
+}
+
 /// The quotient and multiexp kernels of one prover.
 pub struct ProverKernels {
     name: String,
     /// GPU steps that failed and were done again on the CPU.
     gpu_fallbacks: usize,
     #[cfg(feature = "cuda")]
-    gpu: Option<Box<gpu::GpuKernels>>,
+    gpu: Option<Box<ec_gpu::GpuKernels>>,
 }
 
 impl ProverKernels {
@@ -153,7 +175,7 @@ impl ProverKernels {
         worker: &Worker,
         bases: S,
         h: QuotientExponents,
-    ) -> Result<G1Projective, String>
+    ) -> Result<G1Projective, MultiexpError>
     where
         S: SourceBuilder<G1Affine>,
     {
@@ -164,12 +186,14 @@ impl ProverKernels {
                 if let Some(gpu) = &mut self.gpu {
                     return gpu
                         .multiexp_h(&bases.get())
-                        .map_err(|err| format!("{}: GPU H multiexp failed: {err}", self.name));
+                        .map_err(|source| MultiexpError::Gpu {
+                            prover: self.name.clone(),
+                            source,
+                        });
                 }
-                Err(format!(
-                    "{}: the quotient is on a GPU it does not have",
-                    self.name
-                ))
+                Err(MultiexpError::NoQuotient {
+                    prover: self.name.clone(),
+                })
             }
         }
     }
@@ -181,7 +205,7 @@ impl ProverKernels {
         bases: S,
         density: D,
         exps: Exponents,
-    ) -> Result<G::Curve, String>
+    ) -> Result<G::Curve, MultiexpError>
     where
         G: ProverGroup,
         S: SourceBuilder<G>,
@@ -205,7 +229,7 @@ impl ProverKernels {
 /// A group a Groth16 proof has multiexps in (G1 or G2).
 #[cfg(feature = "cuda")]
 pub(crate) trait ProverGroup:
-    PrimeCurveAffine<Scalar = Fr> + gpu::GpuGroup + ec_gpu::GpuName
+    PrimeCurveAffine<Scalar = Fr> + ec_gpu::GpuGroup + ::ec_gpu::GpuName
 {
 }
 
@@ -218,10 +242,10 @@ impl ProverGroup for G2Affine {}
 
 fn cpu_multiexp<G, D, Q>(
     worker: &Worker,
-    bases: Bases<G>,
+    bases: (Arc<Vec<G>>, usize),
     density: D,
     exps: Exponents,
-) -> Result<G::Curve, String>
+) -> Result<G::Curve, MultiexpError>
 where
     G: PrimeCurveAffine<Scalar = Fr>,
     for<'a> &'a Q: QueryDensity,
@@ -229,70 +253,7 @@ where
 {
     multiexp_cpu(worker, bases, density, exps)
         .wait()
-        .map_err(|e| e.to_string())
-}
-
-/// GPUs this process can use (after `CUDA_VISIBLE_DEVICES`); 0 without the `cuda` feature.
-pub fn gpu_count() -> usize {
-    #[cfg(feature = "cuda")]
-    return ec_gpu_gen::rust_gpu_tools::Device::all().len();
-    #[cfg(not(feature = "cuda"))]
-    0
-}
-
-/// Every GPU this process sees, in `--gpus` order, with its memory; none without the `cuda`
-/// feature.
-pub fn gpu_descriptions() -> Vec<GpuDescription> {
-    #[cfg(feature = "cuda")]
-    return ec_gpu_gen::rust_gpu_tools::Device::all()
-        .into_iter()
-        .enumerate()
-        .map(|(index, device)| gpu::describe(index, device))
-        .collect();
-    #[cfg(not(feature = "cuda"))]
-    Vec::new()
-}
-
-/// Why a run without a usable GPU proves on the CPU: none found, with `CUDA_VISIBLE_DEVICES`
-/// if it may be why.
-pub fn no_gpu_reason(env: &GpuEnv) -> String {
-    let visible = env
-        .visible_devices
-        .as_ref()
-        .map(|list| format!("; CUDA_VISIBLE_DEVICES={list:?}"))
-        .unwrap_or_default();
-    format!("no usable GPU found (no CUDA driver or device{visible})")
-}
-
-/// Which GPUs to prove on (`--gpus`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GpuSelection {
-    /// Every GPU found.
-    All,
-    /// None: prove on the CPU.
-    None,
-    /// These device indices.
-    Indices(Vec<usize>),
-}
-
-impl std::str::FromStr for GpuSelection {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<GpuSelection, String> {
-        match s.trim() {
-            "all" => Ok(GpuSelection::All),
-            "none" | "" => Ok(GpuSelection::None),
-            list => list
-                .split(',')
-                .map(|i| {
-                    i.trim().parse::<usize>().map_err(|_| {
-                        format!("--gpus {s:?}: expected all, none or indices like 0,1")
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(GpuSelection::Indices),
-        }
-    }
+        .map_err(MultiexpError::Cpu)
 }
 
 /// The kernels a run proves with, and what the user should hear about them.
@@ -322,7 +283,7 @@ impl KernelPlan {
 
 /// The provers for a selection: up to `per_gpu` per usable GPU (more than one lets one
 /// prover's CPU-side work overlap another's kernels; fewer where the GPU's free memory holds
-/// fewer, see [`gpu_memory`](crate::gpu_memory)), or one CPU prover when no GPU is usable.
+/// fewer, see [`free_memory`](super::gpu::free_memory)), or one CPU prover when no GPU is usable.
 /// `GpuSelection::None` gives the CPU.
 pub fn provers_for(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> KernelPlan {
     if *selection == GpuSelection::None {
@@ -330,22 +291,29 @@ pub fn provers_for(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Ke
     }
     #[cfg(feature = "cuda")]
     {
-        let gpu::Opened {
+        let ec_gpu::Opened {
             provers,
             mut notes,
             problems,
             gpus,
-        } = gpu::open(selection, per_gpu.max(1), env);
+        } = ec_gpu::open(selection, per_gpu.max(1), env);
         if !provers.is_empty() {
             return KernelPlan {
-                provers,
+                provers: provers
+                    .into_iter()
+                    .map(|(name, gpu)| ProverKernels {
+                        name,
+                        gpu_fallbacks: 0,
+                        gpu: Some(gpu),
+                    })
+                    .collect(),
                 notes,
                 cpu_reason: None,
                 gpus,
             };
         }
         let reason = if problems.is_empty() {
-            no_gpu_reason(env)
+            super::gpu::no_gpu_reason(env)
         } else {
             problems.join("; ")
         };
@@ -367,20 +335,9 @@ pub fn provers_for(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Ke
     }
 }
 
-#[cfg(feature = "cuda")]
-mod gpu;
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gpu_selection_parses() {
-        assert_eq!("all".parse(), Ok(GpuSelection::All));
-        assert_eq!("none".parse(), Ok(GpuSelection::None));
-        assert_eq!("0, 2".parse(), Ok(GpuSelection::Indices(vec![0, 2])));
-        assert!("zero".parse::<GpuSelection>().is_err());
-    }
 
     #[test]
     fn without_gpus_there_is_one_cpu_prover() {
@@ -390,21 +347,5 @@ mod tests {
         assert!(!plan.provers[0].is_gpu());
         assert_eq!(plan.cpu_reason.as_deref(), Some("--gpus none"));
         assert!(plan.notes.is_empty());
-    }
-
-    #[test]
-    fn no_gpu_reason_names_cuda_visible_devices() {
-        assert_eq!(
-            no_gpu_reason(&GpuEnv::default()),
-            "no usable GPU found (no CUDA driver or device)"
-        );
-        let env = GpuEnv {
-            visible_devices: Some(String::new()),
-            ..GpuEnv::default()
-        };
-        assert_eq!(
-            no_gpu_reason(&env),
-            "no usable GPU found (no CUDA driver or device; CUDA_VISIBLE_DEVICES=\"\")"
-        );
     }
 }

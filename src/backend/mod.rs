@@ -1,36 +1,57 @@
 //! Backends: what turns synthesized partitions into Groth16 proofs, and which one a run uses.
+//! The pipeline knows them only through this room: the [`Prover`] it hands partitions to,
+//! the [`ParamsKind`] its parameter cache loads for them, and the [`ProveError`] a failed
+//! partition carries.
 //!
-//! - `cpu` and `ec-gpu`: cuzk's own Groth16 ([`prove`]) on the quotient and multiexp kernels
-//!   of [`kernels`]: the CPU, or ec-gpu-gen's CUDA kernels with one set, and its own
-//!   buffers, per GPU and prover thread.
-//! - `supraseal`: whole batches handed to SupraSeal's CUDA prover ([`supraseal`]); one prover
-//!   thread drives every GPU, a partition per GPU per call.
+//! One room per way of proving:
+//!
+//! - [`cpu`]: cuzk's own Groth16 ([`groth16`], its [`quotient`]) on the CPU's kernels;
+//! - `ec_gpu` (the `cuda` feature): the same Groth16 on ec-gpu-gen's CUDA kernels, with one
+//!   set, and its own buffers, per GPU and prover thread;
+//! - [`supraseal`]: whole batches handed to SupraSeal's CUDA prover; one prover thread drives
+//!   every GPU, a partition per GPU per call;
+//!
+//! and beside them [`gpu`], what every GPU backend shares.
 //!
 //! `auto` takes SupraSeal when it is built and a GPU is there, else the ec-gpu kernels, else
 //! the CPU; that is the order they measured fastest in (BENCHMARKS.md). The GPU conventions of
-//! the other Filecoin provers apply to all of them ([`gpu_env`](crate::gpu_env)):
-//! `BELLMAN_NO_GPU` turns the GPUs off, and `--require-gpu` turns a run that would prove on
-//! the CPU into a [`RequireGpuError`] before anything is claimed.
+//! the other Filecoin provers apply to all of them ([`gpu::env`]): `BELLMAN_NO_GPU` turns the
+//! GPUs off, and `--require-gpu` turns a run that would prove on the CPU into a
+//! [`RequireGpuError`] before anything is claimed.
+
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod ec_gpu;
+pub mod gpu;
+pub mod groth16;
+pub mod quotient;
+pub mod supraseal;
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
-use bellperson::groth16::Proof;
+use bellperson::groth16::{Parameters, Proof};
 use blstrs::Bls12;
 
-use crate::gpu_env::GpuEnv;
-use crate::gpu_memory::GpuDescription;
-use crate::kernels::{self, GpuSelection, KernelPlan, ProverKernels};
-use crate::params::LoadedParams;
-use crate::pipeline::panic_message;
-use crate::prove::{self, ProveTimings};
+use crate::event::ProveTimings;
+use crate::params::load::read_parameters;
 use crate::synth::SynthesizedPartition;
+use crate::util::panic_message;
+use cpu::{KernelPlan, ProverKernels};
+use gpu::env::GpuEnv;
+use gpu::free_memory::GpuDescription;
+use gpu::GpuSelection;
+use groth16::Groth16Error;
+use supraseal::SuprasealError;
 
 /// `--backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
-    /// The fastest this build and machine have.
+    /// The fastest this build and machine have: SupraSeal if built and a GPU is there, else
+    /// ec-gpu, else the CPU.
     Auto,
     /// SupraSeal's CUDA prover.
     Supraseal,
@@ -40,24 +61,6 @@ pub enum BackendChoice {
     Cpu,
 }
 
-impl std::str::FromStr for BackendChoice {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s.trim() {
-            "auto" => BackendChoice::Auto,
-            "supraseal" => BackendChoice::Supraseal,
-            "ec-gpu" => BackendChoice::EcGpu,
-            "cpu" => BackendChoice::Cpu,
-            other => {
-                return Err(format!(
-                    "--backend {other:?}: expected auto, supraseal, ec-gpu or cpu"
-                ))
-            }
-        })
-    }
-}
-
 /// What kind of parameters a prover needs loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamsKind {
@@ -65,6 +68,54 @@ pub enum ParamsKind {
     Groth16,
     /// SupraSeal's SRS, in pinned memory.
     Supraseal,
+}
+
+impl ParamsKind {
+    /// Loads the parameter file at `path` in this form; the parameter cache calls it once
+    /// per file and run.
+    pub fn load(self, path: &Path) -> Result<ProverParams, String> {
+        match self {
+            ParamsKind::Groth16 => read_parameters(path)
+                .map(|params| ProverParams::Groth16(Arc::new(params)))
+                .map_err(|e| e.to_string()),
+            #[cfg(feature = "supraseal")]
+            ParamsKind::Supraseal => {
+                supraseal::SuprasealParams::load(path).map(ProverParams::Supraseal)
+            }
+            #[cfg(not(feature = "supraseal"))]
+            ParamsKind::Supraseal => Err("this cuzk was built without SupraSeal".into()),
+        }
+    }
+}
+
+/// A parameter set loaded in the form its backend proves with.
+#[derive(Clone)]
+pub enum ProverParams {
+    /// bellperson's parameters in ordinary memory (the CPU and ec-gpu backends).
+    Groth16(Arc<Parameters<Bls12>>),
+    /// SupraSeal's SRS in pinned memory.
+    #[cfg(feature = "supraseal")]
+    Supraseal(supraseal::SuprasealParams),
+}
+
+/// Why a partition could not be proved.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    /// cuzk's Groth16 failed: the parameters, the domain, a multiexp, a subverted setup.
+    #[error(transparent)]
+    Groth16(#[from] Groth16Error),
+    /// SupraSeal refused or failed the batch the partition was in.
+    #[error(transparent)]
+    Supraseal(#[from] SuprasealError),
+    /// A kernel panicked: this partition fails, not the run.
+    #[error("{0}")]
+    Panicked(String),
+    /// The prover was handed parameters loaded for another backend.
+    #[error("{prover} was handed parameters of another backend")]
+    WrongParams {
+        /// The prover.
+        prover: String,
+    },
 }
 
 /// A prover: one thread's way of proving partitions.
@@ -95,7 +146,7 @@ impl Prover {
         }
     }
 
-    /// True when it proves on GPUs: it gives way to PoSt ([`crate::priority_lock`]).
+    /// True when it proves on GPUs: it gives way to PoSt ([`gpu::priority_lock`]).
     pub fn is_gpu(&self) -> bool {
         match self {
             Prover::Kernels(kernels) => kernels.is_gpu(),
@@ -123,28 +174,28 @@ impl Prover {
     pub fn prove(
         &mut self,
         batch: Vec<SynthesizedPartition>,
-        params: &LoadedParams,
-    ) -> Vec<Result<(Proof<Bls12>, ProveTimings), String>> {
+        params: &ProverParams,
+    ) -> Vec<Result<(Proof<Bls12>, ProveTimings), ProveError>> {
         match (self, params) {
-            (Prover::Kernels(kernels), LoadedParams::Groth16(params)) => batch
+            (Prover::Kernels(kernels), ProverParams::Groth16(params)) => batch
                 .into_iter()
                 .map(|partition| {
-                    let (r, s) = prove::fresh_randomness();
+                    let (r, s) = groth16::fresh_randomness();
                     // A panic inside a kernel fails this partition, not the run.
                     catch_unwind(AssertUnwindSafe(|| {
-                        prove::prove_partition(partition, &**params, r, s, kernels)
+                        groth16::prove_partition(partition, &**params, r, s, kernels)
                     }))
-                    .map_err(|panic| panic_message(panic.as_ref()))?
-                    .map_err(|e| e.to_string())
+                    .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))?
+                    .map_err(ProveError::from)
                 })
                 .collect(),
             #[cfg(feature = "supraseal")]
-            (Prover::Supraseal { .. }, LoadedParams::Supraseal(params)) => {
+            (Prover::Supraseal { .. }, ProverParams::Supraseal(params)) => {
                 let started = std::time::Instant::now();
                 let (r, s): (Vec<_>, Vec<_>) =
-                    batch.iter().map(|_| prove::fresh_randomness()).unzip();
+                    batch.iter().map(|_| groth16::fresh_randomness()).unzip();
                 let refs: Vec<&SynthesizedPartition> = batch.iter().collect();
-                let proved = crate::supraseal::prove_batch(&refs, params, &r, &s);
+                let proved = supraseal::prove_batch(&refs, params, &r, &s);
                 // Free a, b, c and the witness before reporting: the next batch needs the room.
                 drop(refs);
                 drop(batch);
@@ -154,13 +205,19 @@ impl Prover {
                 };
                 match proved {
                     Ok(proofs) => proofs.into_iter().map(|p| Ok((p, timings))).collect(),
-                    Err(err) => vec![Err(err); r.len()],
+                    Err(err) => (0..r.len()).map(|_| Err(err.clone().into())).collect(),
                 }
             }
             (prover, _) => {
-                let n = batch.len();
-                let name = prover.name().to_owned();
-                vec![Err(format!("{name} was handed parameters of another backend")); n]
+                let prover = prover.name().to_owned();
+                batch
+                    .iter()
+                    .map(|_| {
+                        Err(ProveError::WrongParams {
+                            prover: prover.clone(),
+                        })
+                    })
+                    .collect()
             }
         }
     }
@@ -176,11 +233,26 @@ pub struct ProverPlan {
     /// Why the run proves on the CPU, when it does.
     pub cpu_reason: Option<String>,
     /// The GPUs the provers use, each once; none on the CPU. Their kernel activity is what
-    /// [`gpu_activity`](crate::gpu_activity) watches.
+    /// [`gpu::activity`] watches.
     pub gpus: Vec<GpuDescription>,
 }
 
 impl ProverPlan {
+    /// The note for a run whose `--prover-cpus` (see [`gpu::cpu_split`]) nobody uses: none
+    /// of its provers is SupraSeal.
+    pub fn unused_cpu_split_note(&self, prover_cpus: usize) -> Option<String> {
+        let has_supraseal = self
+            .provers
+            .iter()
+            .any(|p| p.params_kind() == ParamsKind::Supraseal);
+        (prover_cpus > 0 && !has_supraseal).then(|| {
+            format!(
+                "--prover-cpus {prover_cpus} keeps CPUs for SupraSeal, and this run proves without it ({}): they stay idle (hint: leave --prover-cpus at 0 unless SupraSeal proves)",
+                self.provers.first().map_or("no prover", |p| p.name())
+            )
+        })
+    }
+
     /// The plan, unless `--require-gpu` (`is_gpu_required`) forbids proving on the CPU.
     pub fn require_gpu(self, is_gpu_required: bool) -> Result<ProverPlan, RequireGpuError> {
         match &self.cpu_reason {
@@ -227,16 +299,16 @@ pub fn provers_for(
     }
     let want_supraseal = match choice {
         BackendChoice::Supraseal => {
-            if !crate::supraseal::IS_BUILT {
+            if !supraseal::IS_BUILT {
                 bail!("--backend supraseal: this cuzk was built without SupraSeal (hint: build with scripts/build-cuda.sh, which enables it)");
             }
             true
         }
-        BackendChoice::Auto => crate::supraseal::IS_BUILT,
+        BackendChoice::Auto => supraseal::IS_BUILT,
         BackendChoice::EcGpu | BackendChoice::Cpu => false,
     };
     if want_supraseal {
-        let visible = kernels::gpu_descriptions();
+        let visible = gpu::gpu_descriptions();
         if !visible.is_empty() {
             if let GpuSelection::Indices(_) = gpus {
                 bail!("--gpus with --backend supraseal: SupraSeal uses every GPU this process sees (hint: choose them with CUDA_VISIBLE_DEVICES, e.g. CUDA_VISIBLE_DEVICES=0,1)");
@@ -244,7 +316,7 @@ pub fn provers_for(
             notes.push(format!(
                 "{}{}",
                 env.visible_prefix(),
-                crate::gpu_memory::supraseal_note(&visible)
+                gpu::free_memory::supraseal_note(&visible)
             ));
             return Ok(ProverPlan {
                 provers: vec![Prover::Supraseal {
@@ -259,14 +331,11 @@ pub fn provers_for(
         if choice == BackendChoice::Supraseal {
             bail!(
                 "--backend supraseal: {} (hint: check `nvidia-smi` and CUDA_VISIBLE_DEVICES)",
-                kernels::no_gpu_reason(env)
+                gpu::no_gpu_reason(env)
             );
         }
     }
-    Ok(from_kernels(
-        kernels::provers_for(gpus, per_gpu, env),
-        notes,
-    ))
+    Ok(from_kernels(cpu::provers_for(gpus, per_gpu, env), notes))
 }
 
 /// A plan of kernel provers, after `notes`.
@@ -293,9 +362,16 @@ mod tests {
 
     #[test]
     fn choices_parse_and_the_cpu_is_always_there() {
-        assert_eq!("auto".parse(), Ok(BackendChoice::Auto));
-        assert_eq!("ec-gpu".parse(), Ok(BackendChoice::EcGpu));
-        assert!("opencl".parse::<BackendChoice>().is_err());
+        use clap::ValueEnum;
+        assert_eq!(
+            BackendChoice::from_str("auto", false),
+            Ok(BackendChoice::Auto)
+        );
+        assert_eq!(
+            BackendChoice::from_str("ec-gpu", false),
+            Ok(BackendChoice::EcGpu)
+        );
+        assert!(BackendChoice::from_str("opencl", false).is_err());
         let plan = provers_for(
             BackendChoice::Cpu,
             &GpuSelection::All,

@@ -1,5 +1,5 @@
 //! Kernels: how much of the run, and of the time the provers were busy, the GPUs spent
-//! running kernels, from the driver's GPU_BUSY rows (see [`crate::gpu_activity`]).
+//! running kernels, from the driver's GPU_BUSY rows (see [`crate::backend::gpu::activity`]).
 //!
 //! A lane's busy time is the prover thread's wall time; the GPU's kernel time is its part
 //! that kept the device working. The verdict compares them: a prover that is busy while its
