@@ -129,6 +129,26 @@ pub enum EventKind {
         /// Milliseconds it took.
         ms: f64,
     },
+    /// Pre-compiled constraints for a circuit shape cannot be had in this run (they failed to
+    /// load or record, or do not fit the memory budget): its partitions are synthesized in
+    /// full, the slower way.
+    FullSynthesis {
+        /// The R1CS file that was wanted.
+        path: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// A step of a partition's proof failed on the prover's GPU and was done again on the CPU.
+    CpuFallback {
+        /// The job.
+        job: String,
+        /// The partition.
+        partition: usize,
+        /// The prover.
+        worker: String,
+        /// Which step failed, and why.
+        reason: String,
+    },
     /// A GPU prover found bellperson's priority lock taken (a WindowPoSt or WinningPoSt is
     /// on the GPU) and waits, starting no GPU work, until it is free.
     PriorityWaitStarted {
@@ -256,6 +276,8 @@ pub enum EventName {
     ParamsEnd,
     /// [`EventKind::ConstraintsReady`].
     ConstraintsReady,
+    /// [`EventKind::FullSynthesis`].
+    FullSynth,
     /// [`EventKind::PriorityWaitStarted`].
     PriorityWaitStart,
     /// [`EventKind::PriorityWaitFinished`].
@@ -264,6 +286,8 @@ pub enum EventName {
     GpuStart,
     /// [`EventKind::ProveFinished`].
     GpuEnd,
+    /// [`EventKind::CpuFallback`].
+    CpuFallback,
     /// [`EventKind::GpuBusy`].
     GpuBusy,
     /// [`EventKind::VerifyStarted`].
@@ -286,7 +310,7 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 25] = [
+    pub const ALL: [EventName; 27] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
@@ -299,10 +323,12 @@ impl EventName {
         EventName::ParamsStart,
         EventName::ParamsEnd,
         EventName::ConstraintsReady,
+        EventName::FullSynth,
         EventName::PriorityWaitStart,
         EventName::PriorityWaitEnd,
         EventName::GpuStart,
         EventName::GpuEnd,
+        EventName::CpuFallback,
         EventName::GpuBusy,
         EventName::VerifyStart,
         EventName::VerifyEnd,
@@ -329,10 +355,12 @@ impl EventName {
             EventName::ParamsStart => "PARAMS_START",
             EventName::ParamsEnd => "PARAMS_END",
             EventName::ConstraintsReady => "CONSTRAINTS_READY",
+            EventName::FullSynth => "FULL_SYNTH",
             EventName::PriorityWaitStart => "PRIORITY_WAIT_START",
             EventName::PriorityWaitEnd => "PRIORITY_WAIT_END",
             EventName::GpuStart => "GPU_START",
             EventName::GpuEnd => "GPU_END",
+            EventName::CpuFallback => "CPU_FALLBACK",
             EventName::GpuBusy => "GPU_BUSY",
             EventName::VerifyStart => "VERIFY_START",
             EventName::VerifyEnd => "VERIFY_END",
@@ -375,6 +403,8 @@ impl EventKind {
             EventKind::ParamsLoadStarted { .. } => EventName::ParamsStart,
             EventKind::ParamsLoadFinished { .. } => EventName::ParamsEnd,
             EventKind::ConstraintsReady { .. } => EventName::ConstraintsReady,
+            EventKind::FullSynthesis { .. } => EventName::FullSynth,
+            EventKind::CpuFallback { .. } => EventName::CpuFallback,
             EventKind::PriorityWaitStarted { .. } => EventName::PriorityWaitStart,
             EventKind::PriorityWaitFinished { .. } => EventName::PriorityWaitEnd,
             EventKind::ProveStarted { .. } => EventName::GpuStart,
@@ -403,6 +433,7 @@ impl EventKind {
             | EventKind::ProverPickedUp { job, .. }
             | EventKind::ProveStarted { job, .. }
             | EventKind::ProveFinished { job, .. }
+            | EventKind::CpuFallback { job, .. }
             | EventKind::VerifyStarted { job }
             | EventKind::VerifyFinished { job, .. }
             | EventKind::ProofWritten { job, .. }
@@ -414,6 +445,7 @@ impl EventKind {
             | EventKind::ParamsLoadStarted { .. }
             | EventKind::ParamsLoadFinished { .. }
             | EventKind::ConstraintsReady { .. }
+            | EventKind::FullSynthesis { .. }
             | EventKind::PriorityWaitStarted { .. }
             | EventKind::PriorityWaitFinished { .. }
             | EventKind::GpuBusy { .. }
@@ -650,6 +682,11 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 bytes: 9 << 30,
                 ms: 61_000.5,
             },
+            EventName::FullSynth => EventKind::FullSynthesis {
+                path: "/p/cuzk-r1cs-v1-v28.r1cs".into(),
+                reason: "does not fit the memory budget now: 9 GiB (hint: raise --max-memory)"
+                    .into(),
+            },
             EventName::PriorityWaitStart => EventKind::PriorityWaitStarted {
                 worker: worker(),
                 path: "/tmp/bellman.priority.lock".into(),
@@ -674,6 +711,12 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     cpu_tail_ms: 0.5,
                     gpu_call_ms: 12.5,
                 }),
+            },
+            EventName::CpuFallback => EventKind::CpuFallback {
+                job: job(),
+                partition: 3,
+                worker: worker(),
+                reason: "GPU quotient failed, done again on the CPU: out of memory".into(),
             },
             EventName::GpuBusy => EventKind::GpuBusy {
                 gpu: 1,

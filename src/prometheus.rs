@@ -8,15 +8,13 @@
 //! and `# TYPE` lines; samples carry no timestamps (node_exporter refuses them in textfiles).
 //! Its main type is [`SpoolMetrics`].
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::Result;
 
-use crate::event::EventName;
-use crate::status::{inspect_with, locate_spool};
+use crate::status::{inspect_with, locate_spool, Results};
 use crate::timeline::{read_timeline, Timeline};
 use crate::waterfall::last_run_digest;
 
@@ -76,25 +74,11 @@ pub fn collect(spool: &Path, timeline: Option<&Path>, lease: Duration) -> Result
     })
 }
 
-/// Proofs written and jobs failed over every run; a benchmark shape's result is no proof.
+/// Proofs written and jobs failed over every run; a benchmark shape's result is no proof
+/// (counted as `cuzk status` counts it).
 fn totals(timeline: &Timeline) -> (u64, u64) {
-    let benchmarks: HashSet<(&str, &str)> = timeline
-        .rows
-        .iter()
-        .filter(|r| r.event == EventName::Parsed.as_str() && r.detail.contains("benchmark=true"))
-        .map(|r| (r.run_id.as_str(), r.job.as_str()))
-        .collect();
-    let mut counts = (0, 0);
-    for row in &timeline.rows {
-        if row.event == EventName::Done.as_str()
-            && !benchmarks.contains(&(row.run_id.as_str(), row.job.as_str()))
-        {
-            counts.0 += 1;
-        } else if row.event == EventName::Failed.as_str() {
-            counts.1 += 1;
-        }
-    }
-    counts
+    let results = Results::of(&timeline.rows);
+    (results.proved as u64, results.failed as u64)
 }
 
 fn last_run(timeline: &Timeline) -> Option<LastRunMetrics> {
@@ -333,7 +317,7 @@ cuzk_last_run_prover_busy_ratio{prover=\"gpu-1\"} 0.75
         let timeline = Timeline {
             rows: [
                 ("r1", "PARSED", "a", "sector=s;size=2KiB;partitions=1"),
-                ("r1", "DONE", "a", ""),
+                ("r1", "DONE", "a", "outbox/a.proof"),
                 ("r1", "FAILED", "b", "parse: x"),
                 (
                     "r2",
@@ -359,5 +343,37 @@ cuzk_last_run_prover_busy_ratio{prover=\"gpu-1\"} 0.75
             skipped: Vec::new(),
         };
         assert_eq!(totals(&timeline), (2, 1));
+    }
+
+    #[test]
+    fn status_and_metrics_agree_that_a_benchmark_result_is_no_proof() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("inbox")).expect("inbox");
+        std::fs::write(
+            dir.path().join("timeline.csv"),
+            "run_id,t_ms,wall_clock,event,job,partition,worker,detail\n\
+             r1,0.0,2026-11-30T00:00:00.000Z,RUN_START,,,,\n\
+             r1,1.0,2026-11-30T00:00:00.001Z,PARSED,real,,,sector=s-t01000-1;size=2KiB;partitions=1\n\
+             r1,2.0,2026-11-30T00:00:00.002Z,PARSED,shape,,,sector=s-t01000-2;size=32GiB;partitions=10;benchmark=true\n\
+             r1,3.0,2026-11-30T00:00:00.003Z,DONE,real,,,outbox/real.proof\n\
+             r1,4.0,2026-11-30T00:00:00.004Z,DONE,shape,,,outbox/shape.benchmark.json\n\
+             r1,5.0,2026-11-30T00:00:00.005Z,RUN_END,,,,proved=2;failed=0\n",
+        )
+        .expect("timeline");
+        let lease = Duration::from_secs(60);
+        let metrics = collect(dir.path(), None, lease).expect("metrics");
+        let status = crate::status::inspect_spool(dir.path(), None, lease).expect("status");
+        let last = status.last_run.expect("a run");
+        assert_eq!((metrics.proved_total, last.proved as u64), (1, 1));
+        assert_eq!(last.benchmarks, 1);
+        assert!(last.is_finished);
+        let text = crate::status::render(&crate::status::SpoolStatus {
+            last_run: Some(last),
+            ..status
+        });
+        assert!(
+            text.contains("1 proved, 1 benchmark(s) timed, 0 failed"),
+            "{text}"
+        );
     }
 }

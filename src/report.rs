@@ -226,6 +226,17 @@ impl Display {
                 ms / 1e3,
                 show_bytes(*bytes)
             )),
+            EventKind::FullSynthesis { path, reason } => self.line(&format!(
+                "[{secs:7.1}s] pre-compiled constraints {path} cannot be used, synthesizing in full: {reason}"
+            )),
+            EventKind::CpuFallback {
+                job,
+                partition,
+                worker,
+                reason,
+            } => self.line(&format!(
+                "[{secs:7.1}s] {job}: partition {partition} on {worker}: {reason}"
+            )),
             EventKind::PriorityWaitStarted { worker, path } => self.line(&format!(
                 "[{secs:7.1}s] {worker} waits: the GPU priority lock {path} is taken (a WindowPoSt or WinningPoSt is proving on this machine); no new GPU work until it is free"
             )),

@@ -9,9 +9,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::event::EventName;
+use std::collections::HashSet;
+
+use crate::event::EventKind;
 use crate::spool::{is_temporary_name, OwnerState, SpoolLayout};
-use crate::timeline::{read_timeline, Timeline};
+use crate::timeline::{read_timeline, Timeline, TimelineRow};
 
 /// What `cuzk status` reports.
 #[derive(Debug, Serialize)]
@@ -43,6 +45,8 @@ pub struct LastRun {
     pub started: String,
     /// Proofs written.
     pub proved: usize,
+    /// Benchmark shape jobs timed (their results are no proofs).
+    pub benchmarks: usize,
     /// Jobs failed.
     pub failed: usize,
     /// Seconds from start to its last row.
@@ -142,6 +146,52 @@ fn files(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, SystemT
     Ok(found)
 }
 
+/// What timeline rows say was achieved, read through the timeline's codec.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Results {
+    /// Proofs written.
+    pub proved: usize,
+    /// Benchmark shape jobs timed: their DONE rows record timings, never a proof.
+    pub benchmarks: usize,
+    /// Jobs failed.
+    pub failed: usize,
+    /// True when a run's RUN_END is among the rows.
+    pub is_finished: bool,
+}
+
+impl Results {
+    /// Counts the results `rows` record, of one run or many: a job parsed as a benchmark
+    /// shape in its run counts as a benchmark when done, not as proved. Rows that are no
+    /// event cuzk knows are left out.
+    pub fn of<'a>(rows: impl IntoIterator<Item = &'a TimelineRow>) -> Results {
+        let mut benchmarks: HashSet<(&str, &str)> = HashSet::new();
+        let mut results = Results::default();
+        for row in rows {
+            let Ok(event) = row.to_event_kind() else {
+                continue;
+            };
+            match event {
+                EventKind::JobParsed {
+                    is_benchmark: true, ..
+                } => {
+                    benchmarks.insert((&row.run_id, &row.job));
+                }
+                EventKind::ProofWritten { .. } => {
+                    if benchmarks.contains(&(row.run_id.as_str(), row.job.as_str())) {
+                        results.benchmarks += 1;
+                    } else {
+                        results.proved += 1;
+                    }
+                }
+                EventKind::JobFailed { .. } => results.failed += 1,
+                EventKind::RunFinished { .. } => results.is_finished = true,
+                _ => {}
+            }
+        }
+        results
+    }
+}
+
 fn last_run(timeline: &Timeline) -> Option<LastRun> {
     let run_id = timeline.rows.last()?.run_id.clone();
     let rows: Vec<_> = timeline
@@ -149,21 +199,17 @@ fn last_run(timeline: &Timeline) -> Option<LastRun> {
         .iter()
         .filter(|r| r.run_id == run_id)
         .collect();
+    let results = Results::of(rows.iter().copied());
     Some(LastRun {
         started: rows
             .first()
             .map(|r| r.wall_clock.clone())
             .unwrap_or_default(),
-        proved: rows
-            .iter()
-            .filter(|r| r.event == EventName::Done.as_str())
-            .count(),
-        failed: rows
-            .iter()
-            .filter(|r| r.event == EventName::Failed.as_str())
-            .count(),
+        proved: results.proved,
+        benchmarks: results.benchmarks,
+        failed: results.failed,
         elapsed_s: rows.iter().map(|r| r.t_ms).fold(0.0, f64::max) / 1e3,
-        is_finished: rows.iter().any(|r| r.event == EventName::RunEnd.as_str()),
+        is_finished: results.is_finished,
         run_id,
     })
 }
@@ -200,8 +246,12 @@ pub fn render(status: &SpoolStatus) -> String {
             } else {
                 "running or interrupted"
             };
+            let benchmarks = match run.benchmarks {
+                0 => String::new(),
+                n => format!(", {n} benchmark(s) timed"),
+            };
             out += &format!(
-                "last run {} ({}): {} proved, {} failed in {:.1} s, {state}\n",
+                "last run {} ({}): {} proved{benchmarks}, {} failed in {:.1} s, {state}\n",
                 run.run_id, run.started, run.proved, run.failed, run.elapsed_s
             );
         }

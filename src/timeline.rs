@@ -214,6 +214,20 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             // The path last: it may hold any character.
             format!("recorded={is_recorded};bytes={bytes};ms={ms:.1};path={path}"),
         ),
+        EventKind::FullSynthesis { path, reason } => {
+            fields("", None, "", format!("{path}: {reason}"))
+        }
+        EventKind::CpuFallback {
+            job,
+            partition,
+            worker,
+            reason,
+        } => Fields {
+            job,
+            partition: Some(*partition),
+            worker,
+            detail: reason.clone(),
+        },
         EventKind::PriorityWaitStarted { worker, path } => Fields {
             job: "",
             partition: None,
@@ -374,6 +388,20 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
         EventName::ParamsEnd => EventKind::ParamsLoadFinished {
             worker: worker()?,
             path: detail(),
+        },
+        EventName::FullSynth => {
+            // The path is a file name in the cache, so the first ": " ends it.
+            let (path, reason) = row.detail.split_once(": ").ok_or("no reason")?;
+            EventKind::FullSynthesis {
+                path: path.to_owned(),
+                reason: reason.to_owned(),
+            }
+        }
+        EventName::CpuFallback => EventKind::CpuFallback {
+            job: job()?,
+            partition: partition()?,
+            worker: worker()?,
+            reason: detail(),
         },
         EventName::ConstraintsReady => EventKind::ConstraintsReady {
             path: row

@@ -87,6 +87,8 @@ pub struct ProverKernels {
     name: String,
     /// GPU steps that failed and were done again on the CPU.
     gpu_fallbacks: usize,
+    /// Why each GPU step fell back to the CPU since the prover thread last took them.
+    fallbacks: Vec<String>,
     #[cfg(feature = "cuda")]
     gpu: Option<Box<ec_gpu::GpuKernels>>,
 }
@@ -97,6 +99,7 @@ impl ProverKernels {
         ProverKernels {
             name: format!("cpu-{index}"),
             gpu_fallbacks: 0,
+            fallbacks: Vec::new(),
             #[cfg(feature = "cuda")]
             gpu: None,
         }
@@ -119,6 +122,21 @@ impl ProverKernels {
     /// that compares GPU and CPU results must see none, or it compared the CPU with itself.
     pub fn gpu_fallbacks(&self) -> usize {
         self.gpu_fallbacks
+    }
+
+    /// Why each GPU step failed and was done again on the CPU since the last call, for the
+    /// timeline: a run that quietly proves on the CPU must say so where it is looked at.
+    pub fn take_fallbacks(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.fallbacks)
+    }
+
+    /// A GPU `step` failed with `err` and is done again on the CPU: counted, logged, kept.
+    #[cfg(feature = "cuda")]
+    fn fall_back(&mut self, step: &str, err: &dyn std::fmt::Display) {
+        self.gpu_fallbacks += 1;
+        let reason = format!("GPU {step} failed, done again on the CPU: {err}");
+        log::warn!("{}: {reason}", self.name);
+        self.fallbacks.push(reason);
     }
 
     /// Bytes of parameters its GPU keeps for it now (0 on the CPU).
@@ -157,13 +175,7 @@ impl ProverKernels {
         if let Some(gpu) = &mut self.gpu {
             match gpu.quotient(domain, &a, &b, &c) {
                 Ok(n) => return QuotientExponents::OnGpu(n),
-                Err(err) => {
-                    self.gpu_fallbacks += 1;
-                    log::warn!(
-                        "{}: GPU quotient failed, computing it on the CPU: {err}",
-                        self.name
-                    )
-                }
+                Err(err) => self.fall_back("quotient", &err),
             }
         }
         QuotientExponents::Host(to_exponents(quotient::on_cpu(worker, domain, a, b, c)))
@@ -219,7 +231,7 @@ impl ProverKernels {
             let dense = density.as_ref().generate_exps::<Fr>(exps.clone());
             match gpu.multiexp::<G>(&bases, &dense) {
                 Ok(sum) => return Ok(sum),
-                Err(err) => log::warn!("{}: GPU multiexp failed, using the CPU: {err}", self.name),
+                Err(err) => self.fall_back("multiexp", &err),
             }
         }
         cpu_multiexp(worker, bases, density, exps)
@@ -304,6 +316,7 @@ pub fn provers_for(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Ke
                     .map(|(name, gpu)| ProverKernels {
                         name,
                         gpu_fallbacks: 0,
+                        fallbacks: Vec::new(),
                         gpu: Some(gpu),
                     })
                     .collect(),

@@ -170,6 +170,15 @@ impl Prover {
         }
     }
 
+    /// Why each GPU step of the last call fell back to the CPU (ec-gpu's kernels do, step
+    /// by step; the others never do).
+    pub fn take_cpu_fallbacks(&mut self) -> Vec<String> {
+        match self {
+            Prover::Kernels(kernels) => kernels.take_fallbacks(),
+            Prover::Supraseal { .. } => Vec::new(),
+        }
+    }
+
     /// Proves `batch` (partitions of one circuit) with `params`: a result per partition.
     pub fn prove(
         &mut self,

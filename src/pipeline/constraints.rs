@@ -142,20 +142,38 @@ impl ConstraintSets {
                     Slot::Ready(Arc::new(r1cs), reservation)
                 }
                 None => {
-                    log::warn!(
-                        "pre-compiled constraints ({}) do not fit the memory budget now; synthesizing in full (hint: raise --max-memory)",
-                        show_bytes(r1cs.memory_bytes())
+                    self.fall_back(
+                        file,
+                        format!(
+                            "they do not fit the memory budget now: {} (hint: raise --max-memory)",
+                            show_bytes(r1cs.memory_bytes())
+                        ),
                     );
                     Slot::Unavailable
                 }
             },
             Err(err) => {
-                log::warn!("pre-compiled constraints unavailable, synthesizing in full: {err:#}");
+                self.fall_back(file, format!("{err:#}"));
                 Slot::Unavailable
             }
         };
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots.insert(params_path.to_owned(), slot);
+    }
+}
+
+impl ConstraintSets {
+    /// The shape's partitions are synthesized in full this run, because of `reason`: in the
+    /// timeline, where a slower run is looked into, and in the log.
+    fn fall_back(&self, file: &Path, reason: String) {
+        log::warn!(
+            "pre-compiled constraints {} unavailable, synthesizing in full: {reason}",
+            file.display()
+        );
+        self.events.emit(EventKind::FullSynthesis {
+            path: file.display().to_string(),
+            reason,
+        });
     }
 }
 

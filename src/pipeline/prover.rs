@@ -175,6 +175,17 @@ fn prove_batch(
     let started = Instant::now();
     let results = prover.prove(partitions, &params);
     let prove_ms = share_of_call(started.elapsed().as_secs_f64() * 1e3, results.len());
+    // Only provers of one partition per call fall back step by step: the first is the one.
+    if let Some((job, partition, _)) = done.first() {
+        for reason in prover.take_cpu_fallbacks() {
+            links.events.emit(EventKind::CpuFallback {
+                job: job.name().to_owned(),
+                partition: *partition,
+                worker: worker.to_owned(),
+                reason,
+            });
+        }
+    }
     for ((job, partition, synth_ms), result) in done.into_iter().zip(results) {
         let outcome = match result {
             Ok((proof, timings)) => {

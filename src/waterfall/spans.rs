@@ -168,6 +168,8 @@ impl JobSpans {
                 self.failed
                     .get_or_insert_with(|| (t, format!("{stage}: {message}")));
             }
+            // A fallback changes how long a step took, which the spans already show.
+            EventKind::CpuFallback { .. } => {}
             // Run-level events never reach a job; see `RunSpans::from_events`.
             EventKind::RunStarted { .. }
             | EventKind::RunFinished { .. }
@@ -175,6 +177,7 @@ impl JobSpans {
             | EventKind::ParamsLoadStarted { .. }
             | EventKind::ParamsLoadFinished { .. }
             | EventKind::ConstraintsReady { .. }
+            | EventKind::FullSynthesis { .. }
             | EventKind::PriorityWaitStarted { .. }
             | EventKind::PriorityWaitFinished { .. }
             | EventKind::GpuBusy { .. }
