@@ -124,6 +124,8 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
     settings.layout = crate::spool::SpoolLayout::beside(&inbox);
     settings.timeline = run_dir.join("timeline.csv");
     settings.once = true;
+    // The shape files were written whole before the run starts: nothing to let settle.
+    settings.settle = std::time::Duration::ZERO;
     settings.benchmark = true;
     let budget_bytes = pipeline::budget_bytes(&settings);
     let summary = pipeline::run(&settings)?;

@@ -135,21 +135,21 @@ pub struct ProveDirArgs {
     #[command(flatten)]
     pub tuning: TuningArgs,
     /// Seconds between inbox rescans (file-system events also wake the scan).
-    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS)]
     pub poll_secs: f64,
     /// Files modified more recently than this many seconds are left for a later scan.
-    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_SETTLE_SECS)]
     pub settle_secs: f64,
     /// A file whose JSON ends early is waited for this long after its last change, then
     /// failed as truncated.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_INCOMPLETE_GRACE_SECS)]
     pub incomplete_grace_secs: f64,
     /// Largest C1 file accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
     pub max_c1_bytes: u64,
     /// Seconds without a heartbeat after which another host's claims are taken over (a
     /// dead process on this host is taken over at once).
-    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS)]
     pub lease_secs: f64,
     /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
     /// random ones instead of stopping (2KiB: about 18 minutes on 2 cores).
@@ -157,13 +157,37 @@ pub struct ProveDirArgs {
     pub gen_test_params: bool,
     /// A claimed file that took the prover down (killed for memory, a driver fault) this
     /// many times is moved to failed/ instead of being tried again.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS)]
     pub max_attempts: u32,
     /// Also take benchmark shape files made by `cuzk bench` (synthetic data of a real
     /// sector's shape): they are timed, and their results go to outbox/<job>.benchmark.json,
     /// never written as proofs. Without it such files are failed.
     #[arg(long)]
     pub benchmark: bool,
+}
+
+/// `--synthesis`: how partitions are synthesized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synthesis {
+    /// Record each circuit shape's constraints once, then compute only the witness.
+    Precompiled,
+    /// Build every constraint for every partition.
+    Full,
+}
+
+// By hand rather than derived: a derived ValueEnum gives each value its doc as help, and
+// clap then lays out every command's help in its long form; the flag's help says it all.
+impl clap::ValueEnum for Synthesis {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Synthesis::Precompiled, Synthesis::Full]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Synthesis::Precompiled => "precompiled",
+            Synthesis::Full => "full",
+        }))
+    }
 }
 
 /// How much of the machine a run uses: shared by `prove-dir` and `bench`.
@@ -174,18 +198,18 @@ pub struct TuningArgs {
     pub synth_jobs: Option<usize>,
     /// What proves the partitions: auto (SupraSeal if built and a GPU is there, else
     /// ec-gpu, else the CPU), supraseal, ec-gpu or cpu.
-    #[arg(long, value_name = "BACKEND", default_value = "auto")]
+    #[arg(long, value_name = "BACKEND", value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// GPUs to prove on: all, none (CPU), or indices like 0,1. Indices count among the GPUs
     /// this process sees: CUDA renumbers those left by CUDA_VISIBLE_DEVICES from 0, so with
     /// CUDA_VISIBLE_DEVICES=2,3 `--gpus 0` is physical GPU 2. BELLMAN_NO_GPU (any value but 0)
     /// turns GPUs off, as in bellperson.
-    #[arg(long, value_name = "LIST", default_value = "all")]
+    #[arg(long, value_name = "LIST", default_value_t = GpuSelection::All)]
     pub gpus: GpuSelection,
     /// Prover threads per GPU; two let one partition's CPU-side work overlap another's
     /// kernels on the same GPU (measured 1.3x on an H200). Fewer start on a GPU whose free
     /// memory does not hold them for a 32GiB sector (~30 GiB each, plus the bases they keep).
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_PROVERS_PER_GPU)]
     pub provers_per_gpu: usize,
     /// Stop with exit 2 before claiming anything if the run would prove on the CPU (no GPU
     /// found, a build without CUDA, BELLMAN_NO_GPU, --gpus none): a CPU proof of a 32GiB
@@ -193,7 +217,7 @@ pub struct TuningArgs {
     #[arg(long)]
     pub require_gpu: bool,
     /// Synthesized partitions that may wait for the prover.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_QUEUE_DEPTH)]
     pub queue_depth: usize,
     /// Memory budget for parameters and partitions in flight, like 200GiB or 180GB
     /// [default: the memory available now (cgroup limits included), minus 5% or 2 GiB].
@@ -202,8 +226,8 @@ pub struct TuningArgs {
     /// How partitions are synthesized: `precompiled` records each circuit shape's
     /// constraints once (kept beside the parameters) and then computes only the witness;
     /// `full` builds every constraint for every partition.
-    #[arg(long, value_name = "HOW", default_value = "precompiled", value_parser = ["precompiled", "full"])]
-    pub synthesis: String,
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = Synthesis::Precompiled)]
+    pub synthesis: Synthesis,
     /// Threads that evaluate pre-compiled constraints, shared by every partition
     /// [default: half the cores, at least 1].
     #[arg(long, value_name = "N")]
@@ -258,7 +282,7 @@ pub struct StatusArgs {
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
     /// Seconds without a heartbeat after which a run's claims count as orphaned.
-    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS)]
     pub lease_secs: f64,
     /// Print JSON for scripts.
     #[arg(long)]
@@ -394,14 +418,6 @@ fn seconds(flag: &str, value: f64) -> Result<Duration> {
         .with_context(|| format!("--{flag} {value} is not a number of seconds"))
 }
 
-/// The directory beside an inbox (`.` for a bare name).
-fn parent_of(path: &Path) -> PathBuf {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| Path::new("."))
-        .to_owned()
-}
-
 impl ProveDirArgs {
     /// Checks the flags and fills in the defaults.
     pub fn to_settings(&self) -> Result<RunSettings> {
@@ -411,9 +427,9 @@ impl ProveDirArgs {
         layout.failed = or(&self.failed, layout.failed);
         layout.work = or(&self.work, layout.work);
         layout.done = or(&self.done, layout.done);
-        let mut settings = self.tuning.to_settings(layout)?;
-        settings.timeline = or(&self.timeline, parent_of(&self.inbox).join("timeline.csv"));
+        let settings = self.tuning.to_settings(layout)?;
         Ok(RunSettings {
+            timeline: or(&self.timeline, settings.timeline.clone()),
             once: self.once,
             miner_id: self.miner_id.or(self.miner_addr),
             poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
@@ -432,32 +448,21 @@ impl ProveDirArgs {
 impl TuningArgs {
     /// Settings for a run on `layout` with these flags and every other default.
     pub fn to_settings(&self, layout: SpoolLayout) -> Result<RunSettings> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let synth_jobs = self.synth_jobs.unwrap_or((cores / 4).max(1));
+        let defaults = RunSettings::new(layout);
+        let synth_jobs = self.synth_jobs.unwrap_or(defaults.synth_jobs);
         anyhow::ensure!(synth_jobs >= 1, "--synth-jobs must be at least 1");
         Ok(RunSettings {
-            timeline: parent_of(&layout.inbox).join("timeline.csv"),
-            layout,
-            once: false,
-            miner_id: None,
             synth_jobs,
             backend: self.backend,
             gpus: self.gpus.clone(),
             provers_per_gpu: self.provers_per_gpu,
             require_gpu: self.require_gpu,
             queue_depth: self.queue_depth,
-            poll: Duration::from_secs(5),
-            settle: Duration::ZERO,
-            incomplete_grace: Duration::from_secs(120),
-            max_c1_bytes: c1::DEFAULT_MAX_C1_BYTES,
-            lease: Duration::from_secs(600),
-            gen_test_params: false,
             max_memory: self.max_memory,
-            max_attempts: 3,
-            benchmark: false,
-            is_precompiled: self.synthesis == "precompiled",
-            synthesis_threads: self.synthesis_threads.unwrap_or((cores / 2).max(1)),
+            is_precompiled: self.synthesis == Synthesis::Precompiled,
+            synthesis_threads: self.synthesis_threads.unwrap_or(defaults.synthesis_threads),
             prover_cpus: self.prover_cpus,
+            ..defaults
         })
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::collections::HashSet;
 
 use crate::event::EventKind;
-use crate::spool::{is_temporary_name, OwnerState, SpoolLayout};
+use crate::spool::{is_temporary_name, spool_dir_of, OwnerState, SpoolLayout};
 use crate::timeline::{read_timeline, Timeline, TimelineRow};
 
 /// What `cuzk status` reports.
@@ -72,11 +72,7 @@ pub fn locate_spool(spool: &Path, timeline: Option<&Path>) -> Result<(SpoolLayou
     let (root, inbox) = if spool.join("inbox").is_dir() {
         (spool.to_owned(), spool.join("inbox"))
     } else {
-        let parent = spool
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| Path::new("."));
-        (parent.to_owned(), spool.to_owned())
+        (spool_dir_of(spool), spool.to_owned())
     };
     anyhow::ensure!(
         inbox.is_dir(),

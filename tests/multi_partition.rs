@@ -28,28 +28,17 @@ fn two_partitions_for_2kib() {
 
 fn settings(root: &Path) -> RunSettings {
     RunSettings {
-        layout: SpoolLayout::beside(&root.join("inbox")),
         timeline: root.join("timeline.csv"),
         once: true,
-        miner_id: None,
         synth_jobs: 1,
         backend: cuzk::backend::BackendChoice::Cpu,
         gpus: GpuSelection::None,
         provers_per_gpu: 1,
-        require_gpu: false,
-        queue_depth: 1,
         poll: Duration::from_millis(100),
         settle: Duration::ZERO,
         incomplete_grace: Duration::ZERO,
-        max_c1_bytes: cuzk::c1::DEFAULT_MAX_C1_BYTES,
-        lease: Duration::from_secs(600),
-        gen_test_params: false,
-        max_memory: None,
-        max_attempts: 3,
-        benchmark: false,
-        is_precompiled: true,
         synthesis_threads: 2,
-        prover_cpus: 0,
+        ..RunSettings::new(SpoolLayout::beside(&root.join("inbox")))
     }
 }
 

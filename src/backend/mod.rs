@@ -48,7 +48,7 @@ use groth16::Groth16Error;
 use supraseal::SuprasealError;
 
 /// `--backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
     /// The fastest this build and machine have: SupraSeal if built and a GPU is there, else
     /// ec-gpu, else the CPU.
@@ -59,6 +59,35 @@ pub enum BackendChoice {
     EcGpu,
     /// cuzk's Groth16 on the CPU.
     Cpu,
+}
+
+impl BackendChoice {
+    /// The name `--backend` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Supraseal => "supraseal",
+            BackendChoice::EcGpu => "ec-gpu",
+            BackendChoice::Cpu => "cpu",
+        }
+    }
+}
+
+// By hand rather than derived: a derived ValueEnum gives each value its doc as help, and
+// clap then lays out every command's help in its long form; `--backend`'s help says it all.
+impl clap::ValueEnum for BackendChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            BackendChoice::Auto,
+            BackendChoice::Supraseal,
+            BackendChoice::EcGpu,
+            BackendChoice::Cpu,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
 }
 
 /// What kind of parameters a prover needs loaded.

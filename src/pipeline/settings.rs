@@ -1,12 +1,16 @@
 //! The settings of a `prove-dir` run, checked and with every default filled in; the command
 //! line makes them (see `cli`), tests build them directly.
+//!
+//! Every default is stated here once: [`RunSettings::new`] fills them in, and the command
+//! line's `[default: ...]` values are these constants.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::backend::gpu::GpuSelection;
 use crate::backend::BackendChoice;
-use crate::spool::SpoolLayout;
+use crate::c1::DEFAULT_MAX_C1_BYTES;
+use crate::spool::{spool_dir_of, SpoolLayout};
 
 /// How a run is configured.
 #[derive(Clone, Debug)]
@@ -56,4 +60,62 @@ pub struct RunSettings {
     /// CPUs kept for SupraSeal's host threads by `--prover-cpus` (0: every CPU shared); see
     /// [`crate::backend::gpu::cpu_split`].
     pub prover_cpus: usize,
+}
+
+impl RunSettings {
+    /// Seconds between inbox rescans (`--poll-secs`).
+    pub const DEFAULT_POLL_SECS: f64 = 5.0;
+    /// How old a file must be before it is claimed (`--settle-secs`).
+    pub const DEFAULT_SETTLE_SECS: f64 = 1.0;
+    /// How long a file whose JSON ends early is waited for (`--incomplete-grace-secs`).
+    pub const DEFAULT_INCOMPLETE_GRACE_SECS: f64 = 120.0;
+    /// How long another host's silent claims are left alone (`--lease-secs`).
+    pub const DEFAULT_LEASE_SECS: f64 = 600.0;
+    /// Runs a file may take down before it is quarantined (`--max-attempts`).
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+    /// Prover threads per GPU (`--provers-per-gpu`).
+    pub const DEFAULT_PROVERS_PER_GPU: usize = 2;
+    /// Synthesized partitions that may wait for a prover (`--queue-depth`).
+    pub const DEFAULT_QUEUE_DEPTH: usize = 1;
+
+    /// Settings for a run on `layout` with every default: the timeline beside the inbox, a
+    /// watching run, the backend and GPUs chosen automatically, and the CPU shares below.
+    pub fn new(layout: SpoolLayout) -> RunSettings {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        RunSettings {
+            timeline: spool_dir_of(&layout.inbox).join("timeline.csv"),
+            layout,
+            once: false,
+            miner_id: None,
+            synth_jobs: default_synth_jobs(cores),
+            backend: BackendChoice::Auto,
+            gpus: GpuSelection::All,
+            provers_per_gpu: Self::DEFAULT_PROVERS_PER_GPU,
+            require_gpu: false,
+            queue_depth: Self::DEFAULT_QUEUE_DEPTH,
+            poll: Duration::from_secs_f64(Self::DEFAULT_POLL_SECS),
+            settle: Duration::from_secs_f64(Self::DEFAULT_SETTLE_SECS),
+            incomplete_grace: Duration::from_secs_f64(Self::DEFAULT_INCOMPLETE_GRACE_SECS),
+            max_c1_bytes: DEFAULT_MAX_C1_BYTES,
+            lease: Duration::from_secs_f64(Self::DEFAULT_LEASE_SECS),
+            gen_test_params: false,
+            max_memory: None,
+            max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+            benchmark: false,
+            is_precompiled: true,
+            synthesis_threads: default_synthesis_threads(cores),
+            prover_cpus: 0,
+        }
+    }
+}
+
+/// Partitions synthesized at once on `cores` CPUs: a quarter of them, at least 1 (each
+/// partition's synthesis is itself parallel).
+pub fn default_synth_jobs(cores: usize) -> usize {
+    (cores / 4).max(1)
+}
+
+/// Threads evaluating pre-compiled constraints on `cores` CPUs: half of them, at least 1.
+pub fn default_synthesis_threads(cores: usize) -> usize {
+    (cores / 2).max(1)
 }

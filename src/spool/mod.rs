@@ -50,10 +50,7 @@ pub struct SpoolLayout {
 impl SpoolLayout {
     /// The default layout: `work/`, `outbox/`, `failed/` and `done/` beside the inbox.
     pub fn beside(inbox: &Path) -> SpoolLayout {
-        let parent = inbox
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| Path::new("."));
+        let parent = spool_dir_of(inbox);
         SpoolLayout {
             inbox: inbox.to_owned(),
             work: parent.join("work"),
@@ -62,6 +59,16 @@ impl SpoolLayout {
             done: parent.join("done"),
         }
     }
+}
+
+/// The directory an inbox sits in (`.` for a bare name): the spool's other directories
+/// and its timeline go there by default.
+pub fn spool_dir_of(inbox: &Path) -> PathBuf {
+    inbox
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."))
+        .to_owned()
 }
 
 /// A C1 file claimed into the work directory.

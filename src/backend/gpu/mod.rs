@@ -54,6 +54,20 @@ impl std::str::FromStr for GpuSelection {
     }
 }
 
+impl std::fmt::Display for GpuSelection {
+    /// As `--gpus` takes it: `all`, `none` or `0,1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuSelection::All => f.write_str("all"),
+            GpuSelection::None => f.write_str("none"),
+            GpuSelection::Indices(list) => {
+                let list: Vec<String> = list.iter().map(usize::to_string).collect();
+                f.write_str(&list.join(","))
+            }
+        }
+    }
+}
+
 /// Every GPU this process sees, in `--gpus` order, with its memory; none without the `cuda`
 /// feature.
 pub fn gpu_descriptions() -> Vec<GpuDescription> {
@@ -128,6 +142,10 @@ mod tests {
         assert_eq!("none".parse(), Ok(GpuSelection::None));
         assert_eq!("0, 2".parse(), Ok(GpuSelection::Indices(vec![0, 2])));
         assert!("zero".parse::<GpuSelection>().is_err());
+        for text in ["all", "none", "0,2"] {
+            let selection: GpuSelection = text.parse().expect("parses");
+            assert_eq!(selection.to_string(), text, "as --gpus takes it");
+        }
     }
 
     #[test]
