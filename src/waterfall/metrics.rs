@@ -48,7 +48,7 @@ use memory_waits::memory_waits;
 use queue::queue_metrics;
 use rows::{rows, summarize};
 use throughput::throughput;
-use verdict::verdict;
+use verdict::{verdict, SynthesisUse};
 use waits::WaitSets;
 
 /// Everything reported about one run.
@@ -117,7 +117,10 @@ impl RunMetrics {
             &queue,
             span_s,
             params_s,
-            synthesis_workers.len(),
+            SynthesisUse {
+                workers: synthesis_workers.len(),
+                partitions: spans.jobs.iter().map(|job| job.partitions.len()).sum(),
+            },
             gpu_kernels.as_ref(),
             &memory,
         );

@@ -97,12 +97,21 @@ const MEMORY_HELD_FROM: f64 = 0.1;
 /// its GPU provers whose GPUs ran kernels (`kernels`, from the driver) less than
 /// [`HOST_BOUND_BELOW`] of the provers' busy time is host-bound instead, and a run bound by
 /// synthesis while partitions waited for `memory` [`MEMORY_HELD_FROM`] of it is memory-bound.
+/// How much synthesis a run had to do, and with how many workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct SynthesisUse {
+    /// Synthesis workers that ran a partition.
+    pub(super) workers: usize,
+    /// Partitions synthesized: with no more of them than workers, more workers cannot help.
+    pub(super) partitions: usize,
+}
+
 pub(super) fn verdict(
     lanes: &[LaneMetrics],
     queue: &QueueMetrics,
     span_s: f64,
     params_s: f64,
-    synth_workers: usize,
+    synthesis: SynthesisUse,
     kernels: Option<&GpuKernels>,
     memory: &MemoryWaits,
 ) -> Verdict {
@@ -200,11 +209,20 @@ pub(super) fn verdict(
                 pct(kernel_share.unwrap_or(0.0))
             )
         }
+        Bound::Synthesis if synthesis.partitions <= synthesis.workers => format!(
+            "synthesis-bound: {names} idle {} of the run{average} waiting for synthesis; \
+             its {} never waited for a synthesis worker, so more --synth-jobs cannot \
+             help: one partition's synthesis sets the pace (faster cores, or more \
+             --synthesis-threads for pre-compiled constraints, shorten it; more files at once \
+             keep the provers busy)",
+            pct(ratio(synthesis_wait, span_s)),
+            plural(synthesis.partitions, "partition")
+        ),
         Bound::Synthesis => format!(
             "synthesis-bound: {names} idle {} of the run{average} waiting for synthesis; \
              raise --synth-jobs (now using {})",
             pct(ratio(synthesis_wait, span_s)),
-            plural(synth_workers, "worker")
+            plural(synthesis.workers, "worker")
         ),
         Bound::Memory => format!(
             "memory-bound: {names} idle {} of the run{average} waiting for synthesis, while \
@@ -274,7 +292,10 @@ mod tests {
                 &run.queue,
                 run.span_s,
                 params_s,
-                1,
+                SynthesisUse {
+                    workers: 1,
+                    partitions: 1,
+                },
                 None,
                 &run.memory,
             )
@@ -294,13 +315,41 @@ mod tests {
         // The same run judged without its memory waits is synthesis-bound, as before.
         let without = |memory: &MemoryWaits| {
             let kernels = run.gpu_kernels.as_ref();
-            verdict(&run.lanes, &run.queue, run.span_s, 0.0, 2, kernels, memory).bound
+            let synthesis = SynthesisUse {
+                workers: 2,
+                partitions: 10,
+            };
+            verdict(
+                &run.lanes, &run.queue, run.span_s, 0.0, synthesis, kernels, memory,
+            )
+            .bound
         };
         assert_eq!(without(&MemoryWaits::default()), Bound::Synthesis);
         // Just under the threshold it is still synthesis-bound.
         let mut short = run.memory.clone();
         short.waiting_fraction = MEMORY_HELD_FROM - 0.001;
         assert_eq!(without(&short), Bound::Synthesis);
+    }
+
+    #[test]
+    fn a_run_of_one_partition_is_not_told_to_add_synthesis_workers() {
+        // One file of one partition: synthesis took 3 s of the 4 s span, on one worker.
+        let run = metrics("one_partition.csv");
+        assert_eq!(run.verdict.bound, Bound::Synthesis);
+        assert_says(&run.verdict.text, "raise --synth-jobs", false);
+        assert_says(&run.verdict.text, "more --synth-jobs cannot help", true);
+        assert_says(
+            &run.verdict.text,
+            "its 1 partition never waited for a synthesis worker",
+            true,
+        );
+        // Three files one after another on one worker: more workers would have helped.
+        let run = metrics("synthesis_bound.csv");
+        assert_says(
+            &run.verdict.text,
+            "raise --synth-jobs (now using 1 worker)",
+            true,
+        );
     }
 
     #[test]
@@ -313,6 +362,7 @@ mod tests {
             ("gpu_kernels_idle.csv", vec![Bound::Host]),
             ("idle_gaps.csv", vec![Bound::Scheduling]),
             ("memory_bound.csv", vec![Bound::Memory]),
+            ("one_partition.csv", vec![Bound::Synthesis]),
             ("params_bound.csv", vec![Bound::Params]),
             ("params_preload.csv", vec![Bound::Params]),
             ("partitions.csv", vec![Bound::Synthesis]),
