@@ -1,23 +1,66 @@
-//! Under the `cuda` feature, compiles the kernels each prover thread loads onto its own GPU:
-//! ec-gpu-gen's FFT and its G1 and G2 multiexps, and cuzk's quotient kernels
-//! (`src/backend/ec_gpu/quotient.cu`), into one module.
+//! Under the `cuda` feature, compiles what the GPU backends load:
+//! - for the ec-gpu backend, ec-gpu-gen's FFT and its G1 and G2 multiexps, and cuzk's
+//!   quotient kernels (`src/backend/ec_gpu/quotient.cu`), into one module;
+//! - for the cuda backend, cuzk's Groth16 on sppark (`src/backend/cuda/groth16.cu`), linked
+//!   into the binary, with SASS for each architecture in `CUZK_CUDA_ARCHS` (set by
+//!   scripts/build-cuda.sh) and PTX for the last.
 
 fn main() {
     // ec-gpu-gen's `program!` macro, expanded in this crate, also tests an `opencl` feature.
     println!("cargo::rustc-check-cfg=cfg(feature, values(\"opencl\"))");
     #[cfg(feature = "cuda")]
     {
-        use ec_gpu::GpuName;
-        const QUOTIENT: &str = "src/backend/ec_gpu/quotient.cu";
-        println!("cargo::rerun-if-changed={QUOTIENT}");
-        let quotient = std::fs::read_to_string(QUOTIENT)
-            .unwrap_or_else(|err| panic!("{QUOTIENT}: {err}"))
-            .replace("FIELD", &blstrs::Scalar::name());
-        let source = ec_gpu_gen::SourceBuilder::new()
-            .add_fft::<blstrs::Scalar>()
-            .add_multiexp::<blstrs::G1Affine, blstrs::Fp>()
-            .add_multiexp::<blstrs::G2Affine, blstrs::Fp2>()
-            .append_source(quotient);
-        ec_gpu_gen::generate(&source);
+        ec_gpu_kernels();
+        sppark_prover();
     }
+}
+
+#[cfg(feature = "cuda")]
+fn ec_gpu_kernels() {
+    use ec_gpu::GpuName;
+    const QUOTIENT: &str = "src/backend/ec_gpu/quotient.cu";
+    println!("cargo::rerun-if-changed={QUOTIENT}");
+    let quotient = std::fs::read_to_string(QUOTIENT)
+        .unwrap_or_else(|err| panic!("{QUOTIENT}: {err}"))
+        .replace("FIELD", &blstrs::Scalar::name());
+    let source = ec_gpu_gen::SourceBuilder::new()
+        .add_fft::<blstrs::Scalar>()
+        .add_multiexp::<blstrs::G1Affine, blstrs::Fp>()
+        .add_multiexp::<blstrs::G2Affine, blstrs::Fp2>()
+        .append_source(quotient);
+    ec_gpu_gen::generate(&source);
+}
+
+#[cfg(feature = "cuda")]
+fn sppark_prover() {
+    const SOURCE: &str = "src/backend/cuda/groth16.cu";
+    println!("cargo::rerun-if-changed={SOURCE}");
+    println!("cargo::rerun-if-env-changed=CUZK_CUDA_ARCHS");
+    let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80 86 89 90 120".into());
+    let archs: Vec<&str> = archs.split_whitespace().collect();
+    let mut nvcc = cc::Build::new();
+    nvcc.cuda(true)
+        .flag("-std=c++17")
+        .flag("-t0")
+        .define("FEATURE_BLS12_381", None)
+        .define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None)
+        // Host asserts would abort the process; the Rust side checks inputs instead.
+        .define("NDEBUG", None)
+        .flag("-Xcompiler")
+        .flag("-Wno-unused-function");
+    for arch in &archs {
+        nvcc.flag("-gencode")
+            .flag(format!("arch=compute_{arch},code=sm_{arch}"));
+    }
+    if let Some(last) = archs.last() {
+        nvcc.flag("-gencode")
+            .flag(format!("arch=compute_{last},code=compute_{last}"));
+    }
+    // sppark's headers (its build script exports where they are) and blst's, which sppark's
+    // host-side field types use.
+    for var in ["DEP_SPPARK_ROOT", "DEP_BLST_C_SRC"] {
+        let dir = std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set"));
+        nvcc.include(dir);
+    }
+    nvcc.file(SOURCE).compile("cuzk_groth16");
 }

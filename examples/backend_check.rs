@@ -1,9 +1,10 @@
 //! Checks the GPU backends against each other on a circuit of any size, with parameters made
-//! for it here, every proof checked with bellperson's verifier: SupraSeal and the ec-gpu
-//! kernels must both make valid proofs of the same synthesized partitions. Then the ec-gpu
-//! kernels against the CPU exactly: with `r = s = 0` a proof is deterministic, so the GPU's
-//! (quotient on the device, bases resident, then streamed in small chunks) must equal the
-//! CPU's byte for byte.
+//! for it here, every proof checked with bellperson's verifier: the cuda backend, SupraSeal
+//! and the ec-gpu kernels must all make valid proofs of the same synthesized partitions.
+//! Then the cuda backend and the ec-gpu kernels against the CPU exactly: with `r = s = 0` a
+//! proof is deterministic, so the GPU's (bases resident, then streamed from the host) must
+//! equal the CPU's byte for byte. With `--c1 FILE`, the same for partition 0 of a real
+//! sector, and the cuda backend's proof of the whole sector must pass `verify_seal`.
 //!
 //! ```text
 //! cargo run --release --features cuda,supraseal --example backend_check -- --log-constraints 16 --partitions 4
@@ -20,7 +21,13 @@ use clap::Parser;
 use cuzk::backend::cpu::{self, ProverKernels};
 use cuzk::backend::gpu::GpuSelection;
 use cuzk::backend::groth16::prove_partition;
+#[cfg(feature = "cuda")]
+use cuzk::backend::cuda::{CudaProver, ResidentParams};
 use cuzk::backend::{BackendChoice, Prover};
+#[cfg(feature = "cuda")]
+use cuzk::porep::SynthesisPlan;
+#[cfg(feature = "cuda")]
+use std::sync::Arc;
 use cuzk::synth::synthesize;
 use ff::Field;
 use rand::SeedableRng;
@@ -74,6 +81,9 @@ struct Args {
     /// Partitions (circuits) to prove with each backend.
     #[arg(long, default_value_t = 4)]
     partitions: usize,
+    /// A real C1 file (named `s-t0<miner>-<sector>.json`) whose parameters are in the cache.
+    #[arg(long)]
+    c1: Option<std::path::PathBuf>,
 }
 
 fn main() -> Result<()> {
@@ -89,7 +99,7 @@ fn main() -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     let dir = tempfile::tempdir()?;
-    let path = dir.path().join("chain.params");
+    let path = path_of(&dir);
     let mut bytes = Vec::new();
     params.write(&mut bytes)?;
     std::fs::write(&path, &bytes)?;
@@ -101,7 +111,14 @@ fn main() -> Result<()> {
         })
         .collect();
 
-    for choice in [BackendChoice::Supraseal, BackendChoice::EcGpu] {
+    #[cfg(feature = "cuda")]
+    if let Some(c1) = &args.c1 {
+        check_real_sector(c1)?;
+    }
+    #[cfg(not(feature = "cuda"))]
+    ensure!(args.c1.is_none(), "--c1 needs a build with the cuda feature");
+
+    for choice in [BackendChoice::Cuda, BackendChoice::Supraseal, BackendChoice::EcGpu] {
         let env = cuzk::backend::gpu::env::GpuEnv::from_env();
         let plan = cuzk::backend::provers_for(choice, &GpuSelection::All, 1, &env)?;
         for note in &plan.notes {
@@ -145,8 +162,23 @@ fn main() -> Result<()> {
         );
     }
 
-    let env = cuzk::backend::gpu::env::GpuEnv::from_env();
     let mut cpu = ProverKernels::cpu(0);
+    #[cfg(feature = "cuda")]
+    for (path, device_bytes) in [("resident", u64::MAX), ("streamed", 0)] {
+        let mut cuda = CudaProver::open(0, "cuda-0".into())?;
+        let resident = Arc::new(ResidentParams::load(&path_of(&dir), device_bytes)?);
+        for circuit in circuits.iter().take(2) {
+            let partition = synthesize(circuit.clone())?;
+            let (on_gpu, timings) = cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO)?;
+            let partition = synthesize(circuit.clone())?;
+            let on_cpu = prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+            ensure!(on_gpu == on_cpu, "cuda {path}: the GPU's proof differs from the CPU's");
+            eprintln!("cuda {path}: {timings}");
+        }
+        println!("cuda {path}: proofs equal the CPU's");
+    }
+
+    let env = cuzk::backend::gpu::env::GpuEnv::from_env();
     for (path, budget, chunk) in [("resident", u64::MAX, usize::MAX), ("streamed", 0, 1000)] {
         let mut gpu = cpu::provers_for(&GpuSelection::All, 1, &env)
             .provers
@@ -174,5 +206,56 @@ fn main() -> Result<()> {
             gpu.resident_bytes() >> 20
         );
     }
+    Ok(())
+}
+
+fn path_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join("chain.params")
+}
+
+#[cfg(feature = "cuda")]
+/// Partition 0 of a real sector on the CPU and on the cuda backend with `r = s = 0`: equal
+/// byte for byte; then every partition with fresh randomness through `verify_seal`.
+fn check_real_sector(path: &std::path::Path) -> Result<()> {
+    let c1 = cuzk::c1::read_c1_file(path, cuzk::c1::DEFAULT_MAX_C1_BYTES)?;
+    let identity = cuzk::c1::identity_from_file_name(path)
+        .ok_or_else(|| anyhow::anyhow!("{}: name it s-t0<miner>-<sector>.json", path.display()))?;
+    let sector = cuzk::porep::bind(c1, identity)?;
+    let params_path = sector.circuits.params_path()?;
+    let plan = SynthesisPlan::default();
+    let started = Instant::now();
+    let params = cuzk::params::load::read_parameters(&params_path)?;
+    let resident = Arc::new(ResidentParams::load(&params_path, u64::MAX)?);
+    let mut cuda = CudaProver::open(0, "cuda-0".into())?;
+    eprintln!("real sector: parameters loaded in {:.1} s", started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    let on_cpu = prove_partition(
+        sector.circuits.synthesize_partition(0, &plan)?,
+        &params,
+        Fr::ZERO,
+        Fr::ZERO,
+        &mut ProverKernels::cpu(0),
+    )?
+    .0;
+    eprintln!("real sector: CPU proof in {:.1} s", started.elapsed().as_secs_f64());
+    let (on_gpu, timings) = cuda.prove(
+        sector.circuits.synthesize_partition(0, &plan)?,
+        &resident,
+        Fr::ZERO,
+        Fr::ZERO,
+    )?;
+    ensure!(on_gpu == on_cpu, "real sector: the cuda backend's proof differs from the CPU's");
+    eprintln!("real sector: cuda {timings}");
+    let mut proof = Vec::new();
+    for k in 0..sector.circuits.partition_count() {
+        let (r, s) = cuzk::backend::groth16::fresh_randomness();
+        let partition = sector.circuits.synthesize_partition(k, &plan)?;
+        cuda.prove(partition, &resident, r, s)?.0.write(&mut proof)?;
+    }
+    ensure!(sector.verify_seal(&proof)?, "real sector: verify_seal rejected the cuda backend's proof");
+    println!(
+        "real sector {}: the cuda backend's proof equals the CPU's at r = s = 0 and passes verify_seal",
+        path.display()
+    );
     Ok(())
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the GPU cuzk binary (the ec-gpu kernels and the SupraSeal backend), also on a machine
-# with no GPU and no CUDA toolkit.
+# Builds the GPU cuzk binary (the cuda and ec-gpu backends' kernels and the SupraSeal backend),
+# also on a machine with no GPU and no CUDA toolkit.
 #
 #   scripts/build-cuda.sh                    # kernels for RTX 30/40/50, A100, H100/H200
 #   CUDA_ARCHS="90" scripts/build-cuda.sh    # only sm_90: smaller, faster to build
@@ -103,6 +103,8 @@ for a in $archs; do
   last="$a"
 done
 gencode+=" --generate-code=arch=compute_${last},code=compute_${last}"
+# The cuda backend's own kernels (build.rs): the same architectures.
+export CUZK_CUDA_ARCHS="$archs"
 export EC_GPU_CUDA_NVCC_ARGS="${EC_GPU_CUDA_NVCC_ARGS:---optimize=6 --threads=0 --fatbin$gencode}"
 nvcc --version | tail -n 1 >&2
 started=$(date +%s)
@@ -110,7 +112,7 @@ cargo build --release --features "$features" --target-dir "$target_dir" "$@"
 [[ "$features" == *supraseal* ]] && echo "$supra_extra" > "$target_dir/.supraseal-extra-archs"
 bin="$target_dir/release/cuzk"
 echo "built $bin ($features) in $(( $(date +%s) - started )) s, $(du -h "$bin" | cut -f1)" >&2
-echo "ec-gpu kernels: sm_${archs// /, sm_} (+ compute_${last} PTX)" >&2
+echo "ec-gpu and cuda backend kernels: sm_${archs// /, sm_} (+ compute_${last} PTX)" >&2
 if [[ "$features" == *supraseal* ]]; then
   echo "SupraSeal kernels: sppark's list (sm_80 + compute_80 PTX, sm_75, compute_100 PTX, sm_120)${supra_extra:+ + sm_${supra_extra// /, sm_}}; other GPUs compile the PTX at first use" >&2
 fi

@@ -223,6 +223,11 @@ pub struct TuningArgs {
     /// [default: the memory available now (cgroup limits included), minus 5% or 2 GiB].
     #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes)]
     pub max_memory: Option<u64>,
+    /// GPU memory the cuda backend may take on each GPU, like 16GiB [default: its free
+    /// memory]. Parameters that do not fit stay in pinned host memory and stream to the GPU
+    /// at each proof, as on a card smaller than them.
+    #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes)]
+    pub gpu_memory: Option<u64>,
     /// How partitions are synthesized: `precompiled` records each circuit shape's
     /// constraints once (kept beside the parameters) and then computes only the witness;
     /// `full` builds every constraint for every partition.
@@ -459,6 +464,7 @@ impl TuningArgs {
             require_gpu: self.require_gpu,
             queue_depth: self.queue_depth,
             max_memory: self.max_memory,
+            gpu_memory: self.gpu_memory,
             is_precompiled: self.synthesis == Synthesis::Precompiled,
             synthesis_threads: self.synthesis_threads.unwrap_or(defaults.synthesis_threads),
             prover_cpus: self.prover_cpus,

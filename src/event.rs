@@ -535,6 +535,9 @@ impl serde::Serialize for JobStage {
 /// Milliseconds spent in each step of one proof, for the timeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ProveTimings {
+    /// Host-to-GPU copies of the partition (a, b, c and the witness), where a backend
+    /// times them apart from the steps (the cuda backend); 0 elsewhere.
+    pub upload_ms: f64,
     /// iFFT, coset FFT, `a*b - c`, division by Z and coset iFFT: the quotient `h` (on a GPU,
     /// with the upload of `a`, `b`, `c`).
     pub fft_ms: f64,
@@ -558,6 +561,9 @@ impl std::fmt::Display for ProveTimings {
         )?;
         if self.gpu_call_ms > 0.0 {
             write!(f, ", one GPU call {:.0} ms", self.gpu_call_ms)?;
+        }
+        if self.upload_ms > 0.0 {
+            write!(f, ", upload {:.0} ms", self.upload_ms)?;
         }
         Ok(())
     }
@@ -710,6 +716,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     msm_g2_ms: 7.5, // the timeline keeps 0.1 ms
                     cpu_tail_ms: 0.5,
                     gpu_call_ms: 12.5,
+                    upload_ms: 3.5,
                 }),
             },
             EventName::CpuFallback => EventKind::CpuFallback {

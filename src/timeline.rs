@@ -476,7 +476,8 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
 }
 
 /// The prover's step timings as `fft_ms=..;msm_g1_ms=..;msm_g2_ms=..;cpu_ms=..`, and
-/// `;call_ms=..` for a backend that proves in one call.
+/// `;call_ms=..` for a backend that proves in one call, `;upload_ms=..` for one that times
+/// its uploads apart.
 fn encode_timings(t: &ProveTimings) -> String {
     let mut detail = format!(
         "fft_ms={:.1};msm_g1_ms={:.1};msm_g2_ms={:.1};cpu_ms={:.1}",
@@ -484,6 +485,9 @@ fn encode_timings(t: &ProveTimings) -> String {
     );
     if t.gpu_call_ms > 0.0 {
         detail += &format!(";call_ms={:.1}", t.gpu_call_ms);
+    }
+    if t.upload_ms > 0.0 {
+        detail += &format!(";upload_ms={:.1}", t.upload_ms);
     }
     detail
 }
@@ -501,6 +505,8 @@ fn decode_timings(detail: &str) -> Option<ProveTimings> {
         cpu_tail_ms: ms("cpu_ms")?,
         // Absent from timelines of the kernel backends and of older versions.
         gpu_call_ms: ms("call_ms").unwrap_or(0.0),
+        // Only the cuda backend times its uploads apart.
+        upload_ms: ms("upload_ms").unwrap_or(0.0),
     })
 }
 

@@ -22,7 +22,7 @@ use std::ops::{AddAssign, Mul};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bellperson::groth16::{ParameterSource, Proof};
+use bellperson::groth16::{ParameterSource, Proof, VerifyingKey};
 use bellperson::SynthesisError;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use ec_gpu_gen::multiexp_cpu::FullDensity;
@@ -78,9 +78,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     } = partition;
 
     let vk = params.get_vk(input_assignment.len())?.clone();
-    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-        return Err(Groth16Error::IdentityDelta);
-    }
+    check_delta(&vk)?;
 
     let started = Instant::now();
     let domain = Domain::for_constraints(a.len())?;
@@ -130,21 +128,58 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     timings.msm_g2_ms = ms_since(started);
 
     let started = Instant::now();
-    let g_a = G1Projective::from(vk.alpha_g1) + a_g1 + vk.delta_g1.mul(r);
-    let g_b = G2Projective::from(vk.beta_g2) + b_g2 + vk.delta_g2.mul(s);
-    let g_b_g1 = G1Projective::from(vk.beta_g1) + b_g1 + vk.delta_g1.mul(s);
-    let mut g_c = l_g1 + h_g1;
-    g_c.add_assign(g_a.mul(s));
-    g_c.add_assign(g_b_g1.mul(r));
-    g_c -= vk.delta_g1.mul(r * s);
-    let proof = Proof {
-        a: g_a.to_affine(),
-        b: g_b.to_affine(),
-        c: g_c.to_affine(),
+    let multiexps = Multiexps {
+        h: h_g1,
+        l: l_g1,
+        a: a_g1,
+        b_g1,
+        b_g2,
     };
+    let proof = assemble(&vk, r, s, &multiexps);
     timings.cpu_tail_ms += ms_since(started);
     debug!("{}: proved partition: {timings}", kernels.name());
     Ok((proof, timings))
+}
+
+/// The five multiexps of a partition, wherever they ran.
+#[derive(Clone, Copy, Debug)]
+pub struct Multiexps {
+    /// `sum_j h_j H_j`, with `H_j = tau^j t(tau) / delta`.
+    pub h: G1Projective,
+    /// `sum_aux w_i L_i`, with `L_i = (beta A_i + alpha B_i + C_i)(tau) / delta`.
+    pub l: G1Projective,
+    /// `sum_i w_i A_i(tau)`.
+    pub a: G1Projective,
+    /// `sum_i w_i B_i(tau)` in G1, needed for C.
+    pub b_g1: G1Projective,
+    /// `sum_i w_i B_i(tau)` in G2.
+    pub b_g2: G2Projective,
+}
+
+/// The proof from the multiexps, the verifying key and the randomness `r`, `s`:
+/// `A = alpha + a + r delta`, `B = beta + b + s delta`,
+/// `C = l + h + s A + r (beta + b_g1 + s delta) - r s delta`.
+pub fn assemble(vk: &VerifyingKey<Bls12>, r: Fr, s: Fr, m: &Multiexps) -> Proof<Bls12> {
+    let g_a = G1Projective::from(vk.alpha_g1) + m.a + vk.delta_g1.mul(r);
+    let g_b = G2Projective::from(vk.beta_g2) + m.b_g2 + vk.delta_g2.mul(s);
+    let g_b_g1 = G1Projective::from(vk.beta_g1) + m.b_g1 + vk.delta_g1.mul(s);
+    let mut g_c = m.l + m.h;
+    g_c.add_assign(g_a.mul(s));
+    g_c.add_assign(g_b_g1.mul(r));
+    g_c -= vk.delta_g1.mul(r * s);
+    Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    }
+}
+
+/// Refuses parameters whose `delta` is the point at infinity.
+pub fn check_delta(vk: &VerifyingKey<Bls12>) -> Result<(), Groth16Error> {
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(Groth16Error::IdentityDelta);
+    }
+    Ok(())
 }
 
 fn ms_since(started: Instant) -> f64 {

@@ -21,6 +21,8 @@
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
+pub mod cuda;
+#[cfg(feature = "cuda")]
 pub mod ec_gpu;
 pub mod gpu;
 pub mod groth16;
@@ -53,6 +55,8 @@ pub enum BackendChoice {
     /// The fastest this build and machine have: SupraSeal if built and a GPU is there, else
     /// ec-gpu, else the CPU.
     Auto,
+    /// cuzk's own CUDA Groth16 on sppark's kernels, the parameters resident on each GPU.
+    Cuda,
     /// SupraSeal's CUDA prover.
     Supraseal,
     /// cuzk's Groth16 on ec-gpu-gen's CUDA kernels.
@@ -97,6 +101,12 @@ pub enum ParamsKind {
     Groth16,
     /// SupraSeal's SRS, in pinned memory.
     Supraseal,
+    /// The cuda backend's: the verifying key on the host, the bases on each GPU; what does
+    /// not fit in `device_bytes` of a GPU stays in pinned host memory.
+    Resident {
+        /// The least device memory any of the run's provers may take.
+        device_bytes: u64,
+    },
 }
 
 impl ParamsKind {
@@ -113,6 +123,12 @@ impl ParamsKind {
             }
             #[cfg(not(feature = "supraseal"))]
             ParamsKind::Supraseal => Err("this cuzk was built without SupraSeal".into()),
+            #[cfg(feature = "cuda")]
+            ParamsKind::Resident { device_bytes } => cuda::ResidentParams::load(path, device_bytes)
+                .map(|params| ProverParams::Resident(Arc::new(params)))
+                .map_err(|e| e.to_string()),
+            #[cfg(not(feature = "cuda"))]
+            ParamsKind::Resident { .. } => Err("this cuzk was built without CUDA".into()),
         }
     }
 }
@@ -125,6 +141,9 @@ pub enum ProverParams {
     /// SupraSeal's SRS in pinned memory.
     #[cfg(feature = "supraseal")]
     Supraseal(supraseal::SuprasealParams),
+    /// The cuda backend's verifying key and layout; its bases live on the GPUs.
+    #[cfg(feature = "cuda")]
+    Resident(Arc<cuda::ResidentParams>),
 }
 
 /// Why a partition could not be proved.
@@ -136,6 +155,10 @@ pub enum ProveError {
     /// SupraSeal refused or failed the batch the partition was in.
     #[error(transparent)]
     Supraseal(#[from] SuprasealError),
+    /// The cuda backend failed: the GPU (named), the bases' upload, the assembly.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Cuda(#[from] cuda::CudaProveError),
     /// A kernel panicked: this partition fails, not the run.
     #[error("{0}")]
     Panicked(String),
@@ -158,6 +181,10 @@ pub enum Prover {
         /// Partitions per call: one per GPU.
         batch: usize,
     },
+    /// cuzk's CUDA Groth16 on one GPU, its parameters resident there; one partition at a
+    /// time.
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaProver, ParamsKind),
 }
 
 impl fmt::Debug for Prover {
@@ -172,6 +199,8 @@ impl Prover {
         match self {
             Prover::Kernels(kernels) => kernels.name(),
             Prover::Supraseal { name, .. } => name,
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(prover, _) => prover.name(),
         }
     }
 
@@ -180,6 +209,8 @@ impl Prover {
         match self {
             Prover::Kernels(kernels) => kernels.is_gpu(),
             Prover::Supraseal { .. } => true,
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(..) => true,
         }
     }
 
@@ -188,6 +219,8 @@ impl Prover {
         match self {
             Prover::Kernels(_) => 1,
             Prover::Supraseal { batch, .. } => *batch,
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(..) => 1,
         }
     }
 
@@ -196,6 +229,8 @@ impl Prover {
         match self {
             Prover::Kernels(_) => ParamsKind::Groth16,
             Prover::Supraseal { .. } => ParamsKind::Supraseal,
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(_, kind) => *kind,
         }
     }
 
@@ -246,6 +281,16 @@ impl Prover {
                     Err(err) => (0..r.len()).map(|_| Err(err.clone().into())).collect(),
                 }
             }
+            #[cfg(feature = "cuda")]
+            (Prover::Cuda(prover, _), ProverParams::Resident(params)) => batch
+                .into_iter()
+                .map(|partition| {
+                    let (r, s) = groth16::fresh_randomness();
+                    catch_unwind(AssertUnwindSafe(|| prover.prove(partition, params, r, s)))
+                        .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))?
+                        .map_err(ProveError::from)
+                })
+                .collect(),
             (prover, _) => {
                 let prover = prover.name().to_owned();
                 batch
@@ -310,15 +355,29 @@ pub struct RequireGpuError {
     pub reason: String,
 }
 
-/// The provers for a run: up to `per_gpu` ec-gpu provers per selected GPU, one SupraSeal
-/// prover for all GPUs, or one CPU prover; `env` is the GPU variables (`BELLMAN_NO_GPU`
-/// turns the GPUs off).
+/// The provers for a run: one cuda prover per selected GPU, up to `per_gpu` ec-gpu provers
+/// per selected GPU, one SupraSeal prover for all GPUs, or one CPU prover; `env` is the GPU
+/// variables (`BELLMAN_NO_GPU` turns the GPUs off).
 pub fn provers_for(
     choice: BackendChoice,
     gpus: &GpuSelection,
     per_gpu: usize,
     env: &GpuEnv,
 ) -> Result<ProverPlan> {
+    provers_within(choice, gpus, per_gpu, None, env)
+}
+
+/// [`provers_for`], with the cuda backend taking at most `gpu_memory` bytes of each GPU
+/// (`--gpu-memory`; all its free memory when `None`).
+pub fn provers_within(
+    choice: BackendChoice,
+    gpus: &GpuSelection,
+    per_gpu: usize,
+    gpu_memory: Option<u64>,
+    env: &GpuEnv,
+) -> Result<ProverPlan> {
+    #[cfg(not(feature = "cuda"))]
+    let _ = gpu_memory;
     let mut notes = env.notes();
     let off = match (choice, gpus) {
         (BackendChoice::Cpu, _) => Some(("--backend cpu".to_owned(), false)),
@@ -335,6 +394,25 @@ pub fn provers_for(
         }
         return Ok(from_kernels(KernelPlan::cpu(reason, Vec::new()), notes));
     }
+    #[cfg(feature = "cuda")]
+    if matches!(choice, BackendChoice::Cuda | BackendChoice::Auto) {
+        match cuda_provers(gpus, gpu_memory, env)? {
+            Some(mut plan) => {
+                notes.append(&mut plan.notes);
+                plan.notes = notes;
+                return Ok(plan);
+            }
+            None if choice == BackendChoice::Cuda => bail!(
+                "--backend cuda: {} (hint: check `nvidia-smi` and CUDA_VISIBLE_DEVICES)",
+                gpu::no_gpu_reason(env)
+            ),
+            None => {}
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    if choice == BackendChoice::Cuda {
+        bail!("--backend cuda: this cuzk was built without CUDA (hint: build with scripts/build-cuda.sh)");
+    }
     let want_supraseal = match choice {
         BackendChoice::Supraseal => {
             if !supraseal::IS_BUILT {
@@ -343,7 +421,7 @@ pub fn provers_for(
             true
         }
         BackendChoice::Auto => supraseal::IS_BUILT,
-        BackendChoice::EcGpu | BackendChoice::Cpu => false,
+        BackendChoice::Cuda | BackendChoice::EcGpu | BackendChoice::Cpu => false,
     };
     if want_supraseal {
         let visible = gpu::gpu_descriptions();
@@ -374,6 +452,65 @@ pub fn provers_for(
         }
     }
     Ok(from_kernels(cpu::provers_for(gpus, per_gpu, env), notes))
+}
+
+/// One cuda prover per selected GPU, or `None` when no GPU is there. Each takes its GPU's
+/// free memory, or `gpu_memory` when smaller; the parameters are planned for the least of
+/// them.
+#[cfg(feature = "cuda")]
+fn cuda_provers(
+    gpus: &GpuSelection,
+    gpu_memory: Option<u64>,
+    env: &GpuEnv,
+) -> Result<Option<ProverPlan>> {
+    let count = cuda::gpu_count();
+    if count == 0 {
+        return Ok(None);
+    }
+    let indices: Vec<usize> = match gpus {
+        GpuSelection::All => (0..count).collect(),
+        GpuSelection::None => return Ok(None),
+        GpuSelection::Indices(indices) => {
+            if let Some(bad) = indices.iter().find(|&&i| i >= count) {
+                bail!("--gpus {bad}: this process sees {count} GPU(s), numbered from 0 (hint: CUDA_VISIBLE_DEVICES renumbers them)");
+            }
+            let mut unique = indices.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            unique
+        }
+    };
+    let mut provers = Vec::new();
+    let mut notes = Vec::new();
+    let mut least = u64::MAX;
+    for index in &indices {
+        let mut prover = cuda::CudaProver::open(*index, format!("cuda-{index}"))?;
+        let free = prover.free_bytes()? as u64;
+        let take = gpu_memory.map_or(free, |cap| cap.min(free));
+        least = least.min(take);
+        notes.push(format!(
+            "{}{}: {} with {} free; cuzk takes up to {}",
+            env.visible_prefix(),
+            prover.name(),
+            prover.gpu().name(),
+            crate::memory::show_bytes(free),
+            crate::memory::show_bytes(take)
+        ));
+        provers.push(prover);
+    }
+    let kind = ParamsKind::Resident {
+        device_bytes: least,
+    };
+    let described = gpu::gpu_descriptions();
+    Ok(Some(ProverPlan {
+        provers: provers.into_iter().map(|p| Prover::Cuda(p, kind)).collect(),
+        notes,
+        cpu_reason: None,
+        gpus: described
+            .into_iter()
+            .filter(|d| indices.contains(&d.index))
+            .collect(),
+    }))
 }
 
 /// A plan of kernel provers, after `notes`.

@@ -137,7 +137,8 @@ pub fn read_parameters(path: &Path) -> std::io::Result<Parameters<Bls12>> {
 }
 
 /// A point type with a fixed-size uncompressed encoding.
-trait Uncompressed: PrimeCurveAffine + Send + Sync {
+pub trait Uncompressed: PrimeCurveAffine + Send + Sync {
+    /// Decodes one point, or `None` when it is not on its curve.
     fn decode(bytes: &[u8]) -> Option<Self>;
 }
 
@@ -163,7 +164,21 @@ fn read_points<G: Uncompressed, const SIZE: usize>(
 ) -> std::io::Result<Vec<G>> {
     let count = usize::try_from(count).map_err(|_| invalid("too many points"))?;
     let mut points: Vec<G> = Vec::with_capacity(count);
-    points.spare_capacity_mut()[..count]
+    decode_points_into::<G, SIZE>(file, offset, &mut points.spare_capacity_mut()[..count])?;
+    // SAFETY: every one of the `count` slots was written, or we returned an error.
+    unsafe { points.set_len(count) };
+    Ok(points)
+}
+
+/// Fills `slots` with the points of `SIZE` bytes that start at byte `offset` of `file`,
+/// read and decoded by every core; each slot is written, or an error is returned. The GPU
+/// backend decodes straight into pinned memory with it.
+pub fn decode_points_into<G: Uncompressed, const SIZE: usize>(
+    file: &File,
+    offset: u64,
+    slots: &mut [MaybeUninit<G>],
+) -> std::io::Result<()> {
+    slots
         .par_chunks_mut(POINTS_PER_PIECE)
         .enumerate()
         .try_for_each_init(
@@ -182,10 +197,7 @@ fn read_points<G: Uncompressed, const SIZE: usize>(
                 }
                 Ok(())
             },
-        )?;
-    // SAFETY: every one of the `count` slots was written above, or we returned an error.
-    unsafe { points.set_len(count) };
-    Ok(points)
+        )
 }
 
 #[cfg(test)]

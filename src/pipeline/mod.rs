@@ -81,10 +81,11 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     stop::install_signal_handlers();
     // The provers first: `--require-gpu` stops a run without a GPU before the spool is
     // touched or anything claimed.
-    let plan = backend::provers_for(
+    let plan = backend::provers_within(
         settings.backend,
         &settings.gpus,
         settings.provers_per_gpu,
+        settings.gpu_memory,
         &GpuEnv::from_env(),
     )?
     .require_gpu(settings.require_gpu)?;

@@ -49,6 +49,8 @@ pub struct RunSettings {
     pub gen_test_params: bool,
     /// The memory budget in bytes; `None`: what is available now, minus a margin.
     pub max_memory: Option<u64>,
+    /// GPU memory the cuda backend may take per GPU (`--gpu-memory`); `None`: its free memory.
+    pub gpu_memory: Option<u64>,
     /// Runs a claimed file may take down (killed, crashed) before it is quarantined.
     pub max_attempts: u32,
     /// Accept benchmark shape files (synthetic data): timed, never written as proofs.
@@ -100,6 +102,7 @@ impl RunSettings {
             lease: Duration::from_secs_f64(Self::DEFAULT_LEASE_SECS),
             gen_test_params: false,
             max_memory: None,
+            gpu_memory: None,
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
             benchmark: false,
             is_precompiled: true,

@@ -427,7 +427,7 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
             let share = |x: f64| ratio(x, s.prove_s) * 100.0;
             lines.push(format!(
                 "{indent}prover time {:.2} s over {}: kernels {:.2} s ({:.0}%: fft {:.2} + msm G1 \
-                 {:.2} + msm G2 {:.2}), CPU tail {:.2} s ({:.0}%), other {:.2} s ({:.0}%); \
+                 {:.2} + msm G2 {:.2}), CPU tail {:.2} s ({:.0}%), other {:.2} s ({:.0}%{}); \
                  kernels ran {:.0}% of the span against {:.0}% busy",
                 s.prove_s,
                 plural(s.partitions, "partition"),
@@ -440,6 +440,11 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
                 share(s.cpu_tail_s),
                 s.other_s,
                 share(s.other_s),
+                if s.upload_s > 0.0 {
+                    format!(", of it uploads {:.2} s", s.upload_s)
+                } else {
+                    String::new()
+                },
                 ratio(s.kernel_s, run.span_s) * 100.0,
                 lane.busy_fraction * 100.0
             ));

@@ -52,6 +52,8 @@ pub struct StepSplit {
     /// Their GPU_START to GPU_END time.
     pub prove_s: f64,
     pub fft_s: f64,
+    /// Host-to-GPU copies timed apart from the kernels (the cuda backend).
+    pub upload_s: f64,
     pub msm_g1_s: f64,
     pub msm_g2_s: f64,
     /// FFT and multiexps: the kernel side.
@@ -115,6 +117,7 @@ pub(super) fn lane_metrics(
                 steps.partitions += 1;
                 steps.prove_s += stop - start;
                 steps.fft_s += s.fft_ms / 1e3;
+                steps.upload_s += s.upload_ms / 1e3;
                 steps.msm_g1_s += s.msm_g1_ms / 1e3;
                 steps.msm_g2_s += s.msm_g2_ms / 1e3;
                 steps.cpu_tail_s += s.cpu_tail_ms / 1e3;

@@ -1,0 +1,301 @@
+//! One GPU as the cuda backend drives it: opened once per prover thread, holding the
+//! resident bases of one parameter set and the working buffers of one partition. The safe
+//! face of [`ffi`](super::ffi): every call checks its status and turns a failure into a
+//! [`CudaError`] that names the GPU.
+
+use std::ffi::c_char;
+use std::ptr::NonNull;
+
+use blst::{blst_fp, blst_fp2};
+use blstrs::{Fp, Fp2, G1Projective, G2Projective};
+
+use super::ffi;
+use crate::backend::groth16::Multiexps;
+
+/// A failed CUDA call, with the GPU it ran on.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("GPU {index} ({name}): {message}")]
+pub struct CudaError {
+    /// The device's index among the GPUs sppark sees.
+    pub index: usize,
+    /// The device's name.
+    pub name: String,
+    /// CUDA's error code (negated by sppark), or -1.
+    pub code: i32,
+    /// What failed and why.
+    pub message: String,
+}
+
+/// One of a parameter set's five base vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BaseSet {
+    /// `H_j = tau^j t(tau) / delta`, one per domain point but the last.
+    H = 0,
+    /// `L_i`, one per aux variable.
+    L = 1,
+    /// `A_i(tau)`, one per variable used in A.
+    A = 2,
+    /// `B_i(tau)` in G1, one per variable used in B.
+    BG1 = 3,
+    /// `B_i(tau)` in G2.
+    BG2 = 4,
+}
+
+impl BaseSet {
+    /// All five, in the parameter file's order.
+    pub const ALL: [BaseSet; 5] = [BaseSet::H, BaseSet::L, BaseSet::A, BaseSet::BG1, BaseSet::BG2];
+
+    /// Bytes of one point in memory (Montgomery affine, no flag).
+    pub fn point_bytes(self) -> usize {
+        match self {
+            BaseSet::BG2 => 192,
+            _ => 96,
+        }
+    }
+
+    /// Its name in logs and the timeline.
+    pub fn name(self) -> &'static str {
+        match self {
+            BaseSet::H => "H",
+            BaseSet::L => "L",
+            BaseSet::A => "A",
+            BaseSet::BG1 => "B_G1",
+            BaseSet::BG2 => "B_G2",
+        }
+    }
+
+    /// Its bit in a residency mask.
+    pub fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+fn fp(limbs: &[u64]) -> Fp {
+    let mut l = [0u64; 6];
+    l.copy_from_slice(limbs);
+    Fp::from(blst_fp { l })
+}
+
+fn fp2(limbs: &[u64]) -> Fp2 {
+    let mut c0 = [0u64; 6];
+    let mut c1 = [0u64; 6];
+    c0.copy_from_slice(&limbs[..6]);
+    c1.copy_from_slice(&limbs[6..12]);
+    Fp2::from(blst_fp2 {
+        fp: [blst_fp { l: c0 }, blst_fp { l: c1 }],
+    })
+}
+
+fn g1(raw: &[u64; 18]) -> G1Projective {
+    G1Projective::from_raw_unchecked(fp(&raw[..6]), fp(&raw[6..12]), fp(&raw[12..]))
+}
+
+fn g2(raw: &[u64; 36]) -> G2Projective {
+    G2Projective::from_raw_unchecked(fp2(&raw[..12]), fp2(&raw[12..24]), fp2(&raw[24..]))
+}
+
+impl From<&ffi::MsmResults> for Multiexps {
+    fn from(raw: &ffi::MsmResults) -> Self {
+        Multiexps {
+            h: g1(&raw.h),
+            l: g1(&raw.l),
+            a: g1(&raw.a),
+            b_g1: g1(&raw.b_g1),
+            b_g2: g2(&raw.b_g2),
+        }
+    }
+}
+
+/// An open GPU. Dropping it frees everything cuzk allocated on the device.
+pub struct CudaGpu {
+    raw: NonNull<ffi::Gpu>,
+    index: usize,
+    name: String,
+    total_bytes: usize,
+}
+
+// SAFETY: the handle is only used through `&mut self` (one thread at a time), and
+// groth16.cu serializes work per device with a mutex of its own.
+unsafe impl Send for CudaGpu {}
+
+impl std::fmt::Debug for CudaGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GPU {} ({})", self.index, self.name)
+    }
+}
+
+fn check(status: ffi::Status, index: usize, name: &str) -> Result<(), CudaError> {
+    if status.code == 0 {
+        Ok(())
+    } else {
+        Err(CudaError {
+            index,
+            name: name.to_owned(),
+            code: status.code,
+            message: status.message(),
+        })
+    }
+}
+
+/// How many GPUs sppark can use (compute capability 7.0 and up); 0 without a driver.
+pub fn gpu_count() -> usize {
+    let mut count = 0usize;
+    // SAFETY: writes one usize; catches every C++ exception.
+    let status = unsafe { ffi::cuzk_gpu_count(&mut count) };
+    if status.code == 0 {
+        count
+    } else {
+        0
+    }
+}
+
+impl CudaGpu {
+    /// Opens GPU `index` (in CUDA's order, among those sppark can use).
+    pub fn open(index: usize) -> Result<CudaGpu, CudaError> {
+        let mut raw = std::ptr::null_mut();
+        let mut name = [0 as c_char; 256];
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: the out-pointers are valid for the call; `name` is NUL-terminated by it.
+        let status = unsafe {
+            ffi::cuzk_gpu_open(index, &mut raw, name.as_mut_ptr(), name.len(), &mut free, &mut total)
+        };
+        let name = {
+            let bytes: Vec<u8> = name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        check(status, index, &name)?;
+        let raw = NonNull::new(raw).ok_or_else(|| CudaError {
+            index,
+            name: name.clone(),
+            code: -1,
+            message: "opening the GPU returned no handle".into(),
+        })?;
+        Ok(CudaGpu {
+            raw,
+            index,
+            name,
+            total_bytes: total,
+        })
+    }
+
+    /// The device's name, as the driver gives it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The device's index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The device's memory in bytes.
+    pub fn total_bytes(&self) -> usize {
+        self.total_bytes
+    }
+
+    fn check(&self, status: ffi::Status) -> Result<(), CudaError> {
+        check(status, self.index, &self.name)
+    }
+
+    /// Free device memory now, in bytes.
+    pub fn free_bytes(&mut self) -> Result<usize, CudaError> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: a live handle; out-pointers valid for the call.
+        self.check(unsafe { ffi::cuzk_gpu_free_memory(self.raw.as_ptr(), &mut free, &mut total) })?;
+        Ok(free)
+    }
+
+    /// Allocates the resident base vectors in `resident` (a mask of [`BaseSet::bit`]s) for
+    /// a set of `counts`, freeing those of the previous set.
+    pub fn reserve_bases(&mut self, counts: ffi::BaseCounts, resident: u32) -> Result<(), CudaError> {
+        // SAFETY: a live handle; `counts` is read during the call only.
+        self.check(unsafe { ffi::cuzk_gpu_reserve_bases(self.raw.as_ptr(), &counts, resident) })
+    }
+
+    /// Copies `points` (whole points of `set`, Montgomery affine) into the resident vector
+    /// of `set` from point `first` on.
+    pub fn upload_bases(&mut self, set: BaseSet, first: usize, points: &[u8]) -> Result<(), CudaError> {
+        let count = points.len() / set.point_bytes();
+        debug_assert_eq!(count * set.point_bytes(), points.len());
+        // SAFETY: a live handle; `points` holds `count` points and is read during the call.
+        self.check(unsafe {
+            ffi::cuzk_gpu_upload_bases(self.raw.as_ptr(), set as u32, first, points.as_ptr(), count)
+        })
+    }
+
+    /// Runs the quotient and the five multiexps of `partition`.
+    ///
+    /// # Safety
+    /// Every pointer in `partition` must be valid for the lengths it states, for the call.
+    pub unsafe fn prove(&mut self, partition: &ffi::Partition) -> Result<(Multiexps, ffi::StepMs), CudaError> {
+        let mut results = std::mem::MaybeUninit::<ffi::MsmResults>::zeroed();
+        let mut ms = ffi::StepMs::default();
+        self.check(ffi::cuzk_gpu_prove(self.raw.as_ptr(), partition, results.as_mut_ptr(), &mut ms))?;
+        // SAFETY: a successful call wrote every field; zeroed before in any case.
+        let results = results.assume_init();
+        Ok((Multiexps::from(&results), ms))
+    }
+}
+
+impl Drop for CudaGpu {
+    fn drop(&mut self) {
+        // SAFETY: the handle is live and dropped once.
+        unsafe { ffi::cuzk_gpu_close(self.raw.as_ptr()) }
+    }
+}
+
+/// Page-locked host memory, which the GPU reads at full speed.
+pub struct PinnedBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: plain memory, owned by this value alone.
+unsafe impl Send for PinnedBuffer {}
+unsafe impl Sync for PinnedBuffer {}
+
+impl PinnedBuffer {
+    /// Allocates `len` bytes of pinned memory.
+    pub fn new(len: usize) -> Result<PinnedBuffer, CudaError> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: one out-pointer, valid for the call.
+        let status = unsafe { ffi::cuzk_host_alloc(len.max(1), &mut ptr) };
+        check(status, 0, "host")?;
+        let ptr = NonNull::new(ptr).ok_or_else(|| CudaError {
+            index: 0,
+            name: "host".into(),
+            code: -1,
+            message: "pinned allocation returned nothing".into(),
+        })?;
+        Ok(PinnedBuffer { ptr, len })
+    }
+
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `len` bytes allocated and owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes allocated and owned by self; &mut self is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuzk_host_alloc, freed once.
+        unsafe { ffi::cuzk_host_free(self.ptr.as_ptr()) }
+    }
+}

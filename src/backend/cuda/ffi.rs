@@ -1,0 +1,126 @@
+//! The C ABI of `groth16.cu`, declared once. Its safety rules (who owns each device buffer,
+//! which stream, how errors come back) are stated at the top of that file; the safe
+//! wrapper in [`super::device`] is the only caller.
+
+use std::ffi::c_char;
+
+use blstrs::Scalar as Fr;
+
+/// The outcome of a call: `code` 0 on success, else a CUDA error code (negated by
+/// sppark) or -1, with a message naming the step.
+#[repr(C)]
+pub struct Status {
+    pub code: i32,
+    pub message: [c_char; 500],
+}
+
+impl Status {
+    /// The message as text.
+    pub fn message(&self) -> String {
+        let bytes: Vec<u8> = self
+            .message
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// Sizes of a parameter set's base vectors.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BaseCounts {
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b: usize,
+}
+
+/// One synthesized partition, borrowed for a call. See `cuzk_partition` in groth16.cu.
+#[repr(C)]
+pub struct Partition {
+    pub a: *const Fr,
+    pub b: *const Fr,
+    pub c: *const Fr,
+    pub abc_len: usize,
+    pub lg_domain: usize,
+    pub inputs: *const Fr,
+    pub input_len: usize,
+    pub aux: *const Fr,
+    pub aux_len: usize,
+    pub a_aux_words: *const u64,
+    pub a_aux_prefix: *const u32,
+    pub a_aux_total: usize,
+    pub b_input_words: *const u64,
+    pub b_input_prefix: *const u32,
+    pub b_input_total: usize,
+    pub b_aux_words: *const u64,
+    pub b_aux_prefix: *const u32,
+    pub b_aux_total: usize,
+    pub host_h: *const u8,
+    pub host_l: *const u8,
+    pub host_a: *const u8,
+    pub host_b_g1: *const u8,
+    pub host_b_g2: *const u8,
+}
+
+/// The five multiexps: Jacobian points, Montgomery limbs (blst's layout).
+#[repr(C)]
+pub struct MsmResults {
+    pub h: [u64; 18],
+    pub l: [u64; 18],
+    pub a: [u64; 18],
+    pub b_g1: [u64; 18],
+    pub b_g2: [u64; 36],
+}
+
+/// Milliseconds per step of one proof.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StepMs {
+    pub upload: f64,
+    pub quotient: f64,
+    pub msm_h: f64,
+    pub msm_l: f64,
+    pub msm_a: f64,
+    pub msm_b_g1: f64,
+    pub msm_b_g2: f64,
+    pub total: f64,
+}
+
+/// A device and what cuzk keeps on it (opaque).
+#[repr(C)]
+pub struct Gpu {
+    _private: [u8; 0],
+}
+
+extern "C" {
+    pub fn cuzk_gpu_count(count: *mut usize) -> Status;
+    pub fn cuzk_gpu_open(
+        index: usize,
+        out: *mut *mut Gpu,
+        name: *mut c_char,
+        name_len: usize,
+        free_bytes: *mut usize,
+        total_bytes: *mut usize,
+    ) -> Status;
+    pub fn cuzk_gpu_close(gpu: *mut Gpu);
+    pub fn cuzk_gpu_free_memory(gpu: *mut Gpu, free: *mut usize, total: *mut usize) -> Status;
+    pub fn cuzk_gpu_reserve_bases(gpu: *mut Gpu, counts: *const BaseCounts, resident: u32) -> Status;
+    pub fn cuzk_gpu_upload_bases(
+        gpu: *mut Gpu,
+        set: u32,
+        first: usize,
+        points: *const u8,
+        count: usize,
+    ) -> Status;
+    pub fn cuzk_host_alloc(bytes: usize, out: *mut *mut u8) -> Status;
+    pub fn cuzk_host_free(ptr: *mut u8);
+    pub fn cuzk_gpu_prove(
+        gpu: *mut Gpu,
+        partition: *const Partition,
+        out: *mut MsmResults,
+        ms: *mut StepMs,
+    ) -> Status;
+}

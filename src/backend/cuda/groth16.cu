@@ -1,0 +1,587 @@
+// cuzk's Groth16 prover on one GPU, built on sppark's NTT and Pippenger multiexp.
+//
+// What runs here, per partition: the quotient h = (a*b - c) / Z (iNTT, coset NTT, the
+// pointwise step, coset iNTT), the density filtering of the A and B queries, and the five
+// multiexps (H, L, A and B in G1, B in G2). The final combination with r and s is done by
+// the Rust side (backend/cuda/mod.rs), which also checks every input before calling in.
+//
+// Safety rules of the host side, stated once:
+// - Ownership. A `cuzk_gpu` owns every device buffer it uses: the resident bases (allocated
+//   by cuzk_gpu_reserve_bases, kept until cuzk_gpu_close) and the per-partition working
+//   buffers (allocated at the first partition of a domain size, grown only for a larger
+//   one). Nothing else frees them. Host pointers passed in are borrowed for the call only.
+// - Streams. Everything runs on sppark's streams of the handle's device. sppark's
+//   multiexp keeps per-device work counters, so two proofs must never run on one device at
+//   once: each device has one mutex, held for a whole upload or proof.
+// - Errors. No C++ exception crosses this boundary: every entry point catches all of them
+//   and returns a cuzk_status (code 0 on success, else a CUDA error code or -1, with a
+//   message naming the step). Host asserts are compiled out (NDEBUG); the Rust side
+//   validates lengths first. A sticky CUDA error poisons the handle: later calls fail
+//   with the same reason instead of computing on a broken context.
+
+#include <cstdint>
+#include <cstring>
+#include <cstdlib>
+#include <string>
+#include <cstdio>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+#include <exception>
+
+#include <ff/bls12-381-fp2.hpp>
+#include <ec/jacobian_t.hpp>
+#include <ec/xyzz_t.hpp>
+
+typedef jacobian_t<fp_t> point_t;
+typedef xyzz_t<fp_t> bucket_t;
+typedef bucket_t::affine_t affine_t;
+
+typedef jacobian_t<fp2_t> point_fp2_t;
+typedef xyzz_t<fp2_t> bucket_fp2_t;
+typedef bucket_fp2_t::affine_t affine_fp2_t;
+
+typedef fr_t scalar_t;
+
+#define SPPARK_DONT_INSTANTIATE_TEMPLATES
+#include <msm/pippenger.cuh>
+#include <ntt/ntt.cuh>
+
+extern "C" {
+
+// The outcome of a call: code 0 on success.
+struct cuzk_status {
+    int32_t code;
+    char message[500];
+};
+
+// Sizes of the five base vectors of a parameter set.
+struct cuzk_base_counts {
+    size_t h, l, a, b;
+};
+
+// Which base vector an upload fills.
+enum cuzk_base_set { CUZK_H = 0, CUZK_L = 1, CUZK_A = 2, CUZK_B_G1 = 3, CUZK_B_G2 = 4 };
+
+// One synthesized partition, borrowed from the Rust side for the call.
+struct cuzk_partition {
+    const fr_t* a;              // abc_len evaluations each, Montgomery form
+    const fr_t* b;
+    const fr_t* c;
+    size_t abc_len;
+    size_t lg_domain;           // 2^lg_domain >= abc_len
+    const fr_t* inputs;         // input_len values, the constant one first
+    size_t input_len;
+    const fr_t* aux;            // aux_len values
+    size_t aux_len;
+    // Densities, as u64 words (bit i of word i/64) with the exclusive prefix counts of set
+    // bits before each word, so the filtering kernel writes each survivor in its place.
+    const uint64_t* a_aux_words;    const uint32_t* a_aux_prefix;    size_t a_aux_total;
+    const uint64_t* b_input_words;  const uint32_t* b_input_prefix;  size_t b_input_total;
+    const uint64_t* b_aux_words;    const uint32_t* b_aux_prefix;    size_t b_aux_total;
+    // Bases that are not resident on the device (null when they are): host memory,
+    // streamed through the multiexp's own chunk buffers.
+    const affine_t* host_h;
+    const affine_t* host_l;
+    const affine_t* host_a;
+    const affine_t* host_b_g1;
+    const affine_fp2_t* host_b_g2;
+};
+
+// The five multiexps, as Jacobian points in Montgomery form (blst's layout).
+struct cuzk_msm_results {
+    point_t h, l, a, b_g1;
+    point_fp2_t b_g2;
+};
+
+// Milliseconds per step of one proof.
+struct cuzk_step_ms {
+    double upload, quotient, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, total;
+};
+
+struct cuzk_gpu;
+
+}  // extern "C"
+
+// A device pointer sppark's multiexp takes as "already on the device".
+template<typename T> using device_span = dev_ptr_t<T>;
+
+namespace {
+
+std::mutex device_locks[64];
+
+void set_status(cuzk_status* st, int code, const char* fmt_str, const char* what)
+{
+    st->code = code;
+    std::snprintf(st->message, sizeof(st->message), fmt_str, what);
+}
+
+cuzk_status ok()
+{
+    cuzk_status st;
+    st.code = 0;
+    st.message[0] = 0;
+    return st;
+}
+
+// Runs `body`, turning every exception into a status that names `step`.
+template<class F>
+cuzk_status guarded(const char* step, F body)
+{
+    cuzk_status st = ok();
+    try {
+        body();
+    } catch (const cuda_error& e) {
+        char buf[400];
+        std::snprintf(buf, sizeof(buf), "%s: %s", step, e.what());
+        set_status(&st, e.code() ? e.code() : -1, "%s", buf);
+    } catch (const std::exception& e) {
+        char buf[400];
+        std::snprintf(buf, sizeof(buf), "%s: %s", step, e.what());
+        set_status(&st, -1, "%s", buf);
+    } catch (...) {
+        set_status(&st, -1, "%s: unknown C++ exception", step);
+    }
+    return st;
+}
+
+__launch_bounds__(1024) __global__
+void pointwise_mul(fr_t* a, const fr_t* b, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        a[i] *= b[i];
+}
+
+// a = (a - c) / Z, where Z is the vanishing polynomial's constant value on the coset.
+__launch_bounds__(1024) __global__
+void sub_scale(fr_t* a, const fr_t* c, fr_t z_inv, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x) {
+        fr_t t = a[i] - c[i];
+        a[i] = t * z_inv;
+    }
+}
+
+// dst[prefix[w] + k] = src[64 w + j] for the k-th set bit j of word w: the variables a
+// query uses, in order, so they line up with the parameters' bases.
+__launch_bounds__(256) __global__
+void filter_by_density(fr_t* dst, const fr_t* src, const uint64_t* words,
+                       const uint32_t* prefix, size_t nwords, size_t nbits)
+{
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < nwords;
+         w += (size_t)blockDim.x * gridDim.x) {
+        uint64_t bits = words[w];
+        size_t base = w * 64;
+        if (base + 64 > nbits) {
+            size_t keep = nbits - base;
+            bits &= keep >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << keep) - 1);
+        }
+        size_t out = prefix[w];
+        while (bits) {
+            int j = __ffsll((long long)bits) - 1;
+            dst[out++] = src[base + j];
+            bits &= bits - 1;
+        }
+    }
+}
+
+template<class T>
+struct device_vec {
+    T* ptr = nullptr;
+    size_t len = 0;
+    void reserve(size_t n)
+    {
+        if (n <= len)
+            return;
+        release();
+        CUDA_OK(cudaMalloc(&ptr, n * sizeof(T)));
+        len = n;
+    }
+    void release()
+    {
+        if (ptr)
+            (void)cudaFree(ptr);
+        ptr = nullptr;
+        len = 0;
+    }
+};
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b)
+{
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+fr_t z_inverse_on_coset(size_t lg_domain)
+{
+    // Z(x) = x^n - 1 takes one value on the coset g*<omega>: g^n - 1.
+    fr_t gen_pow = group_gen;
+    while (lg_domain--)
+        gen_pow ^= 2;
+    return (gen_pow - fr_t::one()).reciprocal();
+}
+
+}  // namespace
+
+struct cuzk_gpu {
+    const gpu_t& gpu;
+    int index;
+    std::string sticky;     // the first unrecoverable error, if any
+
+    cuzk_base_counts counts{};
+    device_vec<affine_t> h, l, a, b_g1;
+    device_vec<affine_fp2_t> b_g2;
+    bool resident[5] = {false, false, false, false, false};
+
+    // Per-partition working buffers.
+    device_vec<fr_t> d_a, d_b, d_inputs;  // x, y and the inputs
+    device_vec<uint64_t> d_words;
+    device_vec<uint32_t> d_prefix;
+
+    cuzk_gpu(const gpu_t& g, int i) : gpu(g), index(i) {}
+
+    ~cuzk_gpu()
+    {
+        gpu.select();
+        gpu.sync();
+        h.release(); l.release(); a.release(); b_g1.release(); b_g2.release();
+        d_a.release(); d_b.release(); d_inputs.release();
+        d_words.release(); d_prefix.release();
+    }
+};
+
+namespace {
+
+// After a failure, is the context still usable? Sticky errors (illegal address, launch
+// failure) are not; out of memory and bad arguments are.
+void note_failure(cuzk_gpu* g, const cuzk_status& st)
+{
+    if (st.code == 0)
+        return;
+    cudaError_t last = cudaPeekAtLastError();
+    (void)last;
+    cudaError_t sync = cudaDeviceSynchronize();
+    if (sync != cudaSuccess && g->sticky.empty())
+        g->sticky = st.message;
+}
+
+template<class bucket, class point, class affine>
+void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
+             const fr_t* device_scalars, size_t n)
+{
+    if (n == 0) {
+        out.inf();
+        return;
+    }
+    msm_t<bucket, point, affine, scalar_t> msm{nullptr, n, sizeof(affine), gpu.id()};
+    RustError err;
+    if (device_bases)
+        err = msm.invoke(out, device_span<affine>{const_cast<affine*>(device_bases)}, n,
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
+    else
+        err = msm.invoke(out, host_bases, n,
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
+    std::string message = err.message ? err.message : "multiexp failed";
+    std::free(err.message);     // sppark strdup()s it for Rust; we own it here
+    if (err.code != cudaSuccess)
+        throw cuda_error{err.code, message};
+}
+
+}  // namespace
+
+extern "C" {
+
+cuzk_status cuzk_gpu_count(size_t* count)
+{
+    return guarded("counting GPUs", [&] { *count = ngpus(); });
+}
+
+// Opens sppark's device `index` (devices of compute capability 7.0 and up, in CUDA order).
+cuzk_status cuzk_gpu_open(size_t index, cuzk_gpu** out, char* name, size_t name_len,
+                          size_t* free_bytes, size_t* total_bytes)
+{
+    *out = nullptr;
+    return guarded("opening the GPU", [&] {
+        if (index >= ngpus())
+            throw sppark_error{cudaErrorInvalidDevice, std::string("no such GPU")};
+        const gpu_t& gpu = select_gpu((int)index);
+        std::snprintf(name, name_len, "%s", gpu.props().name);
+        CUDA_OK(cudaMemGetInfo(free_bytes, total_bytes));
+        // Keep what the multiexp's per-call temporaries return to the pool, so a proof
+        // does not go back to the driver for memory.
+        cudaMemPool_t pool;
+        CUDA_OK(cudaDeviceGetDefaultMemPool(&pool, gpu.cid()));
+        uint64_t keep = UINT64_MAX;
+        CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        *out = new cuzk_gpu(gpu, (int)index);
+    });
+}
+
+void cuzk_gpu_close(cuzk_gpu* g)
+{
+    if (!g)
+        return;
+    try {
+        std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
+        delete g;
+    } catch (...) {
+    }
+}
+
+cuzk_status cuzk_gpu_free_memory(cuzk_gpu* g, size_t* free_bytes, size_t* total_bytes)
+{
+    return guarded("querying free memory", [&] {
+        g->gpu.select();
+        CUDA_OK(cudaMemGetInfo(free_bytes, total_bytes));
+    });
+}
+
+// Allocates the resident base vectors named in `resident` (bit i for cuzk_base_set i);
+// the others will be streamed from host memory at each proof.
+cuzk_status cuzk_gpu_reserve_bases(cuzk_gpu* g, const cuzk_base_counts* counts,
+                                   uint32_t resident)
+{
+    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
+    if (!g->sticky.empty()) {
+        cuzk_status st;
+        set_status(&st, -1, "the GPU failed earlier: %s", g->sticky.c_str());
+        return st;
+    }
+    return guarded("allocating resident bases", [&] {
+        g->gpu.select();
+        g->h.release(); g->l.release(); g->a.release(); g->b_g1.release(); g->b_g2.release();
+        g->counts = *counts;
+        for (int i = 0; i < 5; i++)
+            g->resident[i] = (resident >> i) & 1;
+        if (g->resident[CUZK_H])    g->h.reserve(counts->h);
+        if (g->resident[CUZK_L])    g->l.reserve(counts->l);
+        if (g->resident[CUZK_A])    g->a.reserve(counts->a);
+        if (g->resident[CUZK_B_G1]) g->b_g1.reserve(counts->b);
+        if (g->resident[CUZK_B_G2]) g->b_g2.reserve(counts->b);
+    });
+}
+
+// Copies `count` points (Montgomery affine, blst's layout) from host memory (ideally
+// pinned) into resident set `set`, starting at point `first`.
+cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
+                                  const void* points, size_t count)
+{
+    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
+    cuzk_status st = guarded("uploading bases", [&] {
+        g->gpu.select();
+        void* dst = nullptr;
+        size_t cap = 0, size = sizeof(affine_t);
+        switch (set) {
+            case CUZK_H:    dst = g->h.ptr;    cap = g->h.len;    break;
+            case CUZK_L:    dst = g->l.ptr;    cap = g->l.len;    break;
+            case CUZK_A:    dst = g->a.ptr;    cap = g->a.len;    break;
+            case CUZK_B_G1: dst = g->b_g1.ptr; cap = g->b_g1.len; break;
+            case CUZK_B_G2: dst = g->b_g2.ptr; cap = g->b_g2.len; size = sizeof(affine_fp2_t); break;
+            default: throw sppark_error{cudaErrorInvalidValue, std::string("unknown base set")};
+        }
+        if (!dst || first + count > cap)
+            throw sppark_error{cudaErrorInvalidValue, std::string("bases out of range")};
+        CUDA_OK(cudaMemcpy((char*)dst + first * size, points, count * size,
+                           cudaMemcpyHostToDevice));
+    });
+    note_failure(g, st);
+    return st;
+}
+
+cuzk_status cuzk_host_alloc(size_t bytes, void** out)
+{
+    *out = nullptr;
+    return guarded("allocating pinned host memory", [&] {
+        CUDA_OK(cudaHostAlloc(out, bytes, cudaHostAllocPortable));
+    });
+}
+
+void cuzk_host_free(void* ptr)
+{
+    if (ptr)
+        (void)cudaFreeHost(ptr);
+}
+
+// Proves the multiexps of one partition with two domain-sized device vectors, x and y:
+//   x = a, y = b; both to the coset; x *= y          (quotient, first half)
+//   y = c; to the coset; x = (x - y) / Z; x = h      (second half)
+//   y = aux (its upload overlaps the H multiexp); H over x; L over y
+//   x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
+cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_results* out,
+                           cuzk_step_ms* ms)
+{
+    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
+    if (!g->sticky.empty()) {
+        cuzk_status st;
+        set_status(&st, -1, "the GPU failed earlier: %s", g->sticky.c_str());
+        return st;
+    }
+    using clock = std::chrono::steady_clock;
+    const char* step = "preparing";
+    cuzk_status st = guarded("proving", [&] {
+        const gpu_t& gpu = g->gpu;
+        gpu.select();
+        auto t0 = clock::now();
+        size_t n = (size_t)1 << p->lg_domain;
+        size_t sms = gpu.sm_count();
+        size_t a_len = p->input_len + p->a_aux_total;
+        size_t b_len = p->b_input_total + p->b_aux_total;
+        const auto& counts = g->counts;
+        if (p->abc_len > n || a_len > n || b_len > n || counts.h + 1 < n ||
+            counts.l != p->aux_len || counts.a != a_len || counts.b != b_len)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("the partition does not match the parameters")};
+
+        step = "allocating working buffers";
+        g->d_a.reserve(n);                                   // x
+        g->d_b.reserve(n > p->aux_len ? n : p->aux_len);     // y
+        g->d_inputs.reserve(p->input_len ? p->input_len : 1);
+        size_t words_a = (p->aux_len + 63) / 64, words_bi = (p->input_len + 63) / 64;
+        size_t words = 2 * words_a + words_bi;
+        g->d_words.reserve(words ? words : 1);
+        g->d_prefix.reserve(words ? words : 1);
+        fr_t* x = g->d_a.ptr;
+        fr_t* y = g->d_b.ptr;
+        stream_t& s0 = gpu[0];
+
+        auto upload_padded = [&](fr_t* dst, const fr_t* src) {
+            CUDA_OK(cudaMemcpyAsync(dst, src, p->abc_len * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, s0));
+            if (p->abc_len < n)
+                CUDA_OK(cudaMemsetAsync(dst + p->abc_len, 0,
+                                        (n - p->abc_len) * sizeof(fr_t), s0));
+        };
+        auto to_coset = [&](fr_t* v) {
+            NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
+                              NTT::Direction::inverse, NTT::Type::standard);
+            NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::RN,
+                              NTT::Direction::forward, NTT::Type::coset);
+        };
+
+        step = "uploading the densities";
+        uint64_t* w_a = g->d_words.ptr;
+        uint64_t* w_bi = w_a + words_a;
+        uint64_t* w_ba = w_bi + words_bi;
+        uint32_t* pf_a = g->d_prefix.ptr;
+        uint32_t* pf_bi = pf_a + words_a;
+        uint32_t* pf_ba = pf_bi + words_bi;
+        CUDA_OK(cudaMemcpyAsync(g->d_inputs.ptr, p->inputs, p->input_len * sizeof(fr_t),
+                                cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(w_a, p->a_aux_words, words_a * 8, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(w_bi, p->b_input_words, words_bi * 8, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(w_ba, p->b_aux_words, words_a * 8, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(pf_a, p->a_aux_prefix, words_a * 4, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(pf_bi, p->b_input_prefix, words_bi * 4, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(pf_ba, p->b_aux_prefix, words_a * 4, cudaMemcpyHostToDevice, s0));
+
+        // h = coset_iNTT((coset_NTT(iNTT(a)) * coset_NTT(iNTT(b)) - coset_NTT(iNTT(c))) / Z)
+        double upload_ms = 0;
+        auto timed_upload = [&](fr_t* dst, const fr_t* src) {
+            auto u0 = clock::now();
+            upload_padded(dst, src);
+            upload_ms += ms_between(u0, clock::now());
+        };
+        step = "uploading a and b";
+        timed_upload(x, p->a);
+        timed_upload(y, p->b);
+        step = "computing the quotient";
+        to_coset(x);
+        to_coset(y);
+        pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
+        CUDA_OK(cudaGetLastError());
+        step = "uploading c";
+        timed_upload(y, p->c);
+        step = "computing the quotient";
+        to_coset(y);
+        sub_scale<<<sms, 1024, 0, s0>>>(x, y, z_inverse_on_coset(p->lg_domain), n);
+        CUDA_OK(cudaGetLastError());
+        NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NN,
+                          NTT::Direction::inverse, NTT::Type::coset);
+        s0.sync();
+        auto t1 = clock::now();
+
+        // The aux witness goes up into y while the H multiexp reads x.
+        step = "the H multiexp";
+        cudaError_t aux_status = cudaSuccess;
+        double aux_upload_ms = 0;
+        std::thread aux_upload([&] {
+            auto u0 = clock::now();
+            (void)cudaSetDevice(gpu.cid());
+            aux_status = cudaMemcpy(y, p->aux, p->aux_len * sizeof(fr_t), cudaMemcpyHostToDevice);
+            aux_upload_ms = ms_between(u0, clock::now());
+        });
+        try {
+            run_msm<bucket_t>(gpu, out->h, g->resident[CUZK_H] ? g->h.ptr : nullptr, p->host_h,
+                              x, n - 1);
+        } catch (...) {
+            aux_upload.join();
+            throw;
+        }
+        aux_upload.join();
+        CUDA_OK(aux_status);
+        auto t2 = clock::now();
+
+        step = "the L multiexp";
+        run_msm<bucket_t>(gpu, out->l, g->resident[CUZK_L] ? g->l.ptr : nullptr, p->host_l,
+                          y, p->aux_len);
+        auto t3 = clock::now();
+
+        // A = [inputs, aux used in A], B = [inputs used in B, aux used in B], built in x.
+        step = "filtering the A query";
+        CUDA_OK(cudaMemcpyAsync(x, g->d_inputs.ptr, p->input_len * sizeof(fr_t),
+                                cudaMemcpyDeviceToDevice, s0));
+        if (words_a) {
+            filter_by_density<<<(words_a + 255) / 256, 256, 0, s0>>>(
+                x + p->input_len, y, w_a, pf_a, words_a, p->aux_len);
+            CUDA_OK(cudaGetLastError());
+        }
+        s0.sync();
+        step = "the A multiexp";
+        run_msm<bucket_t>(gpu, out->a, g->resident[CUZK_A] ? g->a.ptr : nullptr, p->host_a,
+                          x, a_len);
+        auto t4 = clock::now();
+
+        step = "filtering the B query";
+        if (words_bi) {
+            filter_by_density<<<(words_bi + 255) / 256, 256, 0, s0>>>(
+                x, g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len);
+            CUDA_OK(cudaGetLastError());
+        }
+        if (words_a) {
+            filter_by_density<<<(words_a + 255) / 256, 256, 0, s0>>>(
+                x + p->b_input_total, y, w_ba, pf_ba, words_a, p->aux_len);
+            CUDA_OK(cudaGetLastError());
+        }
+        s0.sync();
+        step = "the B multiexp in G1";
+        run_msm<bucket_t>(gpu, out->b_g1, g->resident[CUZK_B_G1] ? g->b_g1.ptr : nullptr,
+                          p->host_b_g1, x, b_len);
+        auto t5 = clock::now();
+        step = "the B multiexp in G2";
+        run_msm<bucket_fp2_t>(gpu, out->b_g2, g->resident[CUZK_B_G2] ? g->b_g2.ptr : nullptr,
+                              p->host_b_g2, x, b_len);
+        gpu.sync();
+        auto t6 = clock::now();
+
+        ms->upload = upload_ms + aux_upload_ms;
+        ms->quotient = ms_between(t0, t1) - upload_ms;
+        ms->msm_h = ms_between(t1, t2);
+        ms->msm_l = ms_between(t2, t3);
+        ms->msm_a = ms_between(t3, t4);
+        ms->msm_b_g1 = ms_between(t4, t5);
+        ms->msm_b_g2 = ms_between(t5, t6);
+        ms->total = ms_between(t0, t6);
+    });
+    if (st.code != 0) {
+        char buf[sizeof(st.message)];
+        std::snprintf(buf, sizeof(buf), "%s: %s", step, st.message);
+        std::snprintf(st.message, sizeof(st.message), "%s", buf);
+        note_failure(g, st);
+    }
+    return st;
+}
+
+}  // extern "C"

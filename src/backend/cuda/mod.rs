@@ -1,0 +1,544 @@
+//! The `cuda` backend: cuzk's own Groth16 on sppark's NTT and multiexp kernels
+//! (`groth16.cu`), with the parameters resident on each GPU.
+//!
+//! - **Parameters** ([`ResidentParams`]): the host keeps only the verifying key and the
+//!   file's layout. Each prover uploads the bases to its GPU at its first partition of a
+//!   set, straight from the file through one pinned staging buffer, and keeps them for the
+//!   run. Bases that do not fit beside a partition's working set (a card smaller than the
+//!   parameters, or `--gpu-memory`) stay in pinned host memory, loaded once, and stream
+//!   through the multiexp's chunk buffers at each proof.
+//! - **Per partition, on the GPU**: a, b, c and the witness go up once; the quotient, the
+//!   density filtering of the A and B queries and all five multiexps (B in G2 too) run
+//!   there. The host computes the densities' prefix counts before and the combination with
+//!   fresh `r`, `s` after ([`groth16::assemble`]).
+//! - **Failures**: a CUDA error comes back as a [`CudaError`] naming the GPU and the step;
+//!   it fails the partition, never the process (see the safety rules in `groth16.cu`).
+
+mod device;
+mod ffi;
+
+use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bellperson::groth16::{Proof, VerifyingKey};
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use ec_gpu_gen::multiexp_cpu::DensityTracker;
+use log::{debug, info};
+
+pub use device::{gpu_count, BaseSet, CudaError, CudaGpu, PinnedBuffer};
+
+use super::groth16::{self, Groth16Error};
+use super::quotient::Domain;
+use crate::event::ProveTimings;
+use crate::params::load::{decode_points_into, ParamsLayout, G1_BYTES, G2_BYTES};
+use crate::synth::SynthesizedPartition;
+
+/// Bytes of the pinned buffer bases are staged through on their way to a GPU.
+const STAGING_BYTES: usize = 256 << 20;
+
+/// Device memory a partition needs besides the bases, at domain size `n` with `aux` aux
+/// variables: two vectors of `max(n, aux)` scalars, the multiexps' digits and temporaries
+/// (about 12 bytes per domain point at most) and a margin for buckets and the context.
+pub fn working_bytes(n: u64, aux: u64) -> u64 {
+    2 * n.max(aux) * 32 + 12 * n + (3 << 29)
+}
+
+/// Why a parameter set could not be made ready for the cuda backend.
+#[derive(Debug, thiserror::Error)]
+pub enum ResidentParamsError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The parameter file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Pinned host memory for streamed bases could not be had.
+    #[error("{path}: keeping the {set} bases in pinned host memory: {source}")]
+    Pinned {
+        /// The parameter file.
+        path: PathBuf,
+        /// Which bases.
+        set: &'static str,
+        /// Why.
+        #[source]
+        source: CudaError,
+    },
+}
+
+/// A parameter set as the cuda backend proves with it: the verifying key and the file's
+/// layout on the host; the bases on each GPU, uploaded by each prover at first use.
+pub struct ResidentParams {
+    path: PathBuf,
+    layout: ParamsLayout,
+    vk: VerifyingKey<Bls12>,
+    /// Bases kept on every GPU (a mask of [`BaseSet::bit`]s).
+    resident: u32,
+    /// The others, in pinned host memory, streamed at each proof.
+    streamed: Vec<(BaseSet, PinnedBuffer)>,
+}
+
+impl std::fmt::Debug for ResidentParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ResidentParams({})", self.path.display())
+    }
+}
+
+impl ResidentParams {
+    /// Reads the verifying key and layout of `path` and decides which bases each GPU keeps,
+    /// given `device_bytes`, the least device memory any prover may take (free memory, or
+    /// `--gpu-memory` when smaller). Bases left over are loaded into pinned host memory now.
+    pub fn load(path: &Path, device_bytes: u64) -> Result<ResidentParams, ResidentParamsError> {
+        let read = |source| ResidentParamsError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let layout = ParamsLayout::read(path).map_err(read)?;
+        let vk = {
+            let file = std::fs::File::open(path).map_err(read)?;
+            let mut head = vec![0u8; layout.vk_bytes as usize];
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).map_err(read)?;
+            VerifyingKey::<Bls12>::read(&head[..]).map_err(read)?
+        };
+        let resident = plan_residency(&layout, device_bytes);
+        let mut streamed = Vec::new();
+        for set in BaseSet::ALL {
+            if resident & set.bit() != 0 {
+                continue;
+            }
+            let (offset, count) = set_extent(&layout, set);
+            let mut buffer = PinnedBuffer::new(count as usize * set.point_bytes()).map_err(|source| {
+                ResidentParamsError::Pinned {
+                    path: path.to_owned(),
+                    set: set.name(),
+                    source,
+                }
+            })?;
+            let file = std::fs::File::open(path).map_err(read)?;
+            decode_set(&file, set, offset, buffer.as_mut_slice()).map_err(read)?;
+            streamed.push((set, buffer));
+        }
+        let names: Vec<&str> = BaseSet::ALL
+            .iter()
+            .filter(|s| resident & s.bit() == 0)
+            .map(|s| s.name())
+            .collect();
+        if !names.is_empty() {
+            info!(
+                "{}: {} GiB of GPU memory per prover keep all but the {} bases, which stream from pinned host memory at each proof",
+                path.display(),
+                device_bytes >> 30,
+                names.join(", ")
+            );
+        }
+        Ok(ResidentParams {
+            path: path.to_owned(),
+            layout,
+            vk,
+            resident,
+            streamed,
+        })
+    }
+
+    /// Bytes this set keeps in host memory: the streamed bases (the verifying key is small).
+    pub fn host_bytes(&self) -> u64 {
+        self.streamed.iter().map(|(_, b)| b.len() as u64).sum::<u64>() + self.layout.vk_bytes
+    }
+
+    /// The verifying key.
+    pub fn vk(&self) -> &VerifyingKey<Bls12> {
+        &self.vk
+    }
+
+    fn streamed(&self, set: BaseSet) -> *const u8 {
+        self.streamed
+            .iter()
+            .find(|(s, _)| *s == set)
+            .map_or(std::ptr::null(), |(_, b)| b.as_slice().as_ptr())
+    }
+}
+
+/// Where `set`'s points start in the file, and how many there are.
+fn set_extent(layout: &ParamsLayout, set: BaseSet) -> (u64, u64) {
+    let mut offset = layout.vk_bytes + 4;
+    let counts = [layout.h, layout.l, layout.a, layout.b, layout.b];
+    for (i, s) in BaseSet::ALL.iter().enumerate() {
+        if *s == set {
+            return (offset, counts[i]);
+        }
+        offset += counts[i] * if i == 4 { G2_BYTES } else { G1_BYTES } + 4;
+    }
+    unreachable!("every set is in BaseSet::ALL")
+}
+
+/// Which sets fit on a GPU with `device_bytes` beside one partition's working set: the
+/// largest first, since every byte kept is a byte not streamed at each proof.
+pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
+    let n = (layout.h + 1).next_power_of_two();
+    let mut room = device_bytes.saturating_sub(working_bytes(n, layout.l));
+    let mut sets: Vec<(BaseSet, u64)> = BaseSet::ALL
+        .iter()
+        .map(|&s| (s, set_extent(layout, s).1 * s.point_bytes() as u64))
+        .collect();
+    sets.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut mask = 0;
+    for (set, bytes) in sets {
+        if bytes <= room {
+            room -= bytes;
+            mask |= set.bit();
+        }
+    }
+    mask
+}
+
+/// Decodes `set`'s points, starting at byte `offset` of `file`, into `out` (Montgomery
+/// affine, the layout the GPU reads), in parallel.
+fn decode_set(file: &std::fs::File, set: BaseSet, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+    // SAFETY (both arms): `out` is plain bytes sized for whole points of `set`; blstrs'
+    // affine points are plain data of exactly `point_bytes()` bytes (blst's layout), and
+    // every slot is written by `decode_points_into` or it fails.
+    match set {
+        BaseSet::BG2 => {
+            let slots = unsafe {
+                std::slice::from_raw_parts_mut(
+                    out.as_mut_ptr() as *mut MaybeUninit<G2Affine>,
+                    out.len() / std::mem::size_of::<G2Affine>(),
+                )
+            };
+            decode_points_into::<G2Affine, 192>(file, offset, slots)
+        }
+        _ => {
+            let slots = unsafe {
+                std::slice::from_raw_parts_mut(
+                    out.as_mut_ptr() as *mut MaybeUninit<G1Affine>,
+                    out.len() / std::mem::size_of::<G1Affine>(),
+                )
+            };
+            decode_points_into::<G1Affine, 96>(file, offset, slots)
+        }
+    }
+}
+
+/// Why the cuda backend could not prove a partition.
+#[derive(Debug, thiserror::Error)]
+pub enum CudaProveError {
+    /// The GPU failed (a CUDA error, out of memory, a sticky fault).
+    #[error(transparent)]
+    Gpu(#[from] CudaError),
+    /// The bases could not be read from the parameter file.
+    #[error("{path}: uploading the bases to the GPU: {source}")]
+    Bases {
+        /// The parameter file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The proof's assembly refused (a subverted setup, a domain too large).
+    #[error(transparent)]
+    Groth16(#[from] Groth16Error),
+    /// The partition does not match the parameters.
+    #[error("the partition does not match the parameters: {0}")]
+    Mismatch(String),
+}
+
+/// One prover thread's GPU.
+pub struct CudaProver {
+    name: String,
+    gpu: CudaGpu,
+    /// The set whose bases are on the GPU, by identity.
+    uploaded: Option<*const ResidentParams>,
+    staging: Option<PinnedBuffer>,
+}
+
+// SAFETY: `uploaded` is only compared, never dereferenced.
+unsafe impl Send for CudaProver {}
+
+impl std::fmt::Debug for CudaProver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl CudaProver {
+    /// A prover on GPU `index`, named `name` in the timeline.
+    pub fn open(index: usize, name: String) -> Result<CudaProver, CudaError> {
+        Ok(CudaProver {
+            name,
+            gpu: CudaGpu::open(index)?,
+            uploaded: None,
+            staging: None,
+        })
+    }
+
+    /// Its name in the timeline.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The GPU it proves on.
+    pub fn gpu(&self) -> &CudaGpu {
+        &self.gpu
+    }
+
+    /// Free device memory now.
+    pub fn free_bytes(&mut self) -> Result<usize, CudaError> {
+        self.gpu.free_bytes()
+    }
+
+    /// Uploads `params`' resident bases unless they are already on the GPU: read from the
+    /// file piece by piece, decoded by every core into the pinned staging buffer, copied up.
+    fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<(), CudaProveError> {
+        let key = Arc::as_ptr(params);
+        if self.uploaded == Some(key) {
+            return Ok(());
+        }
+        self.uploaded = None;
+        let started = Instant::now();
+        let layout = &params.layout;
+        let counts = ffi::BaseCounts {
+            h: layout.h as usize,
+            l: layout.l as usize,
+            a: layout.a as usize,
+            b: layout.b as usize,
+        };
+        self.gpu.reserve_bases(counts, params.resident)?;
+        let staging = match &mut self.staging {
+            Some(staging) => staging,
+            none => none.insert(PinnedBuffer::new(STAGING_BYTES)?),
+        };
+        let bases = |source| CudaProveError::Bases {
+            path: params.path.clone(),
+            source,
+        };
+        let file = std::fs::File::open(&params.path).map_err(bases)?;
+        let mut bytes = 0u64;
+        for set in BaseSet::ALL {
+            if params.resident & set.bit() == 0 {
+                continue;
+            }
+            let (offset, count) = set_extent(layout, set);
+            let size = set.point_bytes();
+            let per_piece = STAGING_BYTES / size;
+            let mut first = 0usize;
+            while first < count as usize {
+                let take = per_piece.min(count as usize - first);
+                let piece = &mut staging.as_mut_slice()[..take * size];
+                let file_size = if set == BaseSet::BG2 { G2_BYTES } else { G1_BYTES };
+                decode_set(&file, set, offset + first as u64 * file_size, piece).map_err(bases)?;
+                self.gpu.upload_bases(set, first, piece)?;
+                first += take;
+            }
+            bytes += count * size as u64;
+        }
+        info!(
+            "{}: {} GB of bases resident on {} in {:.1} s",
+            self.name,
+            bytes / 1_000_000_000,
+            self.gpu.name(),
+            started.elapsed().as_secs_f64()
+        );
+        self.uploaded = Some(key);
+        Ok(())
+    }
+
+    /// Proves `partition` with randomness `r`, `s`.
+    pub fn prove(
+        &mut self,
+        partition: SynthesizedPartition,
+        params: &Arc<ResidentParams>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<(Proof<Bls12>, ProveTimings), CudaProveError> {
+        let started = Instant::now();
+        self.ensure_bases(params)?;
+        let bases_ms = ms_since(started);
+
+        let started = Instant::now();
+        let domain = Domain::for_constraints(partition.a.len()).map_err(Groth16Error::from)?;
+        let a_aux = Density::of(&partition.a_aux_density, partition.aux_assignment.len())?;
+        let b_input = Density::of(&partition.b_input_density, partition.input_assignment.len())?;
+        let b_aux = Density::of(&partition.b_aux_density, partition.aux_assignment.len())?;
+        let host = |set| params.streamed(set);
+        let view = ffi::Partition {
+            a: partition.a.as_ptr(),
+            b: partition.b.as_ptr(),
+            c: partition.c.as_ptr(),
+            abc_len: partition.a.len(),
+            lg_domain: domain.log_m as usize,
+            inputs: partition.input_assignment.as_ptr(),
+            input_len: partition.input_assignment.len(),
+            aux: partition.aux_assignment.as_ptr(),
+            aux_len: partition.aux_assignment.len(),
+            a_aux_words: a_aux.words.as_ptr(),
+            a_aux_prefix: a_aux.prefix.as_ptr(),
+            a_aux_total: a_aux.total,
+            b_input_words: b_input.words.as_ptr(),
+            b_input_prefix: b_input.prefix.as_ptr(),
+            b_input_total: b_input.total,
+            b_aux_words: b_aux.words.as_ptr(),
+            b_aux_prefix: b_aux.prefix.as_ptr(),
+            b_aux_total: b_aux.total,
+            host_h: host(BaseSet::H),
+            host_l: host(BaseSet::L),
+            host_a: host(BaseSet::A),
+            host_b_g1: host(BaseSet::BG1),
+            host_b_g2: host(BaseSet::BG2),
+        };
+        if partition.b.len() != partition.a.len() || partition.c.len() != partition.a.len() {
+            return Err(CudaProveError::Mismatch("a, b and c differ in length".into()));
+        }
+        let layout = &params.layout;
+        let a_len = (view.input_len + view.a_aux_total) as u64;
+        let b_len = (view.b_input_total + view.b_aux_total) as u64;
+        if layout.h + 1 < domain.m as u64
+            || layout.l != view.aux_len as u64
+            || layout.a != a_len
+            || layout.b != b_len
+        {
+            return Err(CudaProveError::Mismatch(format!(
+                "{} constraints, {} aux, A {a_len}, B {b_len} against parameters with H {}, L {}, A {}, B {}",
+                view.abc_len, view.aux_len, layout.h, layout.l, layout.a, layout.b
+            )));
+        }
+        let prepare_ms = ms_since(started);
+
+        // SAFETY: every pointer in `view` borrows `partition`, the densities or `params`,
+        // all alive until the call returns; lengths were checked against the parameters.
+        let (msm, step) = unsafe { self.gpu.prove(&view)? };
+        drop(partition);
+
+        let started = Instant::now();
+        groth16::check_delta(&params.vk)?;
+        let proof = groth16::assemble(&params.vk, r, s, &msm);
+        let timings = ProveTimings {
+            upload_ms: step.upload,
+            fft_ms: step.quotient,
+            msm_g1_ms: step.msm_h + step.msm_l + step.msm_a + step.msm_b_g1,
+            msm_g2_ms: step.msm_b_g2,
+            cpu_tail_ms: prepare_ms + ms_since(started),
+            gpu_call_ms: 0.0,
+        };
+        debug!(
+            "{}: proved partition (bases {bases_ms:.0} ms; upload {:.0}, quotient {:.0}, H {:.0}, L {:.0}, A {:.0}, B_G1 {:.0}, B_G2 {:.0} ms)",
+            self.name, step.upload, step.quotient, step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1, step.msm_b_g2
+        );
+        Ok((proof, timings))
+    }
+}
+
+/// A density as the GPU reads it: the bit vector's words and the set bits before each.
+struct Density {
+    words: Vec<u64>,
+    prefix: Vec<u32>,
+    total: usize,
+}
+
+impl Density {
+    fn of(tracker: &DensityTracker, len: usize) -> Result<Density, CudaProveError> {
+        if tracker.bv.len() != len {
+            return Err(CudaProveError::Mismatch(format!(
+                "a density of {} bits for {len} variables",
+                tracker.bv.len()
+            )));
+        }
+        let nwords = len.div_ceil(64);
+        let raw = tracker.bv.as_raw_slice();
+        let mut words = Vec::with_capacity(nwords);
+        for i in 0..nwords {
+            let word = raw.get(i).copied().unwrap_or(0) as u64;
+            // Bits past the end are not part of the vector.
+            let keep = len - i * 64;
+            words.push(if keep >= 64 { word } else { word & ((1u64 << keep) - 1) });
+        }
+        let mut prefix = Vec::with_capacity(nwords);
+        let mut total = 0u64;
+        for word in &words {
+            prefix.push(u32::try_from(total).map_err(|_| {
+                CudaProveError::Mismatch("more than 2^32 variables in one query".into())
+            })?);
+            total += u64::from(word.count_ones());
+        }
+        if total as usize != tracker.get_total_density() {
+            return Err(CudaProveError::Mismatch(format!(
+                "a density counts {} variables but has {total} bits set",
+                tracker.get_total_density()
+            )));
+        }
+        Ok(Density {
+            words,
+            prefix,
+            total: total as usize,
+        })
+    }
+}
+
+fn ms_since(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn density_prefixes_count_the_bits_before_each_word() {
+        let mut tracker = DensityTracker::new();
+        for i in 0..130 {
+            tracker.add_element();
+            if i % 3 == 0 || i == 129 {
+                tracker.inc(i);
+            }
+        }
+        let density = Density::of(&tracker, 130).expect("density");
+        assert_eq!(density.words.len(), 3);
+        assert_eq!(density.total, tracker.get_total_density());
+        assert_eq!(density.prefix[0], 0);
+        assert_eq!(density.prefix[1], density.words[0].count_ones());
+        assert_eq!(
+            density.prefix[2],
+            density.words[0].count_ones() + density.words[1].count_ones()
+        );
+        assert!(Density::of(&tracker, 131).is_err(), "a length mismatch is refused");
+    }
+
+    #[test]
+    fn residency_keeps_the_largest_sets_that_fit() {
+        // The 32GiB set: H 2^27 - 1, L and A about 130M, B about 33M.
+        let layout = ParamsLayout {
+            vk_bytes: 4000,
+            ic: 329,
+            h: (1 << 27) - 1,
+            l: 130_170_000,
+            a: 129_750_000,
+            b: 33_100_000,
+        };
+        let all: u32 = BaseSet::ALL.iter().map(|s| s.bit()).sum();
+        assert_eq!(plan_residency(&layout, 140 << 30), all, "an H200 keeps everything");
+        let sixteen = plan_residency(&layout, 16 << 30);
+        assert_eq!(sixteen & BaseSet::H.bit(), 0, "H does not fit a 16 GiB card");
+        assert_ne!(sixteen, 0, "but something does");
+        assert_eq!(plan_residency(&layout, 8 << 30), 0, "below the working set nothing fits");
+    }
+
+    #[test]
+    fn set_extents_follow_the_file() {
+        let layout = ParamsLayout {
+            vk_bytes: 100,
+            ic: 2,
+            h: 3,
+            l: 4,
+            a: 5,
+            b: 6,
+        };
+        assert_eq!(set_extent(&layout, BaseSet::H), (104, 3));
+        assert_eq!(set_extent(&layout, BaseSet::L), (104 + 3 * 96 + 4, 4));
+        let b_g2 = set_extent(&layout, BaseSet::BG2);
+        assert_eq!(b_g2.1, 6);
+        assert_eq!(b_g2.0 + 6 * 192, layout.file_bytes());
+    }
+}
