@@ -58,6 +58,12 @@ fn sppark_prover() {
     }
     // sppark's headers (its build script exports where they are) and blst's, which sppark's
     // host-side field types use.
+    // blst's build picks its ADX assembly when this machine has ADX; its headers must
+    // name the same symbols.
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("adx") {
+        nvcc.define("__ADX__", None);
+    }
     for var in ["DEP_SPPARK_ROOT", "DEP_BLST_C_SRC"] {
         let dir = std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set"));
         nvcc.include(dir);

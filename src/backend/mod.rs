@@ -6,6 +6,9 @@
 //! One room per way of proving:
 //!
 //! - [`cpu`]: cuzk's own Groth16 ([`groth16`], its [`quotient`]) on the CPU's kernels;
+//! - `cuda` (the `cuda` feature): cuzk's own CUDA Groth16 on sppark's NTT and multiexp, the
+//!   parameters resident on each GPU, every step of a partition on the device; one prover
+//!   thread per GPU;
 //! - `ec_gpu` (the `cuda` feature): the same Groth16 on ec-gpu-gen's CUDA kernels, with one
 //!   set, and its own buffers, per GPU and prover thread;
 //! - [`supraseal`]: whole batches handed to SupraSeal's CUDA prover; one prover thread drives
@@ -13,8 +16,8 @@
 //!
 //! and beside them [`gpu`], what every GPU backend shares.
 //!
-//! `auto` takes SupraSeal when it is built and a GPU is there, else the ec-gpu kernels, else
-//! the CPU; that is the order they measured fastest in (BENCHMARKS.md). The GPU conventions of
+//! `auto` takes the cuda backend when it is built and a GPU is there, else the CPU: it
+//! measured fastest (BENCHMARKS.md); SupraSeal and ec-gpu stay as alternatives. The GPU conventions of
 //! the other Filecoin provers apply to all of them ([`gpu::env`]): `BELLMAN_NO_GPU` turns the
 //! GPUs off, and `--require-gpu` turns a run that would prove on the CPU into a
 //! [`RequireGpuError`] before anything is claimed.
@@ -39,7 +42,7 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::Bls12;
 
 use crate::event::ProveTimings;
-use crate::params::load::read_parameters;
+use crate::params::load::{read_parameters, ParamsLayout};
 use crate::synth::SynthesizedPartition;
 use crate::util::panic_message;
 use cpu::{KernelPlan, ProverKernels};
@@ -52,8 +55,8 @@ use supraseal::SuprasealError;
 /// `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
-    /// The fastest this build and machine have: SupraSeal if built and a GPU is there, else
-    /// ec-gpu, else the CPU.
+    /// The fastest this build and machine have: the cuda backend if built and a GPU is
+    /// there, else the CPU.
     Auto,
     /// cuzk's own CUDA Groth16 on sppark's kernels, the parameters resident on each GPU.
     Cuda,
@@ -70,6 +73,7 @@ impl BackendChoice {
     pub fn as_str(self) -> &'static str {
         match self {
             BackendChoice::Auto => "auto",
+            BackendChoice::Cuda => "cuda",
             BackendChoice::Supraseal => "supraseal",
             BackendChoice::EcGpu => "ec-gpu",
             BackendChoice::Cpu => "cpu",
@@ -83,6 +87,7 @@ impl clap::ValueEnum for BackendChoice {
     fn value_variants<'a>() -> &'a [Self] {
         &[
             BackendChoice::Auto,
+            BackendChoice::Cuda,
             BackendChoice::Supraseal,
             BackendChoice::EcGpu,
             BackendChoice::Cpu,
@@ -129,6 +134,20 @@ impl ParamsKind {
                 .map_err(|e| e.to_string()),
             #[cfg(not(feature = "cuda"))]
             ParamsKind::Resident { .. } => Err("this cuzk was built without CUDA".into()),
+        }
+    }
+}
+
+impl ParamsKind {
+    /// Bytes of a set of `layout` the host keeps in this form: all of it, or for the cuda
+    /// backend the verifying key and the bases no GPU has room for.
+    pub fn host_bytes(self, layout: &ParamsLayout) -> u64 {
+        match self {
+            ParamsKind::Groth16 | ParamsKind::Supraseal => layout.memory_bytes(),
+            #[cfg(feature = "cuda")]
+            ParamsKind::Resident { device_bytes } => cuda::host_bytes(layout, device_bytes),
+            #[cfg(not(feature = "cuda"))]
+            ParamsKind::Resident { .. } => layout.memory_bytes(),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::backend::ProverParams;
+use crate::backend::{ParamsKind, ProverParams};
 use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, Footprint, MemoryBudget};
@@ -66,6 +66,8 @@ pub struct Feeder<'a> {
     synthesis: SynthesisPool,
     slots: SynthesisSlots,
     params: Arc<ParamSets<ProverParams>>,
+    /// What of a parameter set the host keeps, for the budget.
+    params_kind: ParamsKind,
     constraints: Arc<ConstraintSets>,
     memory: MemoryBudget,
     outcome_tx: Sender<Outcome>,
@@ -92,6 +94,8 @@ pub struct FeederLinks {
     pub slots: SynthesisSlots,
     /// The run's parameter sets, preloaded as jobs are admitted.
     pub params: Arc<ParamSets<ProverParams>>,
+    /// The form the provers take parameters in: what of them the host keeps.
+    pub params_kind: ParamsKind,
     /// The run's pre-compiled constraints.
     pub constraints: Arc<ConstraintSets>,
     /// The run's memory budget.
@@ -122,6 +126,7 @@ impl<'a> Feeder<'a> {
             synthesis: links.synthesis,
             slots: links.slots,
             params: links.params,
+            params_kind: links.params_kind,
             constraints: links.constraints,
             memory: links.memory,
             outcome_tx: links.outcome_tx,
@@ -420,7 +425,13 @@ impl Feeder<'_> {
         }
         // The first use of the file: a download cut short stops the run here, named, before
         // any work depends on it.
-        let footprint = Footprint::of(&params::check_usable(params_path, size)?);
+        let layout = params::check_usable(params_path, size)?;
+        // The budget counts what the host keeps: all of the set, or for a backend that keeps
+        // its bases on the GPU only what stays behind.
+        let footprint = Footprint {
+            params_bytes: self.params_kind.host_bytes(&layout),
+            ..Footprint::of(&layout)
+        };
         if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
             return Err(DoesNotFitError {
                 size: SectorSizeName(size),

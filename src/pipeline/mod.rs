@@ -181,6 +181,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         )?,
         slots: slots.clone(),
         params: param_sets,
+        params_kind: kind,
         constraints,
         memory,
         outcome_tx,

@@ -44,8 +44,16 @@ typedef bucket_fp2_t::affine_t affine_fp2_t;
 
 typedef fr_t scalar_t;
 
+#include <algorithm>
+#include <vector>
+
+// sppark's digit sort is a plain __global__ function; SupraSeal's prover, linked into the
+// same binary, defines it too. A name of our own keeps the two definitions apart (the
+// standard headers that use `sort` are included above, so only sppark's is renamed).
+#define sort cuzk_msm_sort
 #define SPPARK_DONT_INSTANTIATE_TEMPLATES
 #include <msm/pippenger.cuh>
+#undef sort
 #include <ntt/ntt.cuh>
 
 extern "C" {

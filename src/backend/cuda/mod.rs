@@ -162,6 +162,18 @@ impl ResidentParams {
     }
 }
 
+/// Bytes a set of `layout` keeps on the host when each GPU has `device_bytes`: the
+/// verifying key and the bases that stream.
+pub fn host_bytes(layout: &ParamsLayout, device_bytes: u64) -> u64 {
+    let resident = plan_residency(layout, device_bytes);
+    let streamed: u64 = BaseSet::ALL
+        .iter()
+        .filter(|s| resident & s.bit() == 0)
+        .map(|&s| set_extent(layout, s).1 * s.point_bytes() as u64)
+        .sum();
+    layout.vk_bytes + streamed
+}
+
 /// Where `set`'s points start in the file, and how many there are.
 fn set_extent(layout: &ParamsLayout, set: BaseSet) -> (u64, u64) {
     let mut offset = layout.vk_bytes + 4;
