@@ -16,8 +16,9 @@
 //!
 //! and beside them [`gpu`], what every GPU backend shares.
 //!
-//! `auto` takes the cuda backend when it is built and a GPU is there, else the CPU: it
-//! measured fastest (BENCHMARKS.md); SupraSeal and ec-gpu stay as alternatives. The GPU conventions of
+//! `auto` takes SupraSeal when it is built and a GPU is there, else the ec-gpu kernels, else
+//! the CPU; that is the order they measured fastest in (BENCHMARKS.md). The cuda backend is
+//! chosen only by name until it is measured on a GPU. The GPU conventions of
 //! the other Filecoin provers apply to all of them ([`gpu::env`]): `BELLMAN_NO_GPU` turns the
 //! GPUs off, and `--require-gpu` turns a run that would prove on the CPU into a
 //! [`RequireGpuError`] before anything is claimed.
@@ -55,8 +56,8 @@ use supraseal::SuprasealError;
 /// `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
-    /// The fastest this build and machine have: the cuda backend if built and a GPU is
-    /// there, else the CPU.
+    /// The fastest this build and machine have: SupraSeal if built and a GPU is there, else
+    /// ec-gpu, else the CPU.
     Auto,
     /// cuzk's own CUDA Groth16 on sppark's kernels, the parameters resident on each GPU.
     Cuda,
@@ -407,6 +408,9 @@ pub fn provers_within(
         if choice == BackendChoice::Supraseal {
             bail!("--backend supraseal: {reason}, and SupraSeal proves only on GPUs (hint: use --backend cpu to prove on the CPU)");
         }
+        if choice == BackendChoice::Cuda {
+            bail!("--backend cuda: {reason}, and the cuda backend proves only on GPUs (hint: use --backend cpu to prove on the CPU)");
+        }
         // A flag asked for the CPU; a variable left in the environment may not have meant to.
         if is_surprising {
             notes.push(format!("{reason}: proving on the CPU"));
@@ -414,18 +418,17 @@ pub fn provers_within(
         return Ok(from_kernels(KernelPlan::cpu(reason, Vec::new()), notes));
     }
     #[cfg(feature = "cuda")]
-    if matches!(choice, BackendChoice::Cuda | BackendChoice::Auto) {
+    if choice == BackendChoice::Cuda {
         match cuda_provers(gpus, gpu_memory, env)? {
             Some(mut plan) => {
                 notes.append(&mut plan.notes);
                 plan.notes = notes;
                 return Ok(plan);
             }
-            None if choice == BackendChoice::Cuda => bail!(
+            None => bail!(
                 "--backend cuda: {} (hint: check `nvidia-smi` and CUDA_VISIBLE_DEVICES)",
                 gpu::no_gpu_reason(env)
             ),
-            None => {}
         }
     }
     #[cfg(not(feature = "cuda"))]
