@@ -19,18 +19,18 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar as Fr};
 use clap::Parser;
 use cuzk::backend::cpu::{self, ProverKernels};
-use cuzk::backend::gpu::GpuSelection;
-use cuzk::backend::groth16::prove_partition;
 #[cfg(feature = "cuda")]
 use cuzk::backend::cuda::{CudaProver, ResidentParams};
+use cuzk::backend::gpu::GpuSelection;
+use cuzk::backend::groth16::prove_partition;
 use cuzk::backend::{BackendChoice, Prover};
 #[cfg(feature = "cuda")]
 use cuzk::porep::SynthesisPlan;
-#[cfg(feature = "cuda")]
-use std::sync::Arc;
 use cuzk::synth::synthesize;
 use ff::Field;
 use rand::SeedableRng;
+#[cfg(feature = "cuda")]
+use std::sync::Arc;
 
 /// A chain of squarings `x_{i+1} = x_i^2 + x_i`, with the last value public.
 #[derive(Clone)]
@@ -116,9 +116,16 @@ fn main() -> Result<()> {
         check_real_sector(c1)?;
     }
     #[cfg(not(feature = "cuda"))]
-    ensure!(args.c1.is_none(), "--c1 needs a build with the cuda feature");
+    ensure!(
+        args.c1.is_none(),
+        "--c1 needs a build with the cuda feature"
+    );
 
-    for choice in [BackendChoice::Cuda, BackendChoice::Supraseal, BackendChoice::EcGpu] {
+    for choice in [
+        BackendChoice::Cuda,
+        BackendChoice::Supraseal,
+        BackendChoice::EcGpu,
+    ] {
         let env = cuzk::backend::gpu::env::GpuEnv::from_env();
         let plan = cuzk::backend::provers_for(choice, &GpuSelection::All, 1, &env)?;
         for note in &plan.notes {
@@ -172,7 +179,10 @@ fn main() -> Result<()> {
             let (on_gpu, timings) = cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO)?;
             let partition = synthesize(circuit.clone())?;
             let on_cpu = prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
-            ensure!(on_gpu == on_cpu, "cuda {path}: the GPU's proof differs from the CPU's");
+            ensure!(
+                on_gpu == on_cpu,
+                "cuda {path}: the GPU's proof differs from the CPU's"
+            );
             eprintln!("cuda {path}: {timings}");
         }
         println!("cuda {path}: proofs equal the CPU's");
@@ -227,7 +237,10 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
     let params = cuzk::params::load::read_parameters(&params_path)?;
     let resident = Arc::new(ResidentParams::load(&params_path, u64::MAX)?);
     let mut cuda = CudaProver::open(0, "cuda-0".into())?;
-    eprintln!("real sector: parameters loaded in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "real sector: parameters loaded in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     let started = Instant::now();
     let on_cpu = prove_partition(
         sector.circuits.synthesize_partition(0, &plan)?,
@@ -237,22 +250,33 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         &mut ProverKernels::cpu(0),
     )?
     .0;
-    eprintln!("real sector: CPU proof in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "real sector: CPU proof in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     let (on_gpu, timings) = cuda.prove(
         sector.circuits.synthesize_partition(0, &plan)?,
         &resident,
         Fr::ZERO,
         Fr::ZERO,
     )?;
-    ensure!(on_gpu == on_cpu, "real sector: the cuda backend's proof differs from the CPU's");
+    ensure!(
+        on_gpu == on_cpu,
+        "real sector: the cuda backend's proof differs from the CPU's"
+    );
     eprintln!("real sector: cuda {timings}");
     let mut proof = Vec::new();
     for k in 0..sector.circuits.partition_count() {
         let (r, s) = cuzk::backend::groth16::fresh_randomness();
         let partition = sector.circuits.synthesize_partition(k, &plan)?;
-        cuda.prove(partition, &resident, r, s)?.0.write(&mut proof)?;
+        cuda.prove(partition, &resident, r, s)?
+            .0
+            .write(&mut proof)?;
     }
-    ensure!(sector.verify_seal(&proof)?, "real sector: verify_seal rejected the cuda backend's proof");
+    ensure!(
+        sector.verify_seal(&proof)?,
+        "real sector: verify_seal rejected the cuda backend's proof"
+    );
     println!(
         "real sector {}: the cuda backend's proof equals the CPU's at r = s = 0 and passes verify_seal",
         path.display()

@@ -43,7 +43,13 @@ pub enum BaseSet {
 
 impl BaseSet {
     /// All five, in the parameter file's order.
-    pub const ALL: [BaseSet; 5] = [BaseSet::H, BaseSet::L, BaseSet::A, BaseSet::BG1, BaseSet::BG2];
+    pub const ALL: [BaseSet; 5] = [
+        BaseSet::H,
+        BaseSet::L,
+        BaseSet::A,
+        BaseSet::BG1,
+        BaseSet::BG2,
+    ];
 
     /// Bytes of one point in memory (Montgomery affine, no flag).
     pub fn point_bytes(self) -> usize {
@@ -157,10 +163,21 @@ impl CudaGpu {
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: the out-pointers are valid for the call; `name` is NUL-terminated by it.
         let status = unsafe {
-            ffi::cuzk_gpu_open(index, &mut raw, name.as_mut_ptr(), name.len(), &mut free, &mut total)
+            ffi::cuzk_gpu_open(
+                index,
+                &mut raw,
+                name.as_mut_ptr(),
+                name.len(),
+                &mut free,
+                &mut total,
+            )
         };
         let name = {
-            let bytes: Vec<u8> = name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+            let bytes: Vec<u8> = name
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         };
         check(status, index, &name)?;
@@ -207,14 +224,23 @@ impl CudaGpu {
 
     /// Allocates the resident base vectors in `resident` (a mask of [`BaseSet::bit`]s) for
     /// a set of `counts`, freeing those of the previous set.
-    pub fn reserve_bases(&mut self, counts: ffi::BaseCounts, resident: u32) -> Result<(), CudaError> {
+    pub fn reserve_bases(
+        &mut self,
+        counts: ffi::BaseCounts,
+        resident: u32,
+    ) -> Result<(), CudaError> {
         // SAFETY: a live handle; `counts` is read during the call only.
         self.check(unsafe { ffi::cuzk_gpu_reserve_bases(self.raw.as_ptr(), &counts, resident) })
     }
 
     /// Copies `points` (whole points of `set`, Montgomery affine) into the resident vector
     /// of `set` from point `first` on.
-    pub fn upload_bases(&mut self, set: BaseSet, first: usize, points: &[u8]) -> Result<(), CudaError> {
+    pub fn upload_bases(
+        &mut self,
+        set: BaseSet,
+        first: usize,
+        points: &[u8],
+    ) -> Result<(), CudaError> {
         let count = points.len() / set.point_bytes();
         debug_assert_eq!(count * set.point_bytes(), points.len());
         // SAFETY: a live handle; `points` holds `count` points and is read during the call.
@@ -227,10 +253,18 @@ impl CudaGpu {
     ///
     /// # Safety
     /// Every pointer in `partition` must be valid for the lengths it states, for the call.
-    pub unsafe fn prove(&mut self, partition: &ffi::Partition) -> Result<(Multiexps, ffi::StepMs), CudaError> {
+    pub unsafe fn prove(
+        &mut self,
+        partition: &ffi::Partition,
+    ) -> Result<(Multiexps, ffi::StepMs), CudaError> {
         let mut results = std::mem::MaybeUninit::<ffi::MsmResults>::zeroed();
         let mut ms = ffi::StepMs::default();
-        self.check(ffi::cuzk_gpu_prove(self.raw.as_ptr(), partition, results.as_mut_ptr(), &mut ms))?;
+        self.check(ffi::cuzk_gpu_prove(
+            self.raw.as_ptr(),
+            partition,
+            results.as_mut_ptr(),
+            &mut ms,
+        ))?;
         // SAFETY: a successful call wrote every field; zeroed before in any case.
         let results = results.assume_init();
         Ok((Multiexps::from(&results), ms))

@@ -107,7 +107,11 @@ extern "C" {
     ) -> Status;
     pub fn cuzk_gpu_close(gpu: *mut Gpu);
     pub fn cuzk_gpu_free_memory(gpu: *mut Gpu, free: *mut usize, total: *mut usize) -> Status;
-    pub fn cuzk_gpu_reserve_bases(gpu: *mut Gpu, counts: *const BaseCounts, resident: u32) -> Status;
+    pub fn cuzk_gpu_reserve_bases(
+        gpu: *mut Gpu,
+        counts: *const BaseCounts,
+        resident: u32,
+    ) -> Status;
     pub fn cuzk_gpu_upload_bases(
         gpu: *mut Gpu,
         set: u32,

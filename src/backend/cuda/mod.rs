@@ -111,13 +111,14 @@ impl ResidentParams {
                 continue;
             }
             let (offset, count) = set_extent(&layout, set);
-            let mut buffer = PinnedBuffer::new(count as usize * set.point_bytes()).map_err(|source| {
-                ResidentParamsError::Pinned {
-                    path: path.to_owned(),
-                    set: set.name(),
-                    source,
-                }
-            })?;
+            let mut buffer =
+                PinnedBuffer::new(count as usize * set.point_bytes()).map_err(|source| {
+                    ResidentParamsError::Pinned {
+                        path: path.to_owned(),
+                        set: set.name(),
+                        source,
+                    }
+                })?;
             let file = std::fs::File::open(path).map_err(read)?;
             decode_set(&file, set, offset, buffer.as_mut_slice()).map_err(read)?;
             streamed.push((set, buffer));
@@ -146,7 +147,11 @@ impl ResidentParams {
 
     /// Bytes this set keeps in host memory: the streamed bases (the verifying key is small).
     pub fn host_bytes(&self) -> u64 {
-        self.streamed.iter().map(|(_, b)| b.len() as u64).sum::<u64>() + self.layout.vk_bytes
+        self.streamed
+            .iter()
+            .map(|(_, b)| b.len() as u64)
+            .sum::<u64>()
+            + self.layout.vk_bytes
     }
 
     /// The verifying key.
@@ -209,7 +214,12 @@ pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
 
 /// Decodes `set`'s points, starting at byte `offset` of `file`, into `out` (Montgomery
 /// affine, the layout the GPU reads), in parallel.
-fn decode_set(file: &std::fs::File, set: BaseSet, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+fn decode_set(
+    file: &std::fs::File,
+    set: BaseSet,
+    offset: u64,
+    out: &mut [u8],
+) -> std::io::Result<()> {
     // SAFETY (both arms): `out` is plain bytes sized for whole points of `set`; blstrs'
     // affine points are plain data of exactly `point_bytes()` bytes (blst's layout), and
     // every slot is written by `decode_points_into` or it fails.
@@ -340,7 +350,11 @@ impl CudaProver {
             while first < count as usize {
                 let take = per_piece.min(count as usize - first);
                 let piece = &mut staging.as_mut_slice()[..take * size];
-                let file_size = if set == BaseSet::BG2 { G2_BYTES } else { G1_BYTES };
+                let file_size = if set == BaseSet::BG2 {
+                    G2_BYTES
+                } else {
+                    G1_BYTES
+                };
                 decode_set(&file, set, offset + first as u64 * file_size, piece).map_err(bases)?;
                 self.gpu.upload_bases(set, first, piece)?;
                 first += take;
@@ -402,7 +416,9 @@ impl CudaProver {
             host_b_g2: host(BaseSet::BG2),
         };
         if partition.b.len() != partition.a.len() || partition.c.len() != partition.a.len() {
-            return Err(CudaProveError::Mismatch("a, b and c differ in length".into()));
+            return Err(CudaProveError::Mismatch(
+                "a, b and c differ in length".into(),
+            ));
         }
         let layout = &params.layout;
         let a_len = (view.input_len + view.a_aux_total) as u64;
@@ -465,7 +481,11 @@ impl Density {
             let word = raw.get(i).copied().unwrap_or(0) as u64;
             // Bits past the end are not part of the vector.
             let keep = len - i * 64;
-            words.push(if keep >= 64 { word } else { word & ((1u64 << keep) - 1) });
+            words.push(if keep >= 64 {
+                word
+            } else {
+                word & ((1u64 << keep) - 1)
+            });
         }
         let mut prefix = Vec::with_capacity(nwords);
         let mut total = 0u64;
@@ -515,7 +535,10 @@ mod tests {
             density.prefix[2],
             density.words[0].count_ones() + density.words[1].count_ones()
         );
-        assert!(Density::of(&tracker, 131).is_err(), "a length mismatch is refused");
+        assert!(
+            Density::of(&tracker, 131).is_err(),
+            "a length mismatch is refused"
+        );
     }
 
     #[test]
@@ -530,11 +553,23 @@ mod tests {
             b: 33_100_000,
         };
         let all: u32 = BaseSet::ALL.iter().map(|s| s.bit()).sum();
-        assert_eq!(plan_residency(&layout, 140 << 30), all, "an H200 keeps everything");
+        assert_eq!(
+            plan_residency(&layout, 140 << 30),
+            all,
+            "an H200 keeps everything"
+        );
         let sixteen = plan_residency(&layout, 16 << 30);
-        assert_eq!(sixteen & BaseSet::H.bit(), 0, "H does not fit a 16 GiB card");
+        assert_eq!(
+            sixteen & BaseSet::H.bit(),
+            0,
+            "H does not fit a 16 GiB card"
+        );
         assert_ne!(sixteen, 0, "but something does");
-        assert_eq!(plan_residency(&layout, 8 << 30), 0, "below the working set nothing fits");
+        assert_eq!(
+            plan_residency(&layout, 8 << 30),
+            0,
+            "below the working set nothing fits"
+        );
     }
 
     #[test]
