@@ -93,6 +93,10 @@ if [[ "$features" == *supraseal* ]]; then
     echo "SupraSeal's extra architectures changed: rebuilding supraseal-c2" >&2
     cargo clean --quiet --release -p supraseal-c2 --target-dir "$target_dir"
   fi
+  # Stamped now, not after the build: once cleaned, cargo rebuilds supraseal-c2 with these
+  # architectures whatever else fails, so a failed build must not clean it again.
+  mkdir -p "$target_dir"
+  echo "$supra_extra" > "$stamp"
 fi
 
 # The ec-gpu FFT and multiexp kernels: SASS for every listed architecture, PTX for the last.
@@ -109,7 +113,6 @@ export EC_GPU_CUDA_NVCC_ARGS="${EC_GPU_CUDA_NVCC_ARGS:---optimize=6 --threads=0 
 nvcc --version | tail -n 1 >&2
 started=$(date +%s)
 cargo build --release --features "$features" --target-dir "$target_dir" "$@"
-[[ "$features" == *supraseal* ]] && echo "$supra_extra" > "$target_dir/.supraseal-extra-archs"
 bin="$target_dir/release/cuzk"
 echo "built $bin ($features) in $(( $(date +%s) - started )) s, $(du -h "$bin" | cut -f1)" >&2
 echo "ec-gpu and cuda backend kernels: sm_${archs// /, sm_} (+ compute_${last} PTX)" >&2
