@@ -276,6 +276,15 @@ void note_failure(cuzk_gpu* g, const cuzk_status& st)
         g->sticky = st.message;
 }
 
+// True, with the reason in `st`, once a sticky error made the handle unusable.
+bool is_poisoned(const cuzk_gpu* g, cuzk_status* st)
+{
+    if (g->sticky.empty())
+        return false;
+    set_status(st, -1, "the GPU failed earlier: %s", g->sticky.c_str());
+    return true;
+}
+
 template<class bucket, class point, class affine>
 void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
              const fr_t* device_scalars, size_t n)
@@ -353,11 +362,9 @@ cuzk_status cuzk_gpu_reserve_bases(cuzk_gpu* g, const cuzk_base_counts* counts,
                                    uint32_t resident)
 {
     std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
-    if (!g->sticky.empty()) {
-        cuzk_status st;
-        set_status(&st, -1, "the GPU failed earlier: %s", g->sticky.c_str());
-        return st;
-    }
+    cuzk_status refused;
+    if (is_poisoned(g, &refused))
+        return refused;
     return guarded("allocating resident bases", [&] {
         g->gpu.select();
         g->h.release(); g->l.release(); g->a.release(); g->b_g1.release(); g->b_g2.release();
@@ -378,6 +385,9 @@ cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
                                   const void* points, size_t count)
 {
     std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
+    cuzk_status refused;
+    if (is_poisoned(g, &refused))
+        return refused;
     cuzk_status st = guarded("uploading bases", [&] {
         g->gpu.select();
         void* dst = nullptr;
@@ -422,11 +432,9 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
                            cuzk_step_ms* ms)
 {
     std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
-    if (!g->sticky.empty()) {
-        cuzk_status st;
-        set_status(&st, -1, "the GPU failed earlier: %s", g->sticky.c_str());
-        return st;
-    }
+    cuzk_status refused;
+    if (is_poisoned(g, &refused))
+        return refused;
     using clock = std::chrono::steady_clock;
     const char* step = "preparing";
     cuzk_status st = guarded("proving", [&] {
@@ -461,6 +469,15 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
             if (p->abc_len < n)
                 CUDA_OK(cudaMemsetAsync(dst + p->abc_len, 0,
                                         (n - p->abc_len) * sizeof(fr_t), s0));
+        };
+        // dst[k] = the k-th variable of `src` (of `nbits`) whose density bit is set.
+        auto filter = [&](fr_t* dst, const fr_t* src, const uint64_t* words,
+                          const uint32_t* prefix, size_t nwords, size_t nbits) {
+            if (nwords == 0)
+                return;
+            filter_by_density<<<(nwords + 255) / 256, 256, 0, s0>>>(dst, src, words, prefix,
+                                                                  nwords, nbits);
+            CUDA_OK(cudaGetLastError());
         };
         auto to_coset = [&](fr_t* v) {
             NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
@@ -541,11 +558,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         step = "filtering the A query";
         CUDA_OK(cudaMemcpyAsync(x, g->d_inputs.ptr, p->input_len * sizeof(fr_t),
                                 cudaMemcpyDeviceToDevice, s0));
-        if (words_a) {
-            filter_by_density<<<(words_a + 255) / 256, 256, 0, s0>>>(
-                x + p->input_len, y, w_a, pf_a, words_a, p->aux_len);
-            CUDA_OK(cudaGetLastError());
-        }
+        filter(x + p->input_len, y, w_a, pf_a, words_a, p->aux_len);
         s0.sync();
         step = "the A multiexp";
         run_msm<bucket_t>(gpu, out->a, g->resident[CUZK_A] ? g->a.ptr : nullptr, p->host_a,
@@ -553,16 +566,8 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         auto t4 = clock::now();
 
         step = "filtering the B query";
-        if (words_bi) {
-            filter_by_density<<<(words_bi + 255) / 256, 256, 0, s0>>>(
-                x, g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len);
-            CUDA_OK(cudaGetLastError());
-        }
-        if (words_a) {
-            filter_by_density<<<(words_a + 255) / 256, 256, 0, s0>>>(
-                x + p->b_input_total, y, w_ba, pf_ba, words_a, p->aux_len);
-            CUDA_OK(cudaGetLastError());
-        }
+        filter(x, g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len);
+        filter(x + p->b_input_total, y, w_ba, pf_ba, words_a, p->aux_len);
         s0.sync();
         step = "the B multiexp in G1";
         run_msm<bucket_t>(gpu, out->b_g1, g->resident[CUZK_B_G1] ? g->b_g1.ptr : nullptr,
