@@ -260,6 +260,8 @@ impl Prover {
         match self {
             Prover::Kernels(kernels) => kernels.take_fallbacks(),
             Prover::Supraseal { .. } => Vec::new(),
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(..) => Vec::new(),
         }
     }
 
