@@ -7,6 +7,7 @@
 # Generates the 2KiB parameters (filecoin-proofs' own generator) and records their
 # pre-compiled constraints, then on the same files and parameters runs, each a fresh process:
 #   reference        filecoin-proofs seal_commit_phase2 one file at a time (`cuzk reference`)
+#   cuda             cuzk, cuda backend (sppark, parameters resident), GPU 0
 #   supraseal        cuzk, SupraSeal backend, GPU 0 (CUDA_VISIBLE_DEVICES=0)
 #   ecgpu            cuzk, ec-gpu backend, GPU 0, default provers per GPU
 #   supraseal-full   as supraseal, with --synthesis full
@@ -87,6 +88,7 @@ stop_sample
 echo "reference rc=$rc wall_s=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") proofs=$n" >> "$out/logs/times.txt"
 fi
 
+want cuda && run_cuzk cuda "${files[@]}" -- --backend cuda --gpus 0
 want supraseal && VISIBLE=0 run_cuzk supraseal "${files[@]}" -- --backend supraseal
 want ecgpu && run_cuzk ecgpu "${files[@]}" -- --backend ec-gpu --gpus 0
 if want split; then
@@ -110,7 +112,7 @@ if want sweep; then
 fi
 want cpu && run_cuzk cpu "${files[@]:0:4}" -- --gpus none
 echo "total_s $(( $(date +%s) - started ))" >> "$out/logs/times.txt"
-cp "$out/logs/waterfall-supraseal.txt" "$out/logs/waterfall-ecgpu.txt" "$out/" 2>/dev/null
+cp "$out/logs/waterfall-cuda.txt" "$out/logs/waterfall-supraseal.txt" "$out/logs/waterfall-ecgpu.txt" "$out/" 2>/dev/null
 python3 "$(dirname "$0")/gpu-summary.py" "$out/logs" > "$out/summary.md" 2> "$out/logs/summary.err"
 tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
 cat "$out/summary.md"
