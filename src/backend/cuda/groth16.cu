@@ -234,6 +234,61 @@ fr_t z_inverse_on_coset(size_t lg_domain)
 
 }  // namespace
 
+// Copies pageable host memory (the Rust side's vectors) to the device through two pinned
+// chunks: the pool's threads fill one while the copy engine drains the other, so the copy
+// runs at the bus's speed rather than at one thread's memcpy. Its own stream keeps the
+// copies off the kernels' streams, so an upload can overlap a multiexp.
+struct stager_t {
+    static const size_t CHUNK = (size_t)64 << 20;
+    char* pinned[2] = {nullptr, nullptr};
+    cudaEvent_t drained[2] = {nullptr, nullptr};
+    cudaStream_t stream = nullptr;
+    thread_pool_t pool;
+
+    void init()
+    {
+        for (int b = 0; b < 2; b++) {
+            CUDA_OK(cudaHostAlloc((void**)&pinned[b], CHUNK, cudaHostAllocPortable));
+            CUDA_OK(cudaEventCreateWithFlags(&drained[b], cudaEventDisableTiming));
+        }
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    }
+
+    void release()
+    {
+        if (stream)
+            (void)cudaStreamSynchronize(stream);
+        for (int b = 0; b < 2; b++) {
+            if (pinned[b]) (void)cudaFreeHost(pinned[b]);
+            if (drained[b]) (void)cudaEventDestroy(drained[b]);
+            pinned[b] = nullptr;
+            drained[b] = nullptr;
+        }
+        if (stream)
+            (void)cudaStreamDestroy(stream);
+        stream = nullptr;
+    }
+
+    void copy(void* dst, const void* src, size_t bytes)
+    {
+        const size_t piece = (size_t)1 << 20;
+        for (size_t off = 0, i = 0; off < bytes; off += CHUNK, i++) {
+            int b = i & 1;
+            size_t len = std::min(CHUNK, bytes - off);
+            CUDA_OK(cudaEventSynchronize(drained[b]));  // the chunk's last copy is done
+            const char* from = (const char*)src + off;
+            char* to = pinned[b];
+            pool.par_map((len + piece - 1) / piece, [&](size_t k) {
+                size_t at = k * piece;
+                std::memcpy(to + at, from + at, std::min(piece, len - at));
+            });
+            CUDA_OK(cudaMemcpyAsync((char*)dst + off, to, len, cudaMemcpyHostToDevice, stream));
+            CUDA_OK(cudaEventRecord(drained[b], stream));
+        }
+        CUDA_OK(cudaStreamSynchronize(stream));
+    }
+};
+
 struct cuzk_gpu {
     const gpu_t& gpu;
     int index;
@@ -248,6 +303,7 @@ struct cuzk_gpu {
     device_vec<fr_t> d_a, d_b, d_inputs;  // x, y and the inputs
     device_vec<uint64_t> d_words;
     device_vec<uint32_t> d_prefix;
+    stager_t stage;
 
     cuzk_gpu(const gpu_t& g, int i) : gpu(g), index(i) {}
 
@@ -258,6 +314,7 @@ struct cuzk_gpu {
         h.release(); l.release(); a.release(); b_g1.release(); b_g2.release();
         d_a.release(); d_b.release(); d_inputs.release();
         d_words.release(); d_prefix.release();
+        stage.release();
     }
 };
 
@@ -333,7 +390,14 @@ cuzk_status cuzk_gpu_open(size_t index, cuzk_gpu** out, char* name, size_t name_
         CUDA_OK(cudaDeviceGetDefaultMemPool(&pool, gpu.cid()));
         uint64_t keep = UINT64_MAX;
         CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-        *out = new cuzk_gpu(gpu, (int)index);
+        auto* g = new cuzk_gpu(gpu, (int)index);
+        try {
+            g->stage.init();
+        } catch (...) {
+            delete g;
+            throw;
+        }
+        *out = g;
     });
 }
 
@@ -464,8 +528,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         stream_t& s0 = gpu[0];
 
         auto upload_padded = [&](fr_t* dst, const fr_t* src) {
-            CUDA_OK(cudaMemcpyAsync(dst, src, p->abc_len * sizeof(fr_t),
-                                    cudaMemcpyHostToDevice, s0));
+            g->stage.copy(dst, src, p->abc_len * sizeof(fr_t));
             if (p->abc_len < n)
                 CUDA_OK(cudaMemsetAsync(dst + p->abc_len, 0,
                                         (n - p->abc_len) * sizeof(fr_t), s0));
@@ -518,6 +581,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
         CUDA_OK(cudaGetLastError());
         step = "uploading c";
+        s0.sync();      // the product above still reads y; the stager has its own stream
         timed_upload(y, p->c);
         step = "computing the quotient";
         to_coset(y);
@@ -535,7 +599,13 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         std::thread aux_upload([&] {
             auto u0 = clock::now();
             (void)cudaSetDevice(gpu.cid());
-            aux_status = cudaMemcpy(y, p->aux, p->aux_len * sizeof(fr_t), cudaMemcpyHostToDevice);
+            try {
+                g->stage.copy(y, p->aux, p->aux_len * sizeof(fr_t));
+            } catch (const cuda_error& e) {
+                aux_status = (cudaError_t)(e.code() < 0 ? -e.code() : e.code());
+            } catch (...) {
+                aux_status = cudaErrorUnknown;
+            }
             aux_upload_ms = ms_between(u0, clock::now());
         });
         try {
