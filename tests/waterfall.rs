@@ -161,6 +161,22 @@ fn kernel_activity_tells_a_host_bound_prover_from_a_gpu_bound_one() {
 }
 
 #[test]
+fn a_host_bound_cuda_lane_is_told_about_its_uploads_not_supraseal() {
+    // The host-bound run above, proved by the cuda backend's lane instead of ec-gpu's.
+    let text = std::fs::read_to_string(fixture("gpu_kernels_idle.csv"))
+        .expect("fixture")
+        .replace("gpu-0", "cuda-0");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("timeline.csv");
+    std::fs::write(&path, text).expect("timeline");
+    let text = stdout(&waterfall(&[path.to_str().expect("path")], None));
+    assert!(text.contains("\nverdict: host-bound: "), "{text}");
+    assert!(text.contains("the cuda backend's uploads"), "{text}");
+    assert!(!text.contains("SupraSeal"), "{text}");
+    assert!(!text.contains("--provers-per-gpu"), "{text}");
+}
+
+#[test]
 fn the_last_run_is_the_default_and_others_are_chosen_by_id_or_all() {
     let path = fixture("runs.csv");
     let path = path.to_str().expect("path");

@@ -80,8 +80,10 @@ impl GpuKernels {
 /// Which GPUs a prover lane drives, by its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum LaneDevice {
-    /// `gpu-N` or `gpu-N.K`: GPU N.
+    /// `gpu-N` or `gpu-N.K`: GPU N, an ec-gpu prover (several may share it).
     Gpu(usize),
+    /// `cuda-N`: GPU N, the cuda backend's one prover there.
+    Resident(usize),
     /// `cpu-N`: none.
     Cpu,
     /// Any other name (SupraSeal's `supraseal`): every GPU.
@@ -92,6 +94,9 @@ impl LaneDevice {
     pub(super) fn of(name: &str) -> LaneDevice {
         if name.starts_with("cpu-") {
             return LaneDevice::Cpu;
+        }
+        if let Some(gpu) = name.strip_prefix("cuda-").and_then(|n| n.parse().ok()) {
+            return LaneDevice::Resident(gpu);
         }
         let index = name
             .strip_prefix("gpu-")
@@ -105,7 +110,7 @@ impl LaneDevice {
 
     fn drives(self, gpu: usize) -> bool {
         match self {
-            LaneDevice::Gpu(index) => index == gpu,
+            LaneDevice::Gpu(index) | LaneDevice::Resident(index) => index == gpu,
             LaneDevice::Cpu => false,
             LaneDevice::AllGpus => true,
         }
@@ -217,6 +222,8 @@ mod tests {
         assert_eq!(LaneDevice::of("gpu-0"), LaneDevice::Gpu(0));
         assert_eq!(LaneDevice::of("gpu-12.1"), LaneDevice::Gpu(12));
         assert_eq!(LaneDevice::of("cpu-0"), LaneDevice::Cpu);
+        assert_eq!(LaneDevice::of("cuda-3"), LaneDevice::Resident(3));
+        assert!(LaneDevice::of("cuda-3").drives(3) && !LaneDevice::of("cuda-3").drives(0));
         assert_eq!(LaneDevice::of("supraseal"), LaneDevice::AllGpus);
         assert!(LaneDevice::of("gpu-1.0").drives(1) && !LaneDevice::of("gpu-1.0").drives(0));
         assert!(LaneDevice::of("supraseal").drives(7));

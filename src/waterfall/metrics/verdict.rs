@@ -187,13 +187,15 @@ pub(super) fn verdict(
         }
         Bound::Host => {
             // ec-gpu lanes can overlap one partition's host side with another's kernels;
-            // SupraSeal's one prover cannot, its CPU side only goes faster on more cores.
-            let advice = if lanes
-                .iter()
-                .all(|lane| matches!(LaneDevice::of(&lane.name), LaneDevice::Gpu(_)))
-            {
+            // the cuda backend's host side is its uploads; SupraSeal's one prover cannot
+            // overlap, its CPU side only goes faster on more cores.
+            let devices: Vec<LaneDevice> = lanes.iter().map(|l| LaneDevice::of(&l.name)).collect();
+            let advice = if devices.iter().all(|d| matches!(d, LaneDevice::Gpu(_))) {
                 "overlap the host side with more provers per GPU (--provers-per-gpu) or give \
                  it faster CPU cores"
+            } else if devices.iter().all(|d| matches!(d, LaneDevice::Resident(_))) {
+                "the cuda backend's uploads of a, b, c and the witness set the pace (the \
+                 prover's step timings show them), and faster host memory shortens them"
             } else {
                 "SupraSeal's CPU side (its preprocessing and the B-in-G2 multiexp on the CPU) \
                  sets the pace, and more or faster CPU cores shorten it"
