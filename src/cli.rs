@@ -196,9 +196,8 @@ pub struct TuningArgs {
     /// Partitions synthesized at once [default: a quarter of the cores, at least 1].
     #[arg(long, value_name = "N")]
     pub synth_jobs: Option<usize>,
-    /// What proves the partitions: auto (SupraSeal if built and a GPU is there, else
-    /// ec-gpu, else the CPU), cuda (cuzk's own, parameters resident on the GPU; not yet
-    /// measured), supraseal, ec-gpu or cpu.
+    /// What proves the partitions: auto (cuda if built and a GPU is there, else the CPU),
+    /// cuda (cuzk's own, parameters resident on the GPU), supraseal, ec-gpu or cpu.
     #[arg(long, value_name = "BACKEND", value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// GPUs to prove on: all, none (CPU), or indices like 0,1. Indices count among the GPUs
