@@ -182,7 +182,8 @@ pub fn check_delta(vk: &VerifyingKey<Bls12>) -> Result<(), Groth16Error> {
     Ok(())
 }
 
-fn ms_since(started: Instant) -> f64 {
+/// Milliseconds since `started`, for step timings.
+pub(super) fn ms_since(started: Instant) -> f64 {
     started.elapsed().as_secs_f64() * 1e3
 }
 

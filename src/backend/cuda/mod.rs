@@ -29,7 +29,7 @@ use log::{debug, info};
 
 pub use device::{gpu_count, BaseSet, CudaError, CudaGpu, PinnedBuffer};
 
-use super::groth16::{self, Groth16Error};
+use super::groth16::{self, ms_since, Groth16Error};
 use super::quotient::Domain;
 use crate::event::ProveTimings;
 use crate::params::load::{decode_points_into, ParamsLayout, G1_BYTES, G2_BYTES};
@@ -201,7 +201,7 @@ pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
         .iter()
         .map(|&s| (s, set_extent(layout, s).1 * s.point_bytes() as u64))
         .collect();
-    sets.sort_by(|a, b| b.1.cmp(&a.1));
+    sets.sort_by_key(|set| std::cmp::Reverse(set.1));
     let mut mask = 0;
     for (set, bytes) in sets {
         if bytes <= room {
@@ -507,10 +507,6 @@ impl Density {
             total: total as usize,
         })
     }
-}
-
-fn ms_since(started: Instant) -> f64 {
-    started.elapsed().as_secs_f64() * 1e3
 }
 
 #[cfg(test)]
