@@ -31,6 +31,7 @@ pub mod ec_gpu;
 pub mod gpu;
 pub mod groth16;
 pub mod quotient;
+pub mod residency;
 pub mod supraseal;
 
 use std::fmt;
@@ -145,10 +146,7 @@ impl ParamsKind {
     pub fn host_bytes(self, layout: &ParamsLayout) -> u64 {
         match self {
             ParamsKind::Groth16 | ParamsKind::Supraseal => layout.memory_bytes(),
-            #[cfg(feature = "cuda")]
-            ParamsKind::Resident { device_bytes } => cuda::host_bytes(layout, device_bytes),
-            #[cfg(not(feature = "cuda"))]
-            ParamsKind::Resident { .. } => layout.memory_bytes(),
+            ParamsKind::Resident { device_bytes } => residency::host_bytes(layout, device_bytes),
         }
     }
 }

@@ -11,6 +11,7 @@ use blstrs::{Fp, Fp2, G1Projective, G2Projective};
 
 use super::ffi;
 use crate::backend::groth16::Multiexps;
+use crate::backend::residency::BaseSet;
 
 /// A failed CUDA call, with the GPU it ran on.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -24,56 +25,6 @@ pub struct CudaError {
     pub code: i32,
     /// What failed and why.
     pub message: String,
-}
-
-/// One of a parameter set's five base vectors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BaseSet {
-    /// `H_j = tau^j t(tau) / delta`, one per domain point but the last.
-    H = 0,
-    /// `L_i`, one per aux variable.
-    L = 1,
-    /// `A_i(tau)`, one per variable used in A.
-    A = 2,
-    /// `B_i(tau)` in G1, one per variable used in B.
-    BG1 = 3,
-    /// `B_i(tau)` in G2.
-    BG2 = 4,
-}
-
-impl BaseSet {
-    /// All five, in the parameter file's order.
-    pub const ALL: [BaseSet; 5] = [
-        BaseSet::H,
-        BaseSet::L,
-        BaseSet::A,
-        BaseSet::BG1,
-        BaseSet::BG2,
-    ];
-
-    /// Bytes of one point in memory (Montgomery affine, no flag).
-    pub fn point_bytes(self) -> usize {
-        match self {
-            BaseSet::BG2 => 192,
-            _ => 96,
-        }
-    }
-
-    /// Its name in logs and the timeline.
-    pub fn name(self) -> &'static str {
-        match self {
-            BaseSet::H => "H",
-            BaseSet::L => "L",
-            BaseSet::A => "A",
-            BaseSet::BG1 => "B_G1",
-            BaseSet::BG2 => "B_G2",
-        }
-    }
-
-    /// Its bit in a residency mask.
-    pub fn bit(self) -> u32 {
-        1 << (self as u32)
-    }
 }
 
 fn fp(limbs: &[u64]) -> Fp {

@@ -1,0 +1,246 @@
+//! Which of a parameter set's bases a GPU keeps, and what stays on the host: the cuda
+//! backend's plan, kept apart from the device code as plain arithmetic so that it is
+//! tested on every build. Also the densities in the form the GPU's filter reads.
+
+use ec_gpu_gen::multiexp_cpu::DensityTracker;
+
+use crate::params::load::{ParamsLayout, G1_BYTES, G2_BYTES};
+
+/// One of a parameter set's five base vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BaseSet {
+    /// `H_j = tau^j t(tau) / delta`, one per domain point but the last.
+    H = 0,
+    /// `L_i`, one per aux variable.
+    L = 1,
+    /// `A_i(tau)`, one per variable used in A.
+    A = 2,
+    /// `B_i(tau)` in G1, one per variable used in B.
+    BG1 = 3,
+    /// `B_i(tau)` in G2.
+    BG2 = 4,
+}
+
+impl BaseSet {
+    /// All five, in the parameter file's order.
+    pub const ALL: [BaseSet; 5] = [
+        BaseSet::H,
+        BaseSet::L,
+        BaseSet::A,
+        BaseSet::BG1,
+        BaseSet::BG2,
+    ];
+
+    /// Bytes of one point in memory (Montgomery affine, no flag).
+    pub fn point_bytes(self) -> usize {
+        match self {
+            BaseSet::BG2 => 192,
+            _ => 96,
+        }
+    }
+
+    /// Its name in logs and the timeline.
+    pub fn name(self) -> &'static str {
+        match self {
+            BaseSet::H => "H",
+            BaseSet::L => "L",
+            BaseSet::A => "A",
+            BaseSet::BG1 => "B_G1",
+            BaseSet::BG2 => "B_G2",
+        }
+    }
+
+    /// Its bit in a residency mask.
+    pub fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+/// Device memory a partition needs besides the bases, at domain size `n` with `aux` aux
+/// variables: two vectors of `max(n, aux)` scalars, the multiexps' digits and temporaries
+/// (about 12 bytes per domain point at most) and a margin for buckets and the context.
+pub fn working_bytes(n: u64, aux: u64) -> u64 {
+    2 * n.max(aux) * 32 + 12 * n + (3 << 29)
+}
+
+/// Bytes a set of `layout` keeps on the host when each GPU has `device_bytes`: the
+/// verifying key and the bases that stream.
+pub fn host_bytes(layout: &ParamsLayout, device_bytes: u64) -> u64 {
+    let resident = plan_residency(layout, device_bytes);
+    let streamed: u64 = BaseSet::ALL
+        .iter()
+        .filter(|s| resident & s.bit() == 0)
+        .map(|&s| set_extent(layout, s).1 * s.point_bytes() as u64)
+        .sum();
+    layout.vk_bytes + streamed
+}
+
+/// Where `set`'s points start in the file, and how many there are.
+pub fn set_extent(layout: &ParamsLayout, set: BaseSet) -> (u64, u64) {
+    let mut offset = layout.vk_bytes + 4;
+    let counts = [layout.h, layout.l, layout.a, layout.b, layout.b];
+    for (i, s) in BaseSet::ALL.iter().enumerate() {
+        if *s == set {
+            return (offset, counts[i]);
+        }
+        offset += counts[i] * if i == 4 { G2_BYTES } else { G1_BYTES } + 4;
+    }
+    unreachable!("every set is in BaseSet::ALL")
+}
+
+/// Which sets fit on a GPU with `device_bytes` beside one partition's working set: the
+/// largest first, since every byte kept is a byte not streamed at each proof.
+pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
+    let n = (layout.h + 1).next_power_of_two();
+    let mut room = device_bytes.saturating_sub(working_bytes(n, layout.l));
+    let mut sets: Vec<(BaseSet, u64)> = BaseSet::ALL
+        .iter()
+        .map(|&s| (s, set_extent(layout, s).1 * s.point_bytes() as u64))
+        .collect();
+    sets.sort_by_key(|set| std::cmp::Reverse(set.1));
+    let mut mask = 0;
+    for (set, bytes) in sets {
+        if bytes <= room {
+            room -= bytes;
+            mask |= set.bit();
+        }
+    }
+    mask
+}
+
+/// A density that does not fit the variables it is said to cover.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DensityMismatch(pub String);
+
+/// A density as the GPU reads it: the bit vector's words and the set bits before each.
+pub struct Density {
+    /// The vector's words, bits past its end cleared.
+    pub words: Vec<u64>,
+    /// Set bits before each word.
+    pub prefix: Vec<u32>,
+    /// Set bits in all.
+    pub total: usize,
+}
+
+impl Density {
+    /// The density of `len` variables that `tracker` records.
+    pub fn of(tracker: &DensityTracker, len: usize) -> Result<Density, DensityMismatch> {
+        if tracker.bv.len() != len {
+            return Err(DensityMismatch(format!(
+                "a density of {} bits for {len} variables",
+                tracker.bv.len()
+            )));
+        }
+        let nwords = len.div_ceil(64);
+        let raw = tracker.bv.as_raw_slice();
+        let mut words = Vec::with_capacity(nwords);
+        for i in 0..nwords {
+            let word = raw.get(i).copied().unwrap_or(0) as u64;
+            // Bits past the end are not part of the vector.
+            let keep = len - i * 64;
+            words.push(if keep >= 64 {
+                word
+            } else {
+                word & ((1u64 << keep) - 1)
+            });
+        }
+        let mut prefix = Vec::with_capacity(nwords);
+        let mut total = 0u64;
+        for word in &words {
+            prefix
+                .push(u32::try_from(total).map_err(|_| {
+                    DensityMismatch("more than 2^32 variables in one query".into())
+                })?);
+            total += u64::from(word.count_ones());
+        }
+        if total as usize != tracker.get_total_density() {
+            return Err(DensityMismatch(format!(
+                "a density counts {} variables but has {total} bits set",
+                tracker.get_total_density()
+            )));
+        }
+        Ok(Density {
+            words,
+            prefix,
+            total: total as usize,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn density_prefixes_count_the_bits_before_each_word() {
+        let mut tracker = DensityTracker::new();
+        for i in 0..130 {
+            tracker.add_element();
+            if i % 3 == 0 || i == 129 {
+                tracker.inc(i);
+            }
+        }
+        let density = Density::of(&tracker, 130).expect("density");
+        assert_eq!(density.words.len(), 3);
+        assert_eq!(density.total, tracker.get_total_density());
+        assert_eq!(density.prefix[0], 0);
+        assert_eq!(density.prefix[1], density.words[0].count_ones());
+        assert_eq!(
+            density.prefix[2],
+            density.words[0].count_ones() + density.words[1].count_ones()
+        );
+        assert!(
+            Density::of(&tracker, 131).is_err(),
+            "a length mismatch is refused"
+        );
+    }
+
+    #[test]
+    fn residency_keeps_the_largest_sets_that_fit() {
+        // The 32GiB set: H 2^27 - 1, L and A about 130M, B about 33M.
+        let layout = ParamsLayout {
+            vk_bytes: 4000,
+            ic: 329,
+            h: (1 << 27) - 1,
+            l: 130_170_000,
+            a: 129_750_000,
+            b: 33_100_000,
+        };
+        let all: u32 = BaseSet::ALL.iter().map(|s| s.bit()).sum();
+        assert_eq!(
+            plan_residency(&layout, 140 << 30),
+            all,
+            "an H200 keeps everything"
+        );
+        let sixteen = plan_residency(&layout, 16 << 30);
+        assert_eq!(
+            sixteen & BaseSet::H.bit(),
+            0,
+            "H does not fit a 16 GiB card"
+        );
+        assert_ne!(sixteen, 0, "but something does");
+        assert_eq!(
+            plan_residency(&layout, 8 << 30),
+            0,
+            "below the working set nothing fits"
+        );
+    }
+
+    #[test]
+    fn set_extents_follow_the_file() {
+        let layout = ParamsLayout {
+            vk_bytes: 100,
+            ic: 2,
+            h: 3,
+            l: 4,
+            a: 5,
+            b: 6,
+        };
+        assert_eq!(set_extent(&layout, BaseSet::H), (104, 3));
+        assert_eq!(set_extent(&layout, BaseSet::L), (104 + 3 * 96 + 4, 4));
+        let b_g2 = set_extent(&layout, BaseSet::BG2);
+        assert_eq!(b_g2.1, 6);
+        assert_eq!(b_g2.0 + 6 * 192, layout.file_bytes());
+    }
+}
