@@ -39,6 +39,14 @@ impl BaseSet {
         }
     }
 
+    /// Bytes of one point in the parameter file (uncompressed).
+    pub fn file_point_bytes(self) -> u64 {
+        match self {
+            BaseSet::BG2 => G2_BYTES,
+            _ => G1_BYTES,
+        }
+    }
+
     /// Its name in logs and the timeline.
     pub fn name(self) -> &'static str {
         match self {
@@ -79,11 +87,11 @@ pub fn host_bytes(layout: &ParamsLayout, device_bytes: u64) -> u64 {
 pub fn set_extent(layout: &ParamsLayout, set: BaseSet) -> (u64, u64) {
     let mut offset = layout.vk_bytes + 4;
     let counts = [layout.h, layout.l, layout.a, layout.b, layout.b];
-    for (i, s) in BaseSet::ALL.iter().enumerate() {
-        if *s == set {
-            return (offset, counts[i]);
+    for (s, count) in BaseSet::ALL.into_iter().zip(counts) {
+        if s == set {
+            return (offset, count);
         }
-        offset += counts[i] * if i == 4 { G2_BYTES } else { G1_BYTES } + 4;
+        offset += count * s.file_point_bytes() + 4;
     }
     unreachable!("every set is in BaseSet::ALL")
 }

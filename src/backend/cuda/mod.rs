@@ -19,7 +19,7 @@ mod ffi;
 
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use bellperson::groth16::{Proof, VerifyingKey};
@@ -33,7 +33,7 @@ use super::groth16::{self, ms_since, Groth16Error};
 use super::quotient::Domain;
 use super::residency::{plan_residency, set_extent, Density};
 use crate::event::ProveTimings;
-use crate::params::load::{decode_points_into, ParamsLayout, G1_BYTES, G2_BYTES};
+use crate::params::load::{decode_points_into, ParamsLayout};
 use crate::synth::SynthesizedPartition;
 
 /// Bytes of the pinned buffer bases are staged through on their way to a GPU.
@@ -221,13 +221,11 @@ pub enum CudaProveError {
 pub struct CudaProver {
     name: String,
     gpu: CudaGpu,
-    /// The set whose bases are on the GPU, by identity.
-    uploaded: Option<*const ResidentParams>,
+    /// The set whose bases are on the GPU. A weak handle: it keeps the set's allocation, so
+    /// no later set can take its address and pass for it.
+    uploaded: Option<Weak<ResidentParams>>,
     staging: Option<PinnedBuffer>,
 }
-
-// SAFETY: `uploaded` is only compared, never dereferenced.
-unsafe impl Send for CudaProver {}
 
 impl std::fmt::Debug for CudaProver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -264,8 +262,11 @@ impl CudaProver {
     /// Uploads `params`' resident bases unless they are already on the GPU: read from the
     /// file piece by piece, decoded by every core into the pinned staging buffer, copied up.
     fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<(), CudaProveError> {
-        let key = Arc::as_ptr(params);
-        if self.uploaded == Some(key) {
+        if self
+            .uploaded
+            .as_ref()
+            .is_some_and(|set| set.ptr_eq(&Arc::downgrade(params)))
+        {
             return Ok(());
         }
         self.uploaded = None;
@@ -299,12 +300,8 @@ impl CudaProver {
             while first < count as usize {
                 let take = per_piece.min(count as usize - first);
                 let piece = &mut staging.as_mut_slice()[..take * size];
-                let file_size = if set == BaseSet::BG2 {
-                    G2_BYTES
-                } else {
-                    G1_BYTES
-                };
-                decode_set(&file, set, offset + first as u64 * file_size, piece).map_err(bases)?;
+                let at = offset + first as u64 * set.file_point_bytes();
+                decode_set(&file, set, at, piece).map_err(bases)?;
                 self.gpu.upload_bases(set, first, piece)?;
                 first += take;
             }
@@ -317,7 +314,7 @@ impl CudaProver {
             self.gpu.name(),
             started.elapsed().as_secs_f64()
         );
-        self.uploaded = Some(key);
+        self.uploaded = Some(Arc::downgrade(params));
         Ok(())
     }
 
