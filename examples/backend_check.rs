@@ -188,6 +188,32 @@ fn main() -> Result<()> {
         println!("cuda {path}: proofs equal the CPU's");
     }
 
+    // The constraints on the GPU: partitions that are their witness alone, evaluated there.
+    #[cfg(feature = "cuda")]
+    {
+        let r1cs = Arc::new(cuzk::r1cs::R1cs::record(Chain { x: None, steps })?);
+        let pool = rayon::ThreadPoolBuilder::new().build()?;
+        let mut cuda = CudaProver::open(0, "cuda-0".into())?;
+        let resident = Arc::new(ResidentParams::load(&path_of(&dir), u64::MAX)?);
+        for circuit in circuits.iter().take(2) {
+            let deferred = r1cs.synthesize(circuit.clone(), &pool, Default::default(), true)?;
+            ensure!(deferred.a.is_empty(), "the evaluation was not deferred");
+            let (on_gpu, timings) = cuda.prove(deferred, &resident, Fr::ZERO, Fr::ZERO)?;
+            ensure!(
+                timings.evaluate_ms > 0.0,
+                "the GPU did not evaluate the constraints"
+            );
+            let partition = synthesize(circuit.clone())?;
+            let on_cpu = prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+            ensure!(
+                on_gpu == on_cpu,
+                "cuda evaluating: the GPU's proof differs from the CPU's"
+            );
+            eprintln!("cuda evaluating: {timings}");
+        }
+        println!("cuda with the constraints on the GPU: proofs equal the CPU's");
+    }
+
     let env = cuzk::backend::gpu::env::GpuEnv::from_env();
     for (path, budget, chunk) in [("resident", u64::MAX, usize::MAX), ("streamed", 0, 1000)] {
         let mut gpu = cpu::provers_for(&GpuSelection::All, 1, &env)
@@ -265,20 +291,41 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         "real sector: the cuda backend's proof differs from the CPU's"
     );
     eprintln!("real sector: cuda {timings}");
-    let mut proof = Vec::new();
-    for k in 0..sector.circuits.partition_count() {
-        let (r, s) = cuzk::backend::groth16::fresh_randomness();
-        let partition = sector.circuits.synthesize_partition(k, &plan)?;
-        cuda.prove(partition, &resident, r, s)?
-            .0
-            .write(&mut proof)?;
-    }
+    // And with the constraints evaluated on the GPU from the witness alone.
+    let r1cs = Arc::new(sector.circuits.record_constraints()?);
+    let pool = rayon::ThreadPoolBuilder::new().build()?;
+    let deferred = SynthesisPlan {
+        precompiled: Some((&r1cs, &pool)),
+        defer_evaluation: true,
+        ..Default::default()
+    };
+    let (on_gpu, timings) = cuda.prove(
+        sector.circuits.synthesize_partition(0, &deferred)?,
+        &resident,
+        Fr::ZERO,
+        Fr::ZERO,
+    )?;
     ensure!(
-        sector.verify_seal(&proof)?,
-        "real sector: verify_seal rejected the cuda backend's proof"
+        on_gpu == on_cpu && timings.evaluate_ms > 0.0,
+        "real sector: the cuda backend's proof from the witness alone differs from the CPU's"
     );
+    eprintln!("real sector: cuda from the witness {timings}");
+    for plan in [&plan, &deferred] {
+        let mut proof = Vec::new();
+        for k in 0..sector.circuits.partition_count() {
+            let (r, s) = cuzk::backend::groth16::fresh_randomness();
+            let partition = sector.circuits.synthesize_partition(k, plan)?;
+            cuda.prove(partition, &resident, r, s)?
+                .0
+                .write(&mut proof)?;
+        }
+        ensure!(
+            sector.verify_seal(&proof)?,
+            "real sector: verify_seal rejected the cuda backend's proof"
+        );
+    }
     println!(
-        "real sector {}: the cuda backend's proof equals the CPU's at r = s = 0 and passes verify_seal",
+        "real sector {}: the cuda backend's proof (a, b, c from the host, and from the witness alone) equals the CPU's at r = s = 0 and passes verify_seal",
         path.display()
     );
     Ok(())

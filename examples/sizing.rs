@@ -7,13 +7,14 @@
 //! ```
 
 use anyhow::Result;
+use cuzk::backend::residency;
 use cuzk::c1::SectorSizeName;
 use cuzk::memory::{show_bytes, Footprint};
 use cuzk::params::load::ParamsLayout;
 
 fn main() -> Result<()> {
-    println!("| sector size | partitions | constraints per partition | per partition in flight | parameter set | parameters + one partition |");
-    println!("|---|---|---|---|---|---|");
+    println!("| sector size | partitions | constraints per partition | per partition in flight | parameter set | parameters + one partition | cuda backend: per partition in flight | cuda backend: GPU memory beside the constraints |");
+    println!("|---|---|---|---|---|---|---|---|");
     for size in [2u64 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30] {
         let counts = cuzk::shape::count(size)?;
         let partitions = cuzk::params::registered_proof_for(size)?.partitions();
@@ -26,13 +27,19 @@ fn main() -> Result<()> {
             b: counts.b_input_density + counts.b_aux_density,
         };
         let f = Footprint::of(&layout);
+        // The cuda backend with the constraints on the GPU: the host holds witnesses; the GPU
+        // every base and one evaluating partition's working set.
+        let gpu = residency::all_bases_bytes(&layout)
+            + residency::evaluating_working_bytes(f.domain, f.aux, f.inputs);
         println!(
-            "| {} | {partitions} | {} | {} | {} | {} |",
+            "| {} | {partitions} | {} | {} | {} | {} | {} | {} |",
             SectorSizeName(size),
             counts.constraints,
             show_bytes(f.partition_bytes),
             show_bytes(f.params_bytes),
             show_bytes(f.params_bytes + f.partition_bytes),
+            show_bytes(f.witness_bytes),
+            show_bytes(gpu),
         );
     }
     Ok(())

@@ -7,8 +7,12 @@
 //! ```
 //!
 //! `precompiled` maps the constraints `cuzk params constraints` saved beside the parameters
-//! (record them first). scripts/bench-synthesis.sh runs both paths and prints the table.
+//! (record them first) and evaluates them on the host; `deferred` computes the witness only,
+//! as a partition for the cuda backend (which evaluates the constraints on its GPU).
+//! Besides the totals, each row splits the time into the circuit pass (the witness) and the
+//! matrices' evaluation. scripts/bench-synthesis.sh runs the paths and prints the table.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -24,7 +28,7 @@ struct Args {
     /// Sector size.
     #[arg(long, value_parser = cuzk::c1::parse_sector_size, default_value = "2KiB")]
     sector_size: u64,
-    /// `full` or `precompiled`.
+    /// `full`, `precompiled` or `deferred`.
     #[arg(long, default_value = "precompiled")]
     path: String,
     /// Partitions synthesized one after another.
@@ -63,33 +67,51 @@ fn main() -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
         .build()?;
-    let r1cs =
-        if args.path == "precompiled" {
-            let file = r1cs_path(&sector.circuits.params_path()?);
-            Some(R1cs::load(&file).with_context(|| {
-                format!("run `cuzk params constraints` first ({})", file.display())
-            })?)
-        } else {
-            None
-        };
+    anyhow::ensure!(
+        ["full", "precompiled", "deferred"].contains(&args.path.as_str()),
+        "--path {}: full, precompiled or deferred",
+        args.path
+    );
+    let r1cs = if args.path == "full" {
+        None
+    } else {
+        let file = r1cs_path(&sector.circuits.params_path()?);
+        Some(Arc::new(R1cs::load(&file).with_context(|| {
+            format!("run `cuzk params constraints` first ({})", file.display())
+        })?))
+    };
     let plan = SynthesisPlan {
         capacity,
         precompiled: r1cs.as_ref().map(|r| (r, &pool)),
+        defer_evaluation: args.path == "deferred",
     };
     let (started, cpu) = (Instant::now(), cpu_seconds());
+    let mut spent = cuzk::synth::SynthesisProfile::default();
     for k in 0..args.partitions {
         let partition = sector
             .circuits
             .synthesize_partition(k % sector.circuits.partition_count(), &plan)?;
+        let p = partition.profile;
+        spent.witness_ms += p.witness_ms;
+        spent.witness_cpu_ms += p.witness_cpu_ms;
+        spent.evaluate_ms += p.evaluate_ms;
+        spent.evaluate_cpu_ms += p.evaluate_cpu_ms;
+        spent.bytes = p.bytes;
         drop(partition);
     }
     let n = args.partitions as f64;
+    let per = |ms: f64| ms / 1e3 / n;
     println!(
-        "| {} | {} | {:.2} | {:.2} | {} |",
+        "| {} | {} | {:.2} | {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {} | {} |",
         cuzk::c1::SectorSizeName(args.sector_size),
         args.path,
         started.elapsed().as_secs_f64() / n,
         (cpu_seconds() - cpu) / n,
+        per(spent.witness_ms),
+        per(spent.witness_cpu_ms),
+        per(spent.evaluate_ms),
+        per(spent.evaluate_cpu_ms),
+        cuzk::memory::show_bytes(spent.bytes),
         cuzk::bench::peak_rss_bytes().map_or("-".into(), cuzk::memory::show_bytes),
     );
     Ok(())

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Synthesis, old path against new: full synthesis against the witness-only pass over
-# pre-compiled constraints, per sector size, each in a process of its own (peak memory).
+# Synthesis, path against path: full synthesis, the witness-only pass over pre-compiled
+# constraints evaluated on the host, and the same pass with the evaluation deferred to the
+# cuda backend's GPU; per sector size, each in a process of its own (peak memory).
 #
 #   scripts/bench-synthesis.sh [SIZES] [PARTITIONS]     # default "2KiB 512MiB", 3
 #
@@ -15,11 +16,11 @@ mkdir -p "$FIL_PROOFS_PARAMETER_CACHE"
 # The dev profile is optimized (opt-level 3) in this crate and its dependencies.
 cargo build --quiet --bin cuzk --example synthesis_bench
 bin="${CARGO_TARGET_DIR:-target}/debug"
-echo "| size | path | wall s/partition | CPU s/partition | peak memory |"
-echo "|---|---|---|---|---|"
+echo "| size | path | wall s/partition | CPU s/partition | circuit pass wall / CPU s | evaluation wall / CPU s | partition holds | peak memory |"
+echo "|---|---|---|---|---|---|---|---|"
 for size in $sizes; do
   "$bin/cuzk" params constraints --sector-size "$size" >&2
-  for path in full precompiled; do
+  for path in full precompiled deferred; do
     "$bin/examples/synthesis_bench" --sector-size "$size" --path "$path" \
       --partitions "$partitions" --threads "$(nproc)"
   done

@@ -51,6 +51,10 @@ pub struct BenchReport {
     pub budget_bytes: u64,
     /// The process's peak resident memory.
     pub peak_rss_bytes: Option<u64>,
+    /// The most a synthesized partition held, as measured (0: none synthesized).
+    pub largest_partition_bytes: u64,
+    /// Partitions whose constraints the GPU evaluated.
+    pub deferred_partitions: usize,
 }
 
 /// The default benchmark directory.
@@ -118,6 +122,8 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
             footprint,
             budget_bytes: 0,
             peak_rss_bytes: None,
+            largest_partition_bytes: 0,
+            deferred_partitions: 0,
         });
     }
     let mut settings = plan.run.clone();
@@ -136,6 +142,8 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
         footprint,
         budget_bytes,
         peak_rss_bytes: peak_rss_bytes(),
+        largest_partition_bytes: summary.largest_partition_bytes,
+        deferred_partitions: summary.deferred_partitions,
     })
 }
 
@@ -154,11 +162,21 @@ pub fn render(report: &BenchReport, size: SectorSizeName) -> String {
         "-".into()
     };
     let rss = report.peak_rss_bytes.map_or("-".into(), show_bytes);
+    // As measured: a partition whose constraints the GPU evaluates holds its witness alone.
+    let in_flight = match report.largest_partition_bytes {
+        0 => show_bytes(f.partition_bytes),
+        bytes if report.deferred_partitions > 0 => format!(
+            "{} ({} partitions evaluated on the GPU, the witness alone in flight)",
+            show_bytes(bytes),
+            report.deferred_partitions
+        ),
+        bytes => show_bytes(bytes),
+    };
     format!(
         "\n{size} benchmark (synthetic shape: timings and memory, no proofs)\n\
          sectors benchmarked        {}\n\
          wall time                  {:.1} s ({per_sector} per sector)\n\
-         parameters in memory       {}\n\
+         parameter set              {}\n\
          per partition in flight    {}\n\
          memory budget              {}\n\
          peak resident memory       {rss}\n\
@@ -167,7 +185,7 @@ pub fn render(report: &BenchReport, size: SectorSizeName) -> String {
         report.sectors,
         report.elapsed_s,
         show_bytes(f.params_bytes),
-        show_bytes(f.partition_bytes),
+        in_flight,
         show_bytes(report.budget_bytes),
         report.run_dir.join("timeline.csv").display(),
         report.run_dir.join("timeline.csv").display(),

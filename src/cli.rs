@@ -193,7 +193,8 @@ impl clap::ValueEnum for Synthesis {
 /// How much of the machine a run uses: shared by `prove-dir` and `bench`.
 #[derive(Debug, Args)]
 pub struct TuningArgs {
-    /// Partitions synthesized at once [default: a quarter of the cores, at least 1].
+    /// Partitions synthesized at once [default: one per core with the cuda backend, whose
+    /// GPU evaluates the constraints; a quarter of the cores with the others].
     #[arg(long, value_name = "N")]
     pub synth_jobs: Option<usize>,
     /// What proves the partitions: auto (cuda if built and a GPU is there, else the CPU),
@@ -454,10 +455,12 @@ impl TuningArgs {
     /// Settings for a run on `layout` with these flags and every other default.
     pub fn to_settings(&self, layout: SpoolLayout) -> Result<RunSettings> {
         let defaults = RunSettings::new(layout);
-        let synth_jobs = self.synth_jobs.unwrap_or(defaults.synth_jobs);
-        anyhow::ensure!(synth_jobs >= 1, "--synth-jobs must be at least 1");
+        anyhow::ensure!(
+            self.synth_jobs != Some(0),
+            "--synth-jobs must be at least 1"
+        );
         Ok(RunSettings {
-            synth_jobs,
+            synth_jobs: self.synth_jobs.or(defaults.synth_jobs),
             backend: self.backend,
             gpus: self.gpus.clone(),
             provers_per_gpu: self.provers_per_gpu,

@@ -14,6 +14,8 @@ use std::time::{Instant, SystemTime};
 
 use crossbeam_channel::Sender;
 
+use crate::synth::SynthesisProfile;
+
 /// The worker name of parameter loads started ahead of the provers (while the first
 /// partitions are synthesized): not a prover lane, and every prover waits on it.
 pub const PRELOAD_WORKER: &str = "params";
@@ -67,6 +69,10 @@ pub enum EventKind {
         constraints: usize,
         /// True when it took the witness-only pass over pre-compiled constraints.
         is_precompiled: bool,
+        /// True when a, b and c were left to the prover's GPU: the partition is its witness.
+        is_deferred: bool,
+        /// Where the synthesis spent its time.
+        profile: SynthesisProfile,
     },
     /// The synthesized partition entered the prover's queue (the send returned).
     PartitionQueued {
@@ -543,6 +549,12 @@ pub struct ProveTimings {
     pub fft_ms: f64,
     /// The G1 multiexps: `H`, `L`, `A` and `B_g1`.
     pub msm_g1_ms: f64,
+    /// `msm_g1_ms` one multiexp at a time (`H`, `L`, `A`, `B_g1`), where a backend times
+    /// them apart (the cuda backend); all 0 elsewhere.
+    pub msm_g1_split_ms: [f64; 4],
+    /// `a = A·w`, `b = B·w`, `c = C·w` evaluated on the GPU from the pre-compiled
+    /// constraints (the cuda backend, where the GPU keeps them); 0 elsewhere.
+    pub evaluate_ms: f64,
     /// The G2 multiexp for `B`.
     pub msm_g2_ms: f64,
     /// Scalar conversions and the final combination on the CPU.
@@ -564,6 +576,9 @@ impl std::fmt::Display for ProveTimings {
         }
         if self.upload_ms > 0.0 {
             write!(f, ", upload {:.0} ms", self.upload_ms)?;
+        }
+        if self.evaluate_ms > 0.0 {
+            write!(f, ", constraints evaluated {:.0} ms", self.evaluate_ms)?;
         }
         Ok(())
     }
@@ -653,6 +668,14 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 worker: "synth-1".into(),
                 constraints: 130_278_869,
                 is_precompiled: true,
+                is_deferred: true,
+                profile: SynthesisProfile {
+                    witness_ms: 25_000.5, // the timeline keeps 0.1 ms
+                    witness_cpu_ms: 24_000.5,
+                    evaluate_ms: 0.0,
+                    evaluate_cpu_ms: 0.0,
+                    bytes: 4_165_000_000,
+                },
             },
             EventName::ChanSend => EventKind::PartitionQueued {
                 job: job(),
@@ -717,6 +740,8 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     cpu_tail_ms: 0.5,
                     gpu_call_ms: 12.5,
                     upload_ms: 3.5,
+                    msm_g1_split_ms: [10.5, 4.5, 3.0, 2.0],
+                    evaluate_ms: 0.5,
                 }),
             },
             EventName::CpuFallback => EventKind::CpuFallback {

@@ -120,6 +120,12 @@ pub struct Footprint {
     pub aux: u64,
     /// Public inputs per partition, the constant one included.
     pub inputs: u64,
+    /// One partition whose a, b and c are left to the prover: its witness alone.
+    pub witness_bytes: u64,
+    /// Set when the prover evaluates pre-compiled constraints on its GPU (the cuda
+    /// backend): the device memory they may take. Constraints that fit are left to it, and
+    /// a partition in flight holds only [`Footprint::witness_bytes`].
+    pub gpu_room_for_constraints: Option<u64>,
 }
 
 impl Footprint {
@@ -133,6 +139,22 @@ impl Footprint {
             domain,
             aux,
             inputs,
+            witness_bytes: SCALAR_BYTES * (inputs + aux),
+            gpu_room_for_constraints: None,
+        }
+    }
+
+    /// A partition about to start, given its shape's pre-compiled constraints (their bytes,
+    /// once ready): whether its a, b and c are left to the GPU (the constraints fit the
+    /// room it has for them), and the bytes it holds in flight either way.
+    pub fn partition_in_flight(&self, constraints_bytes: Option<u64>) -> (bool, u64) {
+        let is_deferred = constraints_bytes
+            .zip(self.gpu_room_for_constraints)
+            .is_some_and(|(bytes, room)| bytes <= room);
+        if is_deferred {
+            (true, self.witness_bytes)
+        } else {
+            (false, self.partition_bytes)
         }
     }
 
@@ -270,6 +292,36 @@ mod tests {
         // ~17 GB a partition, ~47 GB of parameters.
         assert_eq!(show_bytes(footprint.partition_bytes), "17.1 GB");
         assert_eq!(show_bytes(footprint.params_bytes), "47.4 GB");
+        // Left to the GPU, a partition in flight is its witness: a quarter of that.
+        assert_eq!(footprint.witness_bytes, 32 * (328 + 130_169_893));
+        assert_eq!(show_bytes(footprint.witness_bytes), "4.2 GB");
+        assert_eq!(
+            footprint.gpu_room_for_constraints, None,
+            "the host decides nothing"
+        );
+        let full = footprint.partition_bytes;
+        assert_eq!(footprint.partition_in_flight(Some(9 << 30)), (false, full));
+
+        // The cuda backend with 20 GB of room for the 8.9 GB of constraints.
+        let gpu = Footprint {
+            gpu_room_for_constraints: Some(20_000_000_000),
+            ..footprint
+        };
+        let witness = gpu.witness_bytes;
+        assert_eq!(
+            gpu.partition_in_flight(None),
+            (false, full),
+            "still recording"
+        );
+        assert_eq!(
+            gpu.partition_in_flight(Some(8_900_000_000)),
+            (true, witness)
+        );
+        assert_eq!(
+            gpu.partition_in_flight(Some(21_000_000_000)),
+            (false, full),
+            "constraints larger than the room stay on the host"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! filecoin-proofs' `seal_commit_phase2` builds them; synthesis itself is `synth`'s job.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{anyhow, ensure, Context, Result};
 use blstrs::Scalar as Fr;
@@ -33,7 +34,10 @@ pub struct SynthesisPlan<'a> {
     pub capacity: Capacity,
     /// The recorded constraints and the pool that evaluates them: a witness-only pass.
     /// `None`: full synthesis.
-    pub precompiled: Option<(&'a R1cs, &'a rayon::ThreadPool)>,
+    pub precompiled: Option<(&'a Arc<R1cs>, &'a rayon::ThreadPool)>,
+    /// With pre-compiled constraints: leave `A·w`, `B·w`, `C·w` to the prover (which
+    /// evaluates them on its GPU), so the partition holds only its witness.
+    pub defer_evaluation: bool,
 }
 
 /// One sector's proof obligations, whatever its size.
@@ -266,7 +270,9 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
             Some(k),
         )?;
         match plan.precompiled {
-            Some((r1cs, pool)) => r1cs.synthesize(circuit, pool, plan.capacity),
+            Some((r1cs, pool)) => {
+                r1cs.synthesize(circuit, pool, plan.capacity, plan.defer_evaluation)
+            }
             None => synthesize_with_capacity(circuit, plan.capacity).map_err(Into::into),
         }
         .with_context(|| format!("synthesizing partition {k}"))

@@ -21,7 +21,9 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -32,7 +34,9 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use crate::atomic_file;
-use crate::synth::{Capacity, SynthesizedPartition};
+use crate::synth::{
+    thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile, SynthesizedPartition,
+};
 
 /// The file format's magic and version.
 const MAGIC: &[u8; 8] = b"CUZKR1CS";
@@ -291,13 +295,17 @@ impl R1cs {
     }
 
     /// Synthesizes `circuit` by computing its witness only, then `A·w`, `B·w` and `C·w` on
-    /// `pool`; the vectors are allocated to `capacity` up front.
+    /// `pool`; the vectors are allocated to `capacity` up front. With `defer`, the
+    /// evaluation is left to the prover: the partition holds only its witness and these
+    /// constraints ([`SynthesizedPartition::deferred`]).
     pub fn synthesize<C: Circuit<Fr>>(
-        &self,
+        self: &Arc<Self>,
         circuit: C,
         pool: &rayon::ThreadPool,
         capacity: Capacity,
+        defer: bool,
     ) -> Result<SynthesizedPartition> {
+        let (started, cpu_started) = (Instant::now(), thread_cpu_ms());
         let mut cs = WitnessOnly {
             inputs: Vec::with_capacity(capacity.inputs.max(self.counts.inputs as usize)),
             aux: Vec::with_capacity(capacity.aux.max(self.counts.aux as usize)),
@@ -313,24 +321,53 @@ impl R1cs {
                 self.counts.aux
             );
         }
-        let [a, b, c] = pool.install(|| {
-            [0, 1, 2].map(|which| self.evaluate(which, &cs.inputs, &cs.aux, capacity.abc))
-        });
+        let mut profile = SynthesisProfile {
+            witness_ms: started.elapsed().as_secs_f64() * 1e3,
+            witness_cpu_ms: thread_cpu_ms() - cpu_started,
+            ..SynthesisProfile::default()
+        };
         let [a_aux_density, b_input_density, b_aux_density] = self.densities.clone();
-        Ok(SynthesizedPartition {
+        let mut partition = SynthesizedPartition {
             a_aux_density,
             b_input_density,
             b_aux_density,
-            a,
-            b,
-            c,
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
             input_assignment: cs.inputs,
             aux_assignment: cs.aux,
-        })
+            deferred: None,
+            profile,
+        };
+        if defer {
+            partition.deferred = Some(self.clone() as Arc<dyn ConstraintMatrices>);
+        } else {
+            let started = Instant::now();
+            let cpu_us = AtomicU64::new(0);
+            let (inputs, aux) = (&partition.input_assignment, &partition.aux_assignment);
+            let [a, b, c] = pool.install(|| {
+                [0, 1, 2]
+                    .map(|which| self.evaluate_timed(which, inputs, aux, capacity.abc, &cpu_us))
+            });
+            (partition.a, partition.b, partition.c) = (a, b, c);
+            profile.evaluate_ms = started.elapsed().as_secs_f64() * 1e3;
+            profile.evaluate_cpu_ms = cpu_us.into_inner() as f64 / 1e3;
+        }
+        profile.bytes = SynthesisProfile::bytes_of(&partition);
+        partition.profile = profile;
+        Ok(partition)
     }
 
-    /// `M·w` for matrix `which`, in parallel over row blocks.
-    fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr> {
+    /// `M·w` for matrix `which`, in parallel over row blocks, adding the threads' CPU time
+    /// to `cpu_us`.
+    fn evaluate_timed(
+        &self,
+        which: usize,
+        inputs: &[Fr],
+        aux: &[Fr],
+        capacity: usize,
+        cpu_us: &AtomicU64,
+    ) -> Vec<Fr> {
         let (row_ptr, entries) = self.matrix(which);
         let rows = row_ptr.len() - 1;
         let mut out = Vec::with_capacity(capacity.max(rows));
@@ -338,6 +375,7 @@ impl R1cs {
         out.par_chunks_mut(ROWS_PER_TASK)
             .enumerate()
             .for_each(|(block, values)| {
+                let cpu_started = thread_cpu_ms();
                 let first = block * ROWS_PER_TASK;
                 for (offset, value) in values.iter_mut().enumerate() {
                     let row = first + offset;
@@ -361,8 +399,28 @@ impl R1cs {
                     }
                     *value = acc;
                 }
+                let spent_us = ((thread_cpu_ms() - cpu_started) * 1e3) as u64;
+                cpu_us.fetch_add(spent_us, Ordering::Relaxed);
             });
         out
+    }
+}
+
+impl ConstraintMatrices for R1cs {
+    fn rows(&self) -> usize {
+        self.counts.constraints as usize
+    }
+
+    fn matrix(&self, which: usize) -> (&[u64], &[u64]) {
+        R1cs::matrix(self, which)
+    }
+
+    fn coefficients(&self) -> &[Fr] {
+        &self.coeffs
+    }
+
+    fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr> {
+        self.evaluate_timed(which, inputs, aux, capacity, &AtomicU64::new(0))
     }
 }
 
@@ -717,24 +775,36 @@ mod tests {
 
     #[test]
     fn witness_only_synthesis_matches_the_full_one_and_survives_a_round_trip() {
-        let r1cs = R1cs::record(CubeCircuit { x: None }).expect("record");
+        let r1cs = Arc::new(R1cs::record(CubeCircuit { x: None }).expect("record"));
         assert_eq!(r1cs.counts().constraints, 5);
         let circuit = CubeCircuit {
             x: Some(Fr::from(5u64)),
         };
         let full = synthesize(circuit.clone()).expect("full");
         let ours = r1cs
-            .synthesize(circuit.clone(), &pool(), Capacity::default())
+            .synthesize(circuit.clone(), &pool(), Capacity::default(), false)
             .expect("witness only");
         assert_same(&ours, &full);
+        assert!(ours.profile.bytes > 0 && ours.deferred.is_none());
+
+        // Deferred: the witness only, and the matrices that make a, b and c from it.
+        let mut deferred = r1cs
+            .synthesize(circuit.clone(), &pool(), Capacity::default(), true)
+            .expect("deferred");
+        assert!(deferred.a.is_empty() && deferred.b.is_empty() && deferred.c.is_empty());
+        assert_eq!(deferred.num_constraints(), full.num_constraints());
+        assert!(deferred.profile.bytes < ours.profile.bytes);
+        deferred.evaluate_deferred();
+        assert!(deferred.deferred.is_none());
+        assert_same(&deferred, &full);
 
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("cube.r1cs");
         r1cs.save(&path).expect("save");
-        let loaded = R1cs::load(&path).expect("load");
+        let loaded = Arc::new(R1cs::load(&path).expect("load"));
         assert_eq!(loaded.counts(), r1cs.counts());
         let again = loaded
-            .synthesize(circuit, &pool(), Capacity::default())
+            .synthesize(circuit, &pool(), Capacity::default(), false)
             .expect("mapped");
         assert_same(&again, &full);
 

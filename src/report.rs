@@ -31,6 +31,10 @@ pub struct RunSummary {
     pub skipped: usize,
     /// Seconds from the first to the last event.
     pub elapsed_s: f64,
+    /// The most a synthesized partition held (its vectors), as measured.
+    pub largest_partition_bytes: u64,
+    /// Partitions whose a, b and c were left to the GPU (their witness alone in flight).
+    pub deferred_partitions: usize,
 }
 
 /// Starts the reporter thread; it ends when every sender of `events` is gone. `observer`, if
@@ -76,6 +80,15 @@ fn report(
                 if display.benchmarks.contains(job) {
                     summary.benchmarked += 1;
                 }
+            }
+            EventKind::SynthFinished {
+                is_deferred,
+                profile,
+                ..
+            } => {
+                summary.largest_partition_bytes =
+                    summary.largest_partition_bytes.max(profile.bytes);
+                summary.deferred_partitions += usize::from(*is_deferred);
             }
             EventKind::JobFailed { .. } => summary.failed += 1,
             EventKind::FileDeferred { .. } => summary.deferred += 1,

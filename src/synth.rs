@@ -6,10 +6,28 @@
 //! bounded pool while the prover works on earlier ones. It knows nothing about PoRep (see
 //! `porep`) or about curve arithmetic (see `backend::groth16`).
 
+use std::sync::Arc;
+
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::Field;
+
+/// A circuit's constraints as sparse matrices, for a prover that evaluates `A·w`, `B·w` and
+/// `C·w` where it proves (the cuda backend, on the GPU) instead of on the host. The
+/// pre-compiled constraints (`r1cs`) implement it.
+pub trait ConstraintMatrices: Send + Sync {
+    /// Rows: constraints, the input constraints included.
+    fn rows(&self) -> usize;
+    /// Matrix `which` (0 for A, 1 for B, 2 for C) in compressed sparse rows: `rows() + 1`
+    /// offsets, and entries holding the column in the low 31 bits (bit 31 set for an
+    /// input) and the coefficient's id in the high 32.
+    fn matrix(&self, which: usize) -> (&[u64], &[u64]);
+    /// The distinct coefficients, indexed by id.
+    fn coefficients(&self) -> &[Fr];
+    /// `M·w` for matrix `which` on the host, allocated to at least `capacity` entries.
+    fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr>;
+}
 
 /// Everything the Groth16 prover needs from one partition's circuit.
 ///
@@ -40,12 +58,78 @@ pub struct SynthesizedPartition {
     pub input_assignment: Vec<Fr>,
     /// Private (auxiliary) variables.
     pub aux_assignment: Vec<Fr>,
+
+    /// Set when a, b and c were left to the prover: they are then empty, and are these
+    /// matrices times the witness. A partition in flight holds only its witness this way.
+    pub deferred: Option<Arc<dyn ConstraintMatrices>>,
+
+    /// Where the synthesis spent its time.
+    pub profile: SynthesisProfile,
+}
+
+/// Where one partition's synthesis spent its time: the pass that runs the circuit (the
+/// witness, and for full synthesis the constraints too) and the evaluation of the
+/// pre-compiled matrices, each by the clock and in CPU time (all threads), and the bytes
+/// of the vectors it made.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SynthesisProfile {
+    /// Wall-clock milliseconds of the circuit pass.
+    pub witness_ms: f64,
+    /// CPU milliseconds of the circuit pass.
+    pub witness_cpu_ms: f64,
+    /// Wall-clock milliseconds evaluating `A·w`, `B·w`, `C·w` (0 when full or deferred).
+    pub evaluate_ms: f64,
+    /// CPU milliseconds of that evaluation, summed over the pool's threads.
+    pub evaluate_cpu_ms: f64,
+    /// Bytes of the vectors the partition holds (a, b, c and the witness).
+    pub bytes: u64,
+}
+
+impl SynthesisProfile {
+    /// The bytes `partition`'s vectors hold.
+    pub fn bytes_of(partition: &SynthesizedPartition) -> u64 {
+        let scalars = partition.a.capacity()
+            + partition.b.capacity()
+            + partition.c.capacity()
+            + partition.input_assignment.capacity()
+            + partition.aux_assignment.capacity();
+        (scalars * std::mem::size_of::<Fr>()) as u64
+    }
+}
+
+/// CPU time this thread has used, in milliseconds (0 where the clock cannot be read).
+pub fn thread_cpu_ms() -> f64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if read != 0 {
+        return 0.0;
+    }
+    now.tv_sec as f64 * 1e3 + now.tv_nsec as f64 / 1e6
 }
 
 impl SynthesizedPartition {
     /// Number of constraints, the input constraints included.
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        match &self.deferred {
+            Some(matrices) => matrices.rows(),
+            None => self.a.len(),
+        }
+    }
+
+    /// Computes a, b and c on the host if they were deferred: for a prover that cannot
+    /// evaluate the matrices itself.
+    pub fn evaluate_deferred(&mut self) {
+        if let Some(matrices) = self.deferred.take() {
+            let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+            let rows = matrices.rows();
+            self.a = matrices.evaluate(0, inputs, aux, rows);
+            self.b = matrices.evaluate(1, inputs, aux, rows);
+            self.c = matrices.evaluate(2, inputs, aux, rows);
+        }
     }
 
     /// The public inputs as the verifier sees them: without the leading constant one.
@@ -53,7 +137,8 @@ impl SynthesizedPartition {
         &self.input_assignment[1..]
     }
 
-    /// The index of the first constraint with `A_j * B_j != C_j`, if any.
+    /// The index of the first constraint with `A_j * B_j != C_j`, if any (of a, b and c on
+    /// the host: see [`Self::evaluate_deferred`]).
     pub fn first_unsatisfied(&self) -> Option<usize> {
         (0..self.a.len()).find(|&j| self.a[j] * self.b[j] != self.c[j])
     }
@@ -82,6 +167,7 @@ pub fn synthesize_with_capacity<C: Circuit<Fr>>(
     circuit: C,
     capacity: Capacity,
 ) -> Result<SynthesizedPartition, SynthesisError> {
+    let (started, cpu_started) = (std::time::Instant::now(), thread_cpu_ms());
     let mut cs = PartitionAssignment::with_capacity(capacity);
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
@@ -95,7 +181,14 @@ pub fn synthesize_with_capacity<C: Circuit<Fr>>(
             |lc| lc,
         );
     }
-    Ok(cs.0)
+    let mut partition = cs.0;
+    partition.profile = SynthesisProfile {
+        witness_ms: started.elapsed().as_secs_f64() * 1e3,
+        witness_cpu_ms: thread_cpu_ms() - cpu_started,
+        bytes: SynthesisProfile::bytes_of(&partition),
+        ..SynthesisProfile::default()
+    };
+    Ok(partition)
 }
 
 /// The constraint system that records a [`SynthesizedPartition`] as the circuit runs.
@@ -112,6 +205,8 @@ impl PartitionAssignment {
             c: Vec::with_capacity(capacity.abc),
             input_assignment: Vec::with_capacity(capacity.inputs),
             aux_assignment: Vec::with_capacity(capacity.aux),
+            deferred: None,
+            profile: SynthesisProfile::default(),
         })
     }
 }

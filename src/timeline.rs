@@ -24,6 +24,7 @@ use anyhow::{bail, Context, Result};
 use crate::c1::{parse_sector_size, SectorSizeName};
 use crate::event::ProveTimings;
 use crate::event::{Event, EventKind, EventName, JobStage};
+use crate::synth::SynthesisProfile;
 
 /// The header line, also the column order.
 pub const HEADER: [&str; 8] = [
@@ -176,11 +177,17 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             worker,
             constraints,
             is_precompiled,
+            is_deferred,
+            profile: p,
         } => Fields {
             job,
             partition: Some(*partition),
             worker,
-            detail: format!("constraints={constraints};precompiled={is_precompiled}"),
+            detail: format!(
+                "constraints={constraints};precompiled={is_precompiled};deferred={is_deferred};\
+                 witness_ms={:.1};witness_cpu_ms={:.1};eval_ms={:.1};eval_cpu_ms={:.1};bytes={}",
+                p.witness_ms, p.witness_cpu_ms, p.evaluate_ms, p.evaluate_cpu_ms, p.bytes
+            ),
         },
         EventKind::MemoryWait {
             job,
@@ -362,6 +369,9 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             worker: row.worker.clone(),
             constraints: number("constraints").unwrap_or_default(),
             is_precompiled: detail_value(&row.detail, "precompiled") == Some("true"),
+            // Absent from older timelines: no profile, nothing deferred.
+            is_deferred: detail_value(&row.detail, "deferred") == Some("true"),
+            profile: decode_synthesis_profile(&row.detail),
         },
         EventName::ChanSend => EventKind::PartitionQueued {
             job: job()?,
@@ -476,8 +486,8 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
 }
 
 /// The prover's step timings as `fft_ms=..;msm_g1_ms=..;msm_g2_ms=..;cpu_ms=..`, and
-/// `;call_ms=..` for a backend that proves in one call, `;upload_ms=..` for one that times
-/// its uploads apart.
+/// `;call_ms=..` for a backend that proves in one call, `;upload_ms=..`, `;eval_ms=..` and
+/// `;h_ms=..;l_ms=..;a_ms=..;b_g1_ms=..` for one that times those apart.
 fn encode_timings(t: &ProveTimings) -> String {
     let mut detail = format!(
         "fft_ms={:.1};msm_g1_ms={:.1};msm_g2_ms={:.1};cpu_ms={:.1}",
@@ -489,7 +499,33 @@ fn encode_timings(t: &ProveTimings) -> String {
     if t.upload_ms > 0.0 {
         detail += &format!(";upload_ms={:.1}", t.upload_ms);
     }
+    if t.evaluate_ms > 0.0 {
+        detail += &format!(";eval_ms={:.1}", t.evaluate_ms);
+    }
+    if t.msm_g1_split_ms.iter().any(|&ms| ms > 0.0) {
+        let [h, l, a, b_g1] = t.msm_g1_split_ms;
+        detail += &format!(";h_ms={h:.1};l_ms={l:.1};a_ms={a:.1};b_g1_ms={b_g1:.1}");
+    }
     detail
+}
+
+/// The synthesis profile in a `SYNTH_END` detail; zeros where a key is missing.
+fn decode_synthesis_profile(detail: &str) -> SynthesisProfile {
+    let ms = |key: &str| -> f64 {
+        detail_value(detail, key)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+            .unwrap_or(0.0)
+    };
+    SynthesisProfile {
+        witness_ms: ms("witness_ms"),
+        witness_cpu_ms: ms("witness_cpu_ms"),
+        evaluate_ms: ms("eval_ms"),
+        evaluate_cpu_ms: ms("eval_cpu_ms"),
+        bytes: detail_value(detail, "bytes")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    }
 }
 
 /// Reads [`encode_timings`] back; `None` unless every step is there.
@@ -505,8 +541,10 @@ fn decode_timings(detail: &str) -> Option<ProveTimings> {
         cpu_tail_ms: ms("cpu_ms")?,
         // Absent from timelines of the kernel backends and of older versions.
         gpu_call_ms: ms("call_ms").unwrap_or(0.0),
-        // Only the cuda backend times its uploads apart.
+        // Only the cuda backend times its uploads, evaluations and multiexps apart.
         upload_ms: ms("upload_ms").unwrap_or(0.0),
+        evaluate_ms: ms("eval_ms").unwrap_or(0.0),
+        msm_g1_split_ms: ["h_ms", "l_ms", "a_ms", "b_g1_ms"].map(|key| ms(key).unwrap_or(0.0)),
     })
 }
 

@@ -30,7 +30,7 @@ fn settings(root: &Path) -> RunSettings {
     RunSettings {
         timeline: root.join("timeline.csv"),
         once: true,
-        synth_jobs: 1,
+        synth_jobs: Some(1),
         backend: cuzk::backend::BackendChoice::Cpu,
         gpus: GpuSelection::None,
         provers_per_gpu: 1,

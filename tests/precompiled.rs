@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
@@ -61,7 +62,8 @@ fn the_witness_only_pass_equals_full_synthesis_on_real_partitions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("2kib.r1cs");
     r1cs.save(&file).expect("save");
-    let mapped = R1cs::load(&file).expect("load");
+    let r1cs = Arc::new(r1cs);
+    let mapped = Arc::new(R1cs::load(&file).expect("load"));
     assert_eq!(mapped.counts(), counts);
 
     let pool = rayon::ThreadPoolBuilder::new()
@@ -92,5 +94,19 @@ fn the_witness_only_pass_equals_full_synthesis_on_real_partitions() {
             );
             assert_same(&ours, &full, &format!("{name} ({how})"));
         }
+        // Deferred to the prover: the witness alone, and the same a, b, c once evaluated.
+        let plan = SynthesisPlan {
+            precompiled: Some((&mapped, &pool)),
+            defer_evaluation: true,
+            ..Default::default()
+        };
+        let mut deferred = sector
+            .circuits
+            .synthesize_partition(0, &plan)
+            .expect("deferred synthesis");
+        assert!(deferred.a.is_empty(), "{name}: a deferred");
+        assert_eq!(deferred.num_constraints(), full.num_constraints());
+        deferred.evaluate_deferred();
+        assert_same(&deferred, &full, &format!("{name} (deferred)"));
     }
 }

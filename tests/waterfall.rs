@@ -171,7 +171,7 @@ fn a_host_bound_cuda_lane_is_told_about_its_uploads_not_supraseal() {
     std::fs::write(&path, text).expect("timeline");
     let text = stdout(&waterfall(&[path.to_str().expect("path")], None));
     assert!(text.contains("\nverdict: host-bound: "), "{text}");
-    assert!(text.contains("the cuda backend's uploads"), "{text}");
+    assert!(text.contains("inside the cuda backend's calls"), "{text}");
     assert!(!text.contains("SupraSeal"), "{text}");
     assert!(!text.contains("--provers-per-gpu"), "{text}");
 }

@@ -66,6 +66,8 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
 ) -> Result<(Proof<Bls12>, ProveTimings), Groth16Error> {
     let worker = Worker::new();
     let mut timings = ProveTimings::default();
+    let mut partition = partition;
+    partition.evaluate_deferred();
     let SynthesizedPartition {
         a_aux_density,
         b_input_density,
@@ -75,6 +77,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         c,
         input_assignment,
         aux_assignment,
+        ..
     } = partition;
 
     let vk = params.get_vk(input_assignment.len())?.clone();

@@ -149,6 +149,18 @@ impl ParamsKind {
             ParamsKind::Resident { device_bytes } => residency::host_bytes(layout, device_bytes),
         }
     }
+
+    /// Device memory a GPU has for the pre-compiled constraints of `layout`'s circuit when
+    /// the prover evaluates them there (the cuda backend, every base resident); `None`
+    /// when the host must evaluate them.
+    pub fn gpu_room_for_constraints(self, layout: &ParamsLayout) -> Option<u64> {
+        match self {
+            ParamsKind::Groth16 | ParamsKind::Supraseal => None,
+            ParamsKind::Resident { device_bytes } => {
+                residency::room_for_constraints(layout, device_bytes)
+            }
+        }
+    }
 }
 
 /// A parameter set loaded in the form its backend proves with.
@@ -252,6 +264,30 @@ impl Prover {
         }
     }
 
+    /// True when `params` must first go to the prover's device (the cuda backend uploads
+    /// a set's bases once per GPU): a parameter load the timeline shows as such.
+    pub fn needs_upload(&self, params: &ProverParams) -> bool {
+        match (self, params) {
+            #[cfg(feature = "cuda")]
+            (Prover::Cuda(prover, _), ProverParams::Resident(params)) => {
+                !prover.has_bases_of(params)
+            }
+            _ => false,
+        }
+    }
+
+    /// Uploads `params` to the prover's device where [`Prover::needs_upload`] says so. A
+    /// failure here is tried again, and reported per partition, by [`Prover::prove`].
+    pub fn upload(&mut self, params: &ProverParams) -> Result<(), ProveError> {
+        match (self, params) {
+            #[cfg(feature = "cuda")]
+            (Prover::Cuda(prover, _), ProverParams::Resident(params)) => {
+                prover.ensure_bases(params).map_err(ProveError::from)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Why each GPU step of the last call fell back to the CPU (ec-gpu's kernels do, step
     /// by step; the others never do).
     pub fn take_cpu_fallbacks(&mut self) -> Vec<String> {
@@ -285,6 +321,10 @@ impl Prover {
             #[cfg(feature = "supraseal")]
             (Prover::Supraseal { .. }, ProverParams::Supraseal(params)) => {
                 let started = std::time::Instant::now();
+                let mut batch = batch;
+                batch
+                    .iter_mut()
+                    .for_each(SynthesizedPartition::evaluate_deferred);
                 let (r, s): (Vec<_>, Vec<_>) =
                     batch.iter().map(|_| groth16::fresh_randomness()).unzip();
                 let refs: Vec<&SynthesizedPartition> = batch.iter().collect();

@@ -71,6 +71,32 @@ pub fn working_bytes(n: u64, aux: u64) -> u64 {
     2 * n.max(aux) * 32 + 12 * n + (3 << 29)
 }
 
+/// Device memory a partition needs when the GPU evaluates its pre-compiled constraints
+/// (the matrices not counted): three domain-sized vectors (a, b and c, which become the
+/// quotient and the queries' scalars), the witness, and the multiexps' temporaries and
+/// margin as in [`working_bytes`].
+pub fn evaluating_working_bytes(n: u64, aux: u64, inputs: u64) -> u64 {
+    (3 * n + aux + inputs) * 32 + 12 * n + (3 << 29)
+}
+
+/// Bytes of every base of `layout` on a GPU.
+pub fn all_bases_bytes(layout: &ParamsLayout) -> u64 {
+    BaseSet::ALL
+        .iter()
+        .map(|&s| set_extent(layout, s).1 * s.point_bytes() as u64)
+        .sum()
+}
+
+/// Device memory left for a shape's pre-compiled constraints once every base of `layout`
+/// is resident and an evaluating partition's working set is counted; `None` when nothing
+/// is. The GPU evaluates the constraints (and the host keeps only witnesses) when they fit
+/// in it: on a card too small for that, bases matter more, so the host evaluates.
+pub fn room_for_constraints(layout: &ParamsLayout, device_bytes: u64) -> Option<u64> {
+    let n = (layout.h + 1).next_power_of_two();
+    let needed = all_bases_bytes(layout) + evaluating_working_bytes(n, layout.l, layout.ic);
+    device_bytes.checked_sub(needed).filter(|&room| room > 0)
+}
+
 /// Bytes a set of `layout` keeps on the host when each GPU has `device_bytes`: the
 /// verifying key and the bases that stream.
 pub fn host_bytes(layout: &ParamsLayout, device_bytes: u64) -> u64 {
@@ -232,6 +258,35 @@ mod tests {
             plan_residency(&layout, 8 << 30),
             0,
             "below the working set nothing fits"
+        );
+    }
+
+    #[test]
+    fn constraints_go_to_the_gpu_only_beside_every_base() {
+        let layout = ParamsLayout {
+            vk_bytes: 4000,
+            ic: 329,
+            h: (1 << 27) - 1,
+            l: 130_170_000,
+            a: 129_750_000,
+            b: 33_100_000,
+        };
+        // The 32GiB shape's bases are 47.4 GB; its constraints about 8.9 GB.
+        let bases = all_bases_bytes(&layout);
+        assert!((47_000_000_000..48_000_000_000).contains(&bases), "{bases}");
+        let room = room_for_constraints(&layout, 140 << 30).expect("an H200 has room");
+        assert!(room > 9_000_000_000, "an H200 keeps the matrices: {room}");
+        let eighty = room_for_constraints(&layout, 80_000_000_000).unwrap_or(0);
+        assert!(eighty > 0, "an 80 GB card has some room too");
+        assert_eq!(
+            room_for_constraints(&layout, 24 << 30),
+            None,
+            "a 24 GiB card keeps bases, not constraints"
+        );
+        assert!(
+            evaluating_working_bytes(1 << 27, layout.l, layout.ic)
+                > working_bytes(1 << 27, layout.l),
+            "evaluating on the GPU needs a third vector and the witness"
         );
     }
 

@@ -141,6 +141,24 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
         }
     }
 
+    /// The sets loaded so far, with their files.
+    pub fn loaded(&self) -> Vec<(PathBuf, P)> {
+        let slots: Vec<(PathBuf, Arc<Slot<P>>)> = {
+            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.iter().map(|(p, s)| (p.clone(), s.clone())).collect()
+        };
+        slots
+            .into_iter()
+            .filter_map(|(path, slot)| {
+                let state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+                match &*state {
+                    Some(SlotState::Loaded(params)) => Some((path, params.clone())),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
     /// Starts loading the set at `path` on a thread of its own unless it is loading or
     /// loaded already, so that the first partitions' synthesis and the load overlap.
     pub fn preload(self: &Arc<Self>, path: &Path, events: &EventSink) {

@@ -430,6 +430,7 @@ impl Feeder<'_> {
         // its bases on the GPU only what stays behind.
         let footprint = Footprint {
             params_bytes: self.params_kind.host_bytes(&layout),
+            gpu_room_for_constraints: self.params_kind.gpu_room_for_constraints(&layout),
             ..Footprint::of(&layout)
         };
         if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
@@ -533,8 +534,17 @@ impl Feeder<'_> {
             if !self.slots.has_room() {
                 return;
             }
-            let Some(memory) = self.memory.try_reserve(footprint.partition_bytes) else {
-                self.report_memory_wait(footprint.partition_bytes);
+            let job = match self.admitted.front() {
+                Some(front) => front.job.clone(),
+                None => return,
+            };
+            let r1cs = self.constraints.get(&path, &job, footprint.domain);
+            // The GPU evaluates the constraints where they fit beside every base: the
+            // partition in flight is then its witness alone.
+            let (defer_evaluation, bytes) =
+                footprint.partition_in_flight(r1cs.as_ref().map(|r1cs| r1cs.memory_bytes()));
+            let Some(memory) = self.memory.try_reserve(bytes) else {
+                self.report_memory_wait(bytes);
                 return;
             };
             let Some(slot) = self.slots.try_take() else {
@@ -543,9 +553,9 @@ impl Feeder<'_> {
             let Some(front) = self.admitted.front_mut() else {
                 return;
             };
-            let r1cs = self.constraints.get(&path, &front.job, footprint.domain);
             let task = PartitionTask {
                 r1cs,
+                defer_evaluation,
                 job: front.job.clone(),
                 partition: front.next_partition,
                 memory,

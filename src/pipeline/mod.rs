@@ -112,6 +112,10 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);
     let reporter = report::spawn(event_rx, timeline, control.observer.clone());
+    let kind = provers
+        .first()
+        .map_or(ParamsKind::Groth16, Prover::params_kind);
+    let synth_jobs = settings.synth_jobs_for(kind);
     let wake = bounded(1);
     let memory = MemoryBudget::new(budget_bytes(settings), Some(wake.0.clone()));
     events.emit(EventKind::RunStarted {
@@ -119,7 +123,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             "cuzk={};provers={};synth_jobs={};synthesis_threads={};prover_cpus={};queue_depth={};max_memory={};benchmark={};params={}",
             env!("CARGO_PKG_VERSION"),
             prover_names.join(","),
-            settings.synth_jobs,
+            synth_jobs,
             settings.synthesis_threads,
             settings.prover_cpus,
             settings.queue_depth,
@@ -132,9 +136,6 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
 
     let (synthesized_tx, synthesized_rx) = bounded::<SynthesizedMsg>(settings.queue_depth);
     let (outcome_tx, outcome_rx) = unbounded::<Outcome>();
-    let kind = provers
-        .first()
-        .map_or(ParamsKind::Groth16, Prover::params_kind);
     let param_sets = ParamSets::new(move |path: &std::path::Path| kind.load(path));
     let mut prover_threads = Vec::new();
     for prover in provers {
@@ -163,7 +164,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             .context("starting the finisher thread")?
     };
 
-    let slots = SynthesisSlots::new(settings.synth_jobs, wake.0.clone());
+    let slots = SynthesisSlots::new(synth_jobs, wake.0.clone());
     let constraints = ConstraintSets::new(
         settings.synthesis_threads,
         memory.clone(),
@@ -172,7 +173,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     )?;
     let links = FeederLinks {
         synthesis: SynthesisPool::new(
-            settings.synth_jobs,
+            synth_jobs,
             constraints.clone(),
             spool.clone(),
             events.clone(),

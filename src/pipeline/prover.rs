@@ -4,6 +4,7 @@
 //! gives way to a PoSt holding bellperson's GPU priority lock before each batch
 //! ([`priority_lock`]).
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,12 +41,61 @@ pub fn prove_partitions(mut prover: Prover, links: ProverLinks) {
     let worker = prover.name().to_owned();
     let mut held: Option<SynthesizedMsg> = None;
     let mut gate = prover.is_gpu().then(PriorityGate::default);
+    // Sets uploaded ahead once already: a failed upload is not retried while idle.
+    let mut uploaded_ahead = std::collections::HashSet::new();
     loop {
+        if held.is_none() {
+            // Idle until a partition comes: upload the sets loaded meanwhile, so that a
+            // device's first partition does not wait for its bases.
+            loop {
+                match links.rx.recv_timeout(IDLE_POLL) {
+                    Ok(msg) => break held = Some(msg),
+                    Err(RecvTimeoutError::Timeout) => {
+                        for (path, params) in links.params.loaded() {
+                            if uploaded_ahead.insert(path.clone()) {
+                                upload(&mut prover, &worker, &path, &params, &links.events);
+                            }
+                        }
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        }
         let Some(batch) = next_batch(&links.rx, &mut held, prover.batch_size()) else {
             return;
         };
         prove_batch(&mut prover, &worker, batch, &links, gate.as_mut());
     }
+}
+
+/// How often an idle prover looks for parameter sets to upload ahead of their partitions.
+const IDLE_POLL: Duration = Duration::from_millis(200);
+
+/// Uploads `params` (the set at `path`) to the prover's device if it needs them there: a
+/// parameter load in the timeline, the lane's, not proving. A failure is only logged: the
+/// proof tries again and fails its partitions with the reason.
+fn upload(
+    prover: &mut Prover,
+    worker: &str,
+    path: &Path,
+    params: &ProverParams,
+    events: &EventSink,
+) {
+    if !prover.needs_upload(params) {
+        return;
+    }
+    let path = path.display().to_string();
+    events.emit(EventKind::ParamsLoadStarted {
+        worker: worker.to_owned(),
+        path: path.clone(),
+    });
+    if let Err(err) = prover.upload(params) {
+        log::warn!("{worker}: {err}");
+    }
+    events.emit(EventKind::ParamsLoadFinished {
+        worker: worker.to_owned(),
+        path,
+    });
 }
 
 /// A GPU prover's check of bellperson's priority lock before each batch.
@@ -150,6 +200,14 @@ fn prove_batch(
             return;
         }
     };
+    // A set's first batch on a device uploads it there, unless the prover did while idle.
+    upload(
+        prover,
+        worker,
+        &first.job.params_path,
+        &params,
+        &links.events,
+    );
     // As late as possible before the GPU work, after the parameters (which may take minutes),
     // so a PoSt that started meanwhile is seen.
     if let Some(gate) = gate {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::backend::gpu::GpuSelection;
-use crate::backend::BackendChoice;
+use crate::backend::{BackendChoice, ParamsKind};
 use crate::c1::DEFAULT_MAX_C1_BYTES;
 use crate::spool::{spool_dir_of, SpoolLayout};
 
@@ -23,8 +23,9 @@ pub struct RunSettings {
     pub once: bool,
     /// Default miner id.
     pub miner_id: Option<u64>,
-    /// Synthesis workers.
-    pub synth_jobs: usize,
+    /// Synthesis workers (`--synth-jobs`); `None` chooses them for the backend
+    /// ([`RunSettings::synth_jobs_for`]).
+    pub synth_jobs: Option<usize>,
     /// What proves the partitions.
     pub backend: BackendChoice,
     /// GPUs to prove on.
@@ -89,7 +90,7 @@ impl RunSettings {
             layout,
             once: false,
             miner_id: None,
-            synth_jobs: default_synth_jobs(cores),
+            synth_jobs: None,
             backend: BackendChoice::Auto,
             gpus: GpuSelection::All,
             provers_per_gpu: Self::DEFAULT_PROVERS_PER_GPU,
@@ -112,10 +113,26 @@ impl RunSettings {
     }
 }
 
-/// Partitions synthesized at once on `cores` CPUs: a quarter of them, at least 1 (each
-/// partition's synthesis is itself parallel).
-pub fn default_synth_jobs(cores: usize) -> usize {
-    (cores / 4).max(1)
+impl RunSettings {
+    /// Partitions synthesized at once for provers that need `kind` of parameters: as set,
+    /// else [`default_synth_jobs`] on this machine's cores.
+    pub fn synth_jobs_for(&self, kind: ParamsKind) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.synth_jobs
+            .unwrap_or_else(|| default_synth_jobs(cores, kind))
+    }
+}
+
+/// Partitions synthesized at once on `cores` CPUs for provers that need `kind`. With the
+/// cuda backend, a partition's synthesis is mostly one thread (its witness; the GPU
+/// evaluates the constraints), so one per core, and the memory budget caps how many are
+/// in flight. Elsewhere a quarter of the cores, since each partition's evaluation of its
+/// constraints is itself parallel. At least 1.
+pub fn default_synth_jobs(cores: usize, kind: ParamsKind) -> usize {
+    match kind {
+        ParamsKind::Resident { .. } => cores.max(1),
+        ParamsKind::Groth16 | ParamsKind::Supraseal => (cores / 4).max(1),
+    }
 }
 
 /// Threads evaluating pre-compiled constraints on `cores` CPUs: half of them, at least 1.

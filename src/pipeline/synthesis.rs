@@ -156,6 +156,8 @@ pub struct PartitionTask {
     pub capacity: Capacity,
     /// The shape's pre-compiled constraints, when ready: a witness-only pass.
     pub r1cs: Option<Arc<R1cs>>,
+    /// Leave a, b and c to the prover, which evaluates the constraints on its GPU.
+    pub defer_evaluation: bool,
 }
 
 /// What a synthesis task reports to and sends on.
@@ -181,6 +183,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         memory,
         capacity,
         r1cs,
+        defer_evaluation,
     } = task;
     // A sibling failed while this partition waited: its work would be thrown away.
     if job.is_cancelled() {
@@ -198,7 +201,8 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let plan = SynthesisPlan {
             capacity,
-            precompiled: r1cs.as_deref().map(|r1cs| (r1cs, constraints.pool())),
+            precompiled: r1cs.as_ref().map(|r1cs| (r1cs, constraints.pool())),
+            defer_evaluation,
         };
         job.sector.circuits.synthesize_partition(partition, &plan)
     }));
@@ -228,6 +232,8 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         worker: worker.clone(),
         constraints: synthesized.num_constraints(),
         is_precompiled: r1cs.is_some(),
+        is_deferred: synthesized.deferred.is_some(),
+        profile: synthesized.profile,
     });
     let msg = SynthesizedMsg {
         job: job.clone(),

@@ -387,6 +387,20 @@ fn ascii_throughput(run: &RunMetrics, lines: &mut Vec<String>) {
             m.waiting_fraction * 100.0
         ));
     }
+    if let Some(sy) = &run.synthesis {
+        lines.push(format!(
+            "synthesis per partition ({}: {} pre-compiled, {} evaluated on the GPU): circuit \
+             pass {:.2} s (CPU {:.2} s), constraint evaluation {:.2} s (CPU {:.2} s); each held {}",
+            plural(sy.partitions, "partition"),
+            sy.precompiled,
+            sy.deferred,
+            sy.circuit_s,
+            sy.circuit_cpu_s,
+            sy.evaluate_s,
+            sy.evaluate_cpu_s,
+            crate::memory::show_bytes(sy.bytes)
+        ));
+    }
 }
 
 /// Gaps listed per lane before "and N more".
@@ -448,6 +462,14 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
                 ratio(s.kernel_s, run.span_s) * 100.0,
                 lane.busy_fraction * 100.0
             ));
+            if s.evaluate_s > 0.0 || s.msm_g1_split_s.iter().any(|&x| x > 0.0) {
+                let [h, l, a, b_g1] = s.msm_g1_split_s;
+                lines.push(format!(
+                    "{indent}kernels by step: constraint evaluation {:.2} s, fft {:.2} s, msm H \
+                     {h:.2} s, L {l:.2} s, A {a:.2} s, B G1 {b_g1:.2} s, B G2 {:.2} s",
+                    s.evaluate_s, s.fft_s, s.msm_g2_s
+                ));
+            }
         }
         for gap in lane.gaps.iter().take(GAPS_SHOWN) {
             lines.push(format!(

@@ -26,6 +26,7 @@ mod memory_waits;
 mod queue;
 mod rows;
 mod stage;
+mod synthesis_split;
 mod throughput;
 mod verdict;
 mod waits;
@@ -39,6 +40,7 @@ pub(super) use memory_waits::MemoryWaits;
 pub(super) use queue::QueueMetrics;
 pub(super) use rows::{PhaseSummary, RowMetrics};
 pub(super) use stage::Stage;
+pub(super) use synthesis_split::SynthesisSplit;
 pub(super) use throughput::{Basis, Throughput};
 pub(super) use verdict::Verdict;
 
@@ -47,6 +49,7 @@ use lanes::{lane_metrics, params_loading};
 use memory_waits::memory_waits;
 use queue::queue_metrics;
 use rows::{rows, summarize};
+use synthesis_split::synthesis_split;
 use throughput::throughput;
 use verdict::{verdict, SynthesisUse};
 use waits::WaitSets;
@@ -78,6 +81,9 @@ pub struct RunMetrics {
     pub queue: QueueMetrics,
     /// Partitions that waited for the memory budget before their synthesis.
     pub memory: MemoryWaits,
+    /// Where synthesis time went; absent from timelines without synthesis profiles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthesis: Option<SynthesisSplit>,
     pub lanes: Vec<LaneMetrics>,
     /// The GPUs' kernel activity; absent without GPU_BUSY rows (CPU runs, older timelines).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,6 +110,7 @@ impl RunMetrics {
             .collect();
         let queue = queue_metrics(&lanes, &window, &waits);
         let memory = memory_waits(spans, &window);
+        let synthesis = synthesis_split(spans);
         let rows = rows(spans, options.per_partition);
         let count = |wanted: fn(&Outcome) -> bool| {
             spans.jobs.iter().filter(|j| wanted(&j.outcome())).count()
@@ -146,6 +153,7 @@ impl RunMetrics {
             throughput: throughput(spans, span_s, proved),
             queue,
             memory,
+            synthesis,
             lanes,
             gpu_kernels,
             verdict,

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::event::ProveTimings;
 use crate::event::{EventKind, PRELOAD_WORKER};
+use crate::synth::SynthesisProfile;
 
 use super::screen::Event;
 
@@ -25,6 +26,8 @@ pub(super) struct PartitionSpans {
     pub(super) lane: Option<String>,
     /// The prover's own step timings, from GPU_END.
     pub(super) steps: Option<ProveTimings>,
+    /// How its synthesis went, from SYNTH_END: pre-compiled, left to the GPU, the profile.
+    pub(super) synthesis: Option<(bool, bool, SynthesisProfile)>,
 }
 
 /// What one job went through.
@@ -123,9 +126,17 @@ impl JobSpans {
                 workers.note_synthesis(worker);
             }
             EventKind::SynthFinished {
-                partition, worker, ..
+                partition,
+                worker,
+                is_precompiled,
+                is_deferred,
+                profile,
+                ..
             } => {
-                first(&mut self.part(*partition).synth_end);
+                let part = self.part(*partition);
+                first(&mut part.synth_end);
+                part.synthesis
+                    .get_or_insert((*is_precompiled, *is_deferred, *profile));
                 workers.note_synthesis(worker);
             }
             EventKind::MemoryWait { partition, .. } => {

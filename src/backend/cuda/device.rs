@@ -7,11 +7,13 @@ use std::ffi::c_char;
 use std::ptr::NonNull;
 
 use blst::{blst_fp, blst_fp2};
-use blstrs::{Fp, Fp2, G1Projective, G2Projective};
+use blstrs::{Fp, Fp2, G1Projective, G2Projective, Scalar as Fr};
+use ff::Field;
 
 use super::ffi;
 use crate::backend::groth16::Multiexps;
 use crate::backend::residency::BaseSet;
+use crate::synth::ConstraintMatrices;
 
 /// A failed CUDA call, with the GPU it ran on.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -197,6 +199,46 @@ impl CudaGpu {
         // SAFETY: a live handle; `points` holds `count` points and is read during the call.
         self.check(unsafe {
             ffi::cuzk_gpu_upload_bases(self.raw.as_ptr(), set as u32, first, points.as_ptr(), count)
+        })
+    }
+
+    /// Uploads `matrices` (a circuit's pre-compiled constraints), replacing any before, so
+    /// that partitions whose a, b and c were deferred are evaluated on the device.
+    pub fn upload_matrices(&mut self, matrices: &dyn ConstraintMatrices) -> Result<(), CudaError> {
+        let sections = [0, 1, 2].map(|which| matrices.matrix(which));
+        let rows = matrices.rows();
+        if let Some(bad) = sections
+            .iter()
+            .position(|(row_ptr, _)| row_ptr.len() != rows + 1)
+        {
+            return Err(CudaError {
+                index: self.index,
+                name: self.name.clone(),
+                code: -1,
+                message: format!(
+                    "matrix {bad} of the pre-compiled constraints has the wrong number of rows"
+                ),
+            });
+        }
+        let coeffs = matrices.coefficients();
+        // The kernel adds or subtracts where the coefficient is one or minus one.
+        let id_of = |x: Fr| {
+            coeffs
+                .iter()
+                .position(|c| *c == x)
+                .map_or(u32::MAX, |i| i as u32)
+        };
+        let raw = ffi::Matrices {
+            row_ptr: sections.map(|(row_ptr, _)| row_ptr.as_ptr()),
+            entries: sections.map(|(_, entries)| entries.as_ptr()),
+            nnz: sections.map(|(_, entries)| entries.len()),
+            rows,
+            coeffs: coeffs.as_ptr(),
+            ncoeffs: coeffs.len(),
+        };
+        // SAFETY: a live handle; every pointer in `raw` borrows `matrices` for the call.
+        self.check(unsafe {
+            ffi::cuzk_gpu_upload_matrices(self.raw.as_ptr(), &raw, id_of(Fr::ONE), id_of(-Fr::ONE))
         })
     }
 

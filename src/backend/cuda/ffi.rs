@@ -44,6 +44,7 @@ pub struct Partition {
     pub b: *const Fr,
     pub c: *const Fr,
     pub abc_len: usize,
+    pub evaluate: i32,
     pub lg_domain: usize,
     pub inputs: *const Fr,
     pub input_len: usize,
@@ -65,6 +66,18 @@ pub struct Partition {
     pub host_b_g2: *const u8,
 }
 
+/// A circuit's pre-compiled constraints, borrowed for an upload. See `cuzk_matrices` in
+/// groth16.cu.
+#[repr(C)]
+pub struct Matrices {
+    pub row_ptr: [*const u64; 3],
+    pub entries: [*const u64; 3],
+    pub nnz: [usize; 3],
+    pub rows: usize,
+    pub coeffs: *const Fr,
+    pub ncoeffs: usize,
+}
+
 /// The five multiexps: Jacobian points, Montgomery limbs (blst's layout).
 #[repr(C)]
 pub struct MsmResults {
@@ -80,6 +93,7 @@ pub struct MsmResults {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StepMs {
     pub upload: f64,
+    pub evaluate: f64,
     pub quotient: f64,
     pub msm_h: f64,
     pub msm_l: f64,
@@ -118,6 +132,12 @@ extern "C" {
         first: usize,
         points: *const u8,
         count: usize,
+    ) -> Status;
+    pub fn cuzk_gpu_upload_matrices(
+        gpu: *mut Gpu,
+        matrices: *const Matrices,
+        one_id: u32,
+        minus_one_id: u32,
     ) -> Status;
     pub fn cuzk_host_alloc(bytes: usize, out: *mut *mut u8) -> Status;
     pub fn cuzk_host_free(ptr: *mut u8);

@@ -1,13 +1,15 @@
 // cuzk's Groth16 prover on one GPU, built on sppark's NTT and Pippenger multiexp.
 //
-// What runs here, per partition: the quotient h = (a*b - c) / Z (iNTT, coset NTT, the
-// pointwise step, coset iNTT), the density filtering of the A and B queries, and the five
-// multiexps (H, L, A and B in G1, B in G2). The final combination with r and s is done by
+// What runs here, per partition: a = A·w, b = B·w, c = C·w from the pre-compiled
+// constraints when the GPU keeps them (else a, b, c come from the host), the quotient
+// h = (a*b - c) / Z (iNTT, coset NTT, the pointwise step, coset iNTT), the density
+// filtering of the A and B queries, and the five multiexps (H, L, A and B in G1, B in G2). The final combination with r and s is done by
 // the Rust side (backend/cuda/mod.rs), which also checks every input before calling in.
 //
 // Safety rules of the host side, stated once:
 // - Ownership. A `cuzk_gpu` owns every device buffer it uses: the resident bases (allocated
-//   by cuzk_gpu_reserve_bases, kept until cuzk_gpu_close) and the per-partition working
+//   by cuzk_gpu_reserve_bases, kept until cuzk_gpu_close), the pre-compiled constraints
+//   (cuzk_gpu_upload_matrices, replaced only by another set) and the per-partition working
 //   buffers (allocated at the first partition of a domain size, grown only for a larger
 //   one). Nothing else frees them. Host pointers passed in are borrowed for the call only.
 // - Streams. Everything runs on sppark's streams of the handle's device. sppark's
@@ -72,12 +74,25 @@ struct cuzk_base_counts {
 // Which base vector an upload fills.
 enum cuzk_base_set { CUZK_H = 0, CUZK_L = 1, CUZK_A = 2, CUZK_B_G1 = 3, CUZK_B_G2 = 4 };
 
+// A circuit's pre-compiled constraints, borrowed for the upload: A, B and C in compressed
+// sparse rows (rows + 1 offsets; entries with the column in the low 31 bits, bit 31 set for
+// an input, and the coefficient's id in the high 32), and the distinct coefficients.
+struct cuzk_matrices {
+    const uint64_t* row_ptr[3];
+    const uint64_t* entries[3];
+    size_t nnz[3];
+    size_t rows;
+    const fr_t* coeffs;
+    size_t ncoeffs;
+};
+
 // One synthesized partition, borrowed from the Rust side for the call.
 struct cuzk_partition {
-    const fr_t* a;              // abc_len evaluations each, Montgomery form
-    const fr_t* b;
+    const fr_t* a;              // abc_len evaluations each, Montgomery form; null when
+    const fr_t* b;              //   `evaluate` is set
     const fr_t* c;
     size_t abc_len;
+    int32_t evaluate;           // a, b, c are the uploaded matrices times the witness
     size_t lg_domain;           // 2^lg_domain >= abc_len
     const fr_t* inputs;         // input_len values, the constant one first
     size_t input_len;
@@ -105,7 +120,7 @@ struct cuzk_msm_results {
 
 // Milliseconds per step of one proof.
 struct cuzk_step_ms {
-    double upload, quotient, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, total;
+    double upload, evaluate, quotient, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, total;
 };
 
 struct cuzk_gpu;
@@ -193,6 +208,35 @@ void filter_by_density(fr_t* dst, const fr_t* src, const uint64_t* words,
             dst[out++] = src[base + j];
             bits &= bits - 1;
         }
+    }
+}
+
+// out[r] = sum of coeff * variable over row r's entries, for every r < n (0 past `rows`):
+// one thread per row; a coefficient of one or minus one is a plain addition.
+__launch_bounds__(256) __global__
+void evaluate_rows(fr_t* out, const uint64_t* row_ptr, const uint64_t* entries,
+                   const fr_t* coeffs, const fr_t* inputs, const fr_t* aux, size_t rows,
+                   size_t n, uint32_t one_id, uint32_t minus_one_id)
+{
+    for (size_t r = threadIdx.x + (size_t)blockIdx.x * blockDim.x; r < n;
+         r += (size_t)blockDim.x * gridDim.x) {
+        fr_t acc;
+        acc.zero();
+        if (r < rows) {
+            for (uint64_t k = row_ptr[r], end = row_ptr[r + 1]; k < end; k++) {
+                uint64_t e = entries[k];
+                uint32_t column = (uint32_t)e;
+                uint32_t id = (uint32_t)(e >> 32);
+                fr_t x = (column & 0x80000000u) ? inputs[column & 0x7fffffffu] : aux[column];
+                if (id == one_id)
+                    acc += x;
+                else if (id == minus_one_id)
+                    acc -= x;
+                else
+                    acc += x * coeffs[id];
+            }
+        }
+        out[r] = acc;
     }
 }
 
@@ -299,8 +343,15 @@ struct cuzk_gpu {
     device_vec<affine_fp2_t> b_g2;
     bool resident[5] = {false, false, false, false, false};
 
+    // The pre-compiled constraints, when the GPU evaluates them.
+    device_vec<uint64_t> row_ptr[3], entries[3];
+    device_vec<fr_t> coeffs;
+    size_t matrix_rows = 0;
+    uint32_t one_id = UINT32_MAX, minus_one_id = UINT32_MAX;
+
     // Per-partition working buffers.
     device_vec<fr_t> d_a, d_b, d_inputs;  // x, y and the inputs
+    device_vec<fr_t> d_c, d_aux;          // z and the witness, when evaluating
     device_vec<uint64_t> d_words;
     device_vec<uint32_t> d_prefix;
     stager_t stage;
@@ -313,6 +364,8 @@ struct cuzk_gpu {
         gpu.sync();
         h.release(); l.release(); a.release(); b_g1.release(); b_g2.release();
         d_a.release(); d_b.release(); d_inputs.release();
+        d_c.release(); d_aux.release(); coeffs.release();
+        for (int m = 0; m < 3; m++) { row_ptr[m].release(); entries[m].release(); }
         d_words.release(); d_prefix.release();
         stage.release();
     }
@@ -473,6 +526,39 @@ cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
     return st;
 }
 
+// Uploads a circuit's pre-compiled constraints, replacing any before; `one_id` and
+// `minus_one_id` name the coefficients one and minus one (UINT32_MAX when absent).
+cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, const cuzk_matrices* m, uint32_t one_id,
+                                     uint32_t minus_one_id)
+{
+    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
+    cuzk_status refused;
+    if (is_poisoned(g, &refused))
+        return refused;
+    cuzk_status st = guarded("uploading the pre-compiled constraints", [&] {
+        g->gpu.select();
+        g->matrix_rows = 0;
+        g->coeffs.release();
+        for (int k = 0; k < 3; k++) {
+            g->row_ptr[k].release();
+            g->entries[k].release();
+        }
+        g->coeffs.reserve(m->ncoeffs ? m->ncoeffs : 1);
+        g->stage.copy(g->coeffs.ptr, m->coeffs, m->ncoeffs * sizeof(fr_t));
+        for (int k = 0; k < 3; k++) {
+            g->row_ptr[k].reserve(m->rows + 1);
+            g->entries[k].reserve(m->nnz[k] ? m->nnz[k] : 1);
+            g->stage.copy(g->row_ptr[k].ptr, m->row_ptr[k], (m->rows + 1) * sizeof(uint64_t));
+            g->stage.copy(g->entries[k].ptr, m->entries[k], m->nnz[k] * sizeof(uint64_t));
+        }
+        g->one_id = one_id;
+        g->minus_one_id = minus_one_id;
+        g->matrix_rows = m->rows;
+    });
+    note_failure(g, st);
+    return st;
+}
+
 cuzk_status cuzk_host_alloc(size_t bytes, void** out)
 {
     *out = nullptr;
@@ -514,10 +600,18 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
             counts.l != p->aux_len || counts.a != a_len || counts.b != b_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the parameters")};
+        const bool evaluate = p->evaluate != 0;
+        if (evaluate && g->matrix_rows != p->abc_len)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("the partition does not match the uploaded constraints")};
 
         step = "allocating working buffers";
         g->d_a.reserve(n);                                   // x
         g->d_b.reserve(n > p->aux_len ? n : p->aux_len);     // y
+        if (evaluate) {
+            g->d_c.reserve(n);                               // z
+            g->d_aux.reserve(p->aux_len ? p->aux_len : 1);   // the witness
+        }
         g->d_inputs.reserve(p->input_len ? p->input_len : 1);
         size_t words_a = (p->aux_len + 63) / 64, words_bi = (p->input_len + 63) / 64;
         size_t words = 2 * words_a + words_bi;
@@ -566,69 +660,103 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         CUDA_OK(cudaMemcpyAsync(pf_ba, p->b_aux_prefix, words_a * 4, cudaMemcpyHostToDevice, s0));
 
         // h = coset_iNTT((coset_NTT(iNTT(a)) * coset_NTT(iNTT(b)) - coset_NTT(iNTT(c))) / Z)
-        double upload_ms = 0;
+        double upload_ms = 0, evaluate_ms = 0;
         auto timed_upload = [&](fr_t* dst, const fr_t* src) {
             auto u0 = clock::now();
             upload_padded(dst, src);
             upload_ms += ms_between(u0, clock::now());
         };
-        step = "uploading a and b";
-        timed_upload(x, p->a);
-        timed_upload(y, p->b);
+        const fr_t* aux_dev;    // the witness on the device, once there
+        fr_t* z = evaluate ? g->d_c.ptr : y;
+        if (evaluate) {
+            step = "uploading the witness";
+            auto u0 = clock::now();
+            g->stage.copy(g->d_aux.ptr, p->aux, p->aux_len * sizeof(fr_t));
+            s0.sync();      // the inputs, on s0
+            upload_ms += ms_between(u0, clock::now());
+            aux_dev = g->d_aux.ptr;
+            step = "evaluating the constraints";
+            auto e0 = clock::now();
+            fr_t* outs[3] = {x, y, z};
+            for (int k = 0; k < 3; k++) {
+                evaluate_rows<<<sms * 8, 256, 0, s0>>>(outs[k], g->row_ptr[k].ptr,
+                                                       g->entries[k].ptr, g->coeffs.ptr,
+                                                       g->d_inputs.ptr, aux_dev, p->abc_len, n,
+                                                       g->one_id, g->minus_one_id);
+                CUDA_OK(cudaGetLastError());
+            }
+            s0.sync();
+            evaluate_ms = ms_between(e0, clock::now());
+            step = "computing the quotient";
+            to_coset(x);
+            to_coset(y);
+            pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
+            CUDA_OK(cudaGetLastError());
+        } else {
+            aux_dev = y;
+            step = "uploading a and b";
+            timed_upload(x, p->a);
+            timed_upload(y, p->b);
+            step = "computing the quotient";
+            to_coset(x);
+            to_coset(y);
+            pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
+            CUDA_OK(cudaGetLastError());
+            step = "uploading c";
+            s0.sync();      // the product above still reads y; the stager has its own stream
+            timed_upload(z, p->c);
+        }
         step = "computing the quotient";
-        to_coset(x);
-        to_coset(y);
-        pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
-        CUDA_OK(cudaGetLastError());
-        step = "uploading c";
-        s0.sync();      // the product above still reads y; the stager has its own stream
-        timed_upload(y, p->c);
-        step = "computing the quotient";
-        to_coset(y);
-        sub_scale<<<sms, 1024, 0, s0>>>(x, y, z_inverse_on_coset(p->lg_domain), n);
+        to_coset(z);
+        sub_scale<<<sms, 1024, 0, s0>>>(x, z, z_inverse_on_coset(p->lg_domain), n);
         CUDA_OK(cudaGetLastError());
         NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NN,
                           NTT::Direction::inverse, NTT::Type::coset);
         s0.sync();
         auto t1 = clock::now();
 
-        // The aux witness goes up into y while the H multiexp reads x.
+        // Without the constraints, the aux witness goes up into y while the H multiexp
+        // reads x.
         step = "the H multiexp";
         cudaError_t aux_status = cudaSuccess;
         double aux_upload_ms = 0;
-        std::thread aux_upload([&] {
-            auto u0 = clock::now();
-            (void)cudaSetDevice(gpu.cid());
-            try {
-                g->stage.copy(y, p->aux, p->aux_len * sizeof(fr_t));
-            } catch (const cuda_error& e) {
-                aux_status = (cudaError_t)(e.code() < 0 ? -e.code() : e.code());
-            } catch (...) {
-                aux_status = cudaErrorUnknown;
-            }
-            aux_upload_ms = ms_between(u0, clock::now());
-        });
+        std::thread aux_upload;
+        if (!evaluate)
+            aux_upload = std::thread([&] {
+                auto u0 = clock::now();
+                (void)cudaSetDevice(gpu.cid());
+                try {
+                    g->stage.copy(y, p->aux, p->aux_len * sizeof(fr_t));
+                } catch (const cuda_error& e) {
+                    aux_status = (cudaError_t)(e.code() < 0 ? -e.code() : e.code());
+                } catch (...) {
+                    aux_status = cudaErrorUnknown;
+                }
+                aux_upload_ms = ms_between(u0, clock::now());
+            });
         try {
             run_msm<bucket_t>(gpu, out->h, g->resident[CUZK_H] ? g->h.ptr : nullptr, p->host_h,
                               x, n - 1);
         } catch (...) {
-            aux_upload.join();
+            if (aux_upload.joinable())
+                aux_upload.join();
             throw;
         }
-        aux_upload.join();
+        if (aux_upload.joinable())
+            aux_upload.join();
         CUDA_OK(aux_status);
         auto t2 = clock::now();
 
         step = "the L multiexp";
         run_msm<bucket_t>(gpu, out->l, g->resident[CUZK_L] ? g->l.ptr : nullptr, p->host_l,
-                          y, p->aux_len);
+                          aux_dev, p->aux_len);
         auto t3 = clock::now();
 
         // A = [inputs, aux used in A], B = [inputs used in B, aux used in B], built in x.
         step = "filtering the A query";
         CUDA_OK(cudaMemcpyAsync(x, g->d_inputs.ptr, p->input_len * sizeof(fr_t),
                                 cudaMemcpyDeviceToDevice, s0));
-        filter(x + p->input_len, y, w_a, pf_a, words_a, p->aux_len);
+        filter(x + p->input_len, aux_dev, w_a, pf_a, words_a, p->aux_len);
         s0.sync();
         step = "the A multiexp";
         run_msm<bucket_t>(gpu, out->a, g->resident[CUZK_A] ? g->a.ptr : nullptr, p->host_a,
@@ -637,7 +765,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
 
         step = "filtering the B query";
         filter(x, g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len);
-        filter(x + p->b_input_total, y, w_ba, pf_ba, words_a, p->aux_len);
+        filter(x + p->b_input_total, aux_dev, w_ba, pf_ba, words_a, p->aux_len);
         s0.sync();
         step = "the B multiexp in G1";
         run_msm<bucket_t>(gpu, out->b_g1, g->resident[CUZK_B_G1] ? g->b_g1.ptr : nullptr,
@@ -650,7 +778,8 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         auto t6 = clock::now();
 
         ms->upload = upload_ms + aux_upload_ms;
-        ms->quotient = ms_between(t0, t1) - upload_ms;
+        ms->evaluate = evaluate_ms;
+        ms->quotient = ms_between(t0, t1) - upload_ms - evaluate_ms;
         ms->msm_h = ms_between(t1, t2);
         ms->msm_l = ms_between(t2, t3);
         ms->msm_a = ms_between(t3, t4);

@@ -7,10 +7,14 @@
 //!   run. Bases that do not fit beside a partition's working set (a card smaller than the
 //!   parameters, or `--gpu-memory`) stay in pinned host memory, loaded once, and stream
 //!   through the multiexp's chunk buffers at each proof.
-//! - **Per partition, on the GPU**: a, b, c and the witness go up once; the quotient, the
-//!   density filtering of the A and B queries and all five multiexps (B in G2 too) run
-//!   there. The host computes the densities' prefix counts before and the combination with
-//!   fresh `r`, `s` after ([`groth16::assemble`]).
+//! - **Pre-compiled constraints**: where they fit beside every base, each prover uploads a
+//!   circuit's A, B and C matrices once, and partitions arrive as their witness alone
+//!   ([`SynthesizedPartition::deferred`]): a = A·w, b = B·w, c = C·w are evaluated on the
+//!   GPU. Elsewhere a, b and c come from the host.
+//! - **Per partition, on the GPU**: the witness (and a, b, c from the host) go up once;
+//!   the quotient, the density filtering of the A and B queries and all five multiexps (B
+//!   in G2 too) run there. The host computes the densities' prefix counts before and the
+//!   combination with fresh `r`, `s` after ([`groth16::assemble`]).
 //! - **Failures**: a CUDA error comes back as a [`CudaError`] naming the GPU and the step;
 //!   it fails the partition, never the process (see the safety rules in `groth16.cu`).
 
@@ -24,7 +28,7 @@ use std::time::Instant;
 
 use bellperson::groth16::{Proof, VerifyingKey};
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
-use log::{debug, info};
+use log::{debug, info, warn};
 
 pub use super::residency::BaseSet;
 pub use device::{gpu_count, CudaError, CudaGpu, PinnedBuffer};
@@ -34,7 +38,7 @@ use super::quotient::Domain;
 use super::residency::{plan_residency, set_extent, Density};
 use crate::event::ProveTimings;
 use crate::params::load::{decode_points_into, ParamsLayout};
-use crate::synth::SynthesizedPartition;
+use crate::synth::{ConstraintMatrices, SynthesizedPartition};
 
 /// Bytes of the pinned buffer bases are staged through on their way to a GPU.
 const STAGING_BYTES: usize = 256 << 20;
@@ -224,6 +228,8 @@ pub struct CudaProver {
     /// The set whose bases are on the GPU. A weak handle: it keeps the set's allocation, so
     /// no later set can take its address and pass for it.
     uploaded: Option<Weak<ResidentParams>>,
+    /// The pre-compiled constraints on the GPU, held the same way.
+    matrices: Option<Weak<dyn ConstraintMatrices>>,
     staging: Option<PinnedBuffer>,
 }
 
@@ -240,6 +246,7 @@ impl CudaProver {
             name,
             gpu: CudaGpu::open(index)?,
             uploaded: None,
+            matrices: None,
             staging: None,
         })
     }
@@ -259,14 +266,17 @@ impl CudaProver {
         self.gpu.free_bytes()
     }
 
-    /// Uploads `params`' resident bases unless they are already on the GPU: read from the
-    /// file piece by piece, decoded by every core into the pinned staging buffer, copied up.
-    fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<(), CudaProveError> {
-        if self
-            .uploaded
+    /// True when `params`' resident bases are on the GPU.
+    pub fn has_bases_of(&self, params: &Arc<ResidentParams>) -> bool {
+        self.uploaded
             .as_ref()
             .is_some_and(|set| set.ptr_eq(&Arc::downgrade(params)))
-        {
+    }
+
+    /// Uploads `params`' resident bases unless they are already on the GPU: read from the
+    /// file piece by piece, decoded by every core into the pinned staging buffer, copied up.
+    pub fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<(), CudaProveError> {
+        if self.has_bases_of(params) {
             return Ok(());
         }
         self.uploaded = None;
@@ -318,6 +328,35 @@ impl CudaProver {
         Ok(())
     }
 
+    /// Uploads `matrices` unless they are already on the GPU.
+    fn ensure_matrices(&mut self, matrices: &Arc<dyn ConstraintMatrices>) -> Result<(), CudaError> {
+        if self
+            .matrices
+            .as_ref()
+            .is_some_and(|on_gpu| on_gpu.ptr_eq(&Arc::downgrade(matrices)))
+        {
+            return Ok(());
+        }
+        self.matrices = None;
+        let started = Instant::now();
+        self.gpu.upload_matrices(&**matrices)?;
+        let bytes: usize = (0..3)
+            .map(|which| {
+                let (row_ptr, entries) = matrices.matrix(which);
+                8 * (row_ptr.len() + entries.len())
+            })
+            .sum();
+        info!(
+            "{}: {:.1} GB of pre-compiled constraints on {} in {:.1} s; partitions in flight hold only their witness",
+            self.name,
+            bytes as f64 / 1e9,
+            self.gpu.name(),
+            started.elapsed().as_secs_f64()
+        );
+        self.matrices = Some(Arc::downgrade(matrices));
+        Ok(())
+    }
+
     /// Proves `partition` with randomness `r`, `s`.
     pub fn prove(
         &mut self,
@@ -328,10 +367,25 @@ impl CudaProver {
     ) -> Result<(Proof<Bls12>, ProveTimings), CudaProveError> {
         let started = Instant::now();
         self.ensure_bases(params)?;
+        let mut partition = partition;
+        let mut evaluate = false;
+        if let Some(matrices) = partition.deferred.clone() {
+            match self.ensure_matrices(&matrices) {
+                Ok(()) => evaluate = true,
+                Err(err) => {
+                    warn!(
+                        "{}: {err}; this partition's constraints are evaluated on the host",
+                        self.name
+                    );
+                    partition.evaluate_deferred();
+                }
+            }
+        }
         let bases_ms = ms_since(started);
 
         let started = Instant::now();
-        let domain = Domain::for_constraints(partition.a.len()).map_err(Groth16Error::from)?;
+        let rows = partition.num_constraints();
+        let domain = Domain::for_constraints(rows).map_err(Groth16Error::from)?;
         let a_aux = Density::of(&partition.a_aux_density, partition.aux_assignment.len())
             .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
         let b_input = Density::of(&partition.b_input_density, partition.input_assignment.len())
@@ -339,11 +393,19 @@ impl CudaProver {
         let b_aux = Density::of(&partition.b_aux_density, partition.aux_assignment.len())
             .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
         let host = |set| params.streamed(set);
+        let abc = |v: &Vec<Fr>| {
+            if evaluate {
+                std::ptr::null()
+            } else {
+                v.as_ptr()
+            }
+        };
         let view = ffi::Partition {
-            a: partition.a.as_ptr(),
-            b: partition.b.as_ptr(),
-            c: partition.c.as_ptr(),
-            abc_len: partition.a.len(),
+            a: abc(&partition.a),
+            b: abc(&partition.b),
+            c: abc(&partition.c),
+            abc_len: rows,
+            evaluate: i32::from(evaluate),
             lg_domain: domain.log_m as usize,
             inputs: partition.input_assignment.as_ptr(),
             input_len: partition.input_assignment.len(),
@@ -364,7 +426,11 @@ impl CudaProver {
             host_b_g1: host(BaseSet::BG1),
             host_b_g2: host(BaseSet::BG2),
         };
-        if partition.b.len() != partition.a.len() || partition.c.len() != partition.a.len() {
+        if !evaluate
+            && [&partition.a, &partition.b, &partition.c]
+                .iter()
+                .any(|v| v.len() != rows)
+        {
             return Err(CudaProveError::Mismatch(
                 "a, b and c differ in length".into(),
             ));
@@ -395,14 +461,16 @@ impl CudaProver {
         let timings = ProveTimings {
             upload_ms: step.upload,
             fft_ms: step.quotient,
+            evaluate_ms: step.evaluate,
             msm_g1_ms: step.msm_h + step.msm_l + step.msm_a + step.msm_b_g1,
+            msm_g1_split_ms: [step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1],
             msm_g2_ms: step.msm_b_g2,
             cpu_tail_ms: prepare_ms + ms_since(started),
             gpu_call_ms: 0.0,
         };
         debug!(
-            "{}: proved partition (bases {bases_ms:.0} ms; upload {:.0}, quotient {:.0}, H {:.0}, L {:.0}, A {:.0}, B_G1 {:.0}, B_G2 {:.0} ms)",
-            self.name, step.upload, step.quotient, step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1, step.msm_b_g2
+            "{}: proved partition (bases {bases_ms:.0} ms; upload {:.0}, evaluation {:.0}, quotient {:.0}, H {:.0}, L {:.0}, A {:.0}, B_G1 {:.0}, B_G2 {:.0} ms)",
+            self.name, step.upload, step.evaluate, step.quotient, step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1, step.msm_b_g2
         );
         Ok((proof, timings))
     }

@@ -54,9 +54,13 @@ pub struct StepSplit {
     pub fft_s: f64,
     /// Host-to-GPU copies timed apart from the kernels (the cuda backend).
     pub upload_s: f64,
+    /// The GPU's evaluation of pre-compiled constraints (the cuda backend).
+    pub evaluate_s: f64,
+    /// `msm_g1_s` one multiexp at a time (H, L, A, B_G1), where the prover times them.
+    pub msm_g1_split_s: [f64; 4],
     pub msm_g1_s: f64,
     pub msm_g2_s: f64,
-    /// FFT and multiexps: the kernel side.
+    /// Constraint evaluation, FFT and multiexps: the kernel side.
     pub kernel_s: f64,
     /// Scalar conversions and the final combination on the CPU.
     pub cpu_tail_s: f64,
@@ -118,13 +122,17 @@ pub(super) fn lane_metrics(
                 steps.prove_s += stop - start;
                 steps.fft_s += s.fft_ms / 1e3;
                 steps.upload_s += s.upload_ms / 1e3;
+                steps.evaluate_s += s.evaluate_ms / 1e3;
+                for (sum, ms) in steps.msm_g1_split_s.iter_mut().zip(s.msm_g1_split_ms) {
+                    *sum += ms / 1e3;
+                }
                 steps.msm_g1_s += s.msm_g1_ms / 1e3;
                 steps.msm_g2_s += s.msm_g2_ms / 1e3;
                 steps.cpu_tail_s += s.cpu_tail_ms / 1e3;
             }
         }
     }
-    steps.kernel_s = steps.fft_s + steps.msm_g1_s + steps.msm_g2_s;
+    steps.kernel_s = steps.evaluate_s + steps.fft_s + steps.msm_g1_s + steps.msm_g2_s;
     steps.other_s = (steps.prove_s - steps.kernel_s - steps.cpu_tail_s).max(0.0);
 
     let proving = Intervals::new(proving).intersect(window);

@@ -187,15 +187,17 @@ pub(super) fn verdict(
         }
         Bound::Host => {
             // ec-gpu lanes can overlap one partition's host side with another's kernels;
-            // the cuda backend's host side is its uploads; SupraSeal's one prover cannot
+            // the cuda backend's host side is its uploads and the multiexps' host steps;
+            // SupraSeal's one prover cannot
             // overlap, its CPU side only goes faster on more cores.
             let devices: Vec<LaneDevice> = lanes.iter().map(|l| LaneDevice::of(&l.name)).collect();
             let advice = if devices.iter().all(|d| matches!(d, LaneDevice::Gpu(_))) {
                 "overlap the host side with more provers per GPU (--provers-per-gpu) or give \
                  it faster CPU cores"
             } else if devices.iter().all(|d| matches!(d, LaneDevice::Resident(_))) {
-                "the cuda backend's uploads of a, b, c and the witness set the pace (the \
-                 prover's step timings show them), and faster host memory shortens them"
+                "the GPU waits inside the cuda backend's calls, on its uploads (the witness, \
+                 or a, b and c where the host evaluates the constraints) and the multiexps' \
+                 host-side steps: the prover's step timings show which"
             } else {
                 "SupraSeal's CPU side (its preprocessing and the B-in-G2 multiexp on the CPU) \
                  sets the pace, and more or faster CPU cores shorten it"
