@@ -144,7 +144,7 @@ fn main() -> Result<()> {
                 .iter()
                 .map(|c| synthesize(c.clone()))
                 .collect::<Result<Vec<_>, _>>()?;
-            for (result, circuit) in prover.prove(batch, &loaded).into_iter().zip(chunk) {
+            for (result, circuit) in prover.prove(batch, &loaded, None).into_iter().zip(chunk) {
                 let (proof, timings) = result?;
                 ensure!(
                     verify_proof(&pvk, &proof, &[circuit.output()])?,
@@ -176,7 +176,7 @@ fn main() -> Result<()> {
         let resident = Arc::new(ResidentParams::load(&path_of(&dir), device_bytes)?);
         for circuit in circuits.iter().take(2) {
             let partition = synthesize(circuit.clone())?;
-            let (on_gpu, timings) = cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO)?;
+            let (on_gpu, timings) = cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO, None)?;
             let partition = synthesize(circuit.clone())?;
             let on_cpu = prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
             ensure!(
@@ -195,21 +195,34 @@ fn main() -> Result<()> {
         let pool = rayon::ThreadPoolBuilder::new().build()?;
         let mut cuda = CudaProver::open(0, "cuda-0".into())?;
         let resident = Arc::new(ResidentParams::load(&path_of(&dir), u64::MAX)?);
-        for circuit in circuits.iter().take(2) {
-            let deferred = r1cs.synthesize(circuit.clone(), &pool, Default::default(), true)?;
-            ensure!(deferred.a.is_empty(), "the evaluation was not deferred");
-            let (on_gpu, timings) = cuda.prove(deferred, &resident, Fr::ZERO, Fr::ZERO)?;
+        // Each partition's witness goes up during the previous one's proof (the second and
+        // later find theirs on the GPU), so every proof checks the upload ahead too.
+        let mut deferred: std::collections::VecDeque<_> = circuits
+            .iter()
+            .take(3)
+            .map(|c| r1cs.synthesize(c.clone(), &pool, Default::default(), true))
+            .collect::<Result<_>>()?;
+        let mut k = 0;
+        while let Some(partition) = deferred.pop_front() {
+            ensure!(partition.a.is_empty(), "the evaluation was not deferred");
+            let (on_gpu, timings) =
+                cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO, deferred.front())?;
             ensure!(
                 timings.evaluate_ms > 0.0,
                 "the GPU did not evaluate the constraints"
             );
-            let partition = synthesize(circuit.clone())?;
+            ensure!(
+                (k == 0) == (timings.upload_ms > 0.0),
+                "partition {k}: only the first witness goes up in its own call ({timings})"
+            );
+            let partition = synthesize(circuits[k % circuits.len()].clone())?;
             let on_cpu = prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
             ensure!(
                 on_gpu == on_cpu,
-                "cuda evaluating: the GPU's proof differs from the CPU's"
+                "cuda evaluating: partition {k}'s proof differs from the CPU's"
             );
             eprintln!("cuda evaluating: {timings}");
+            k += 1;
         }
         println!("cuda with the constraints on the GPU: proofs equal the CPU's");
     }
@@ -285,6 +298,7 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         &resident,
         Fr::ZERO,
         Fr::ZERO,
+        None,
     )?;
     ensure!(
         on_gpu == on_cpu,
@@ -304,6 +318,7 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         &resident,
         Fr::ZERO,
         Fr::ZERO,
+        None,
     )?;
     ensure!(
         on_gpu == on_cpu && timings.evaluate_ms > 0.0,
@@ -315,7 +330,7 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         for k in 0..sector.circuits.partition_count() {
             let (r, s) = cuzk::backend::groth16::fresh_randomness();
             let partition = sector.circuits.synthesize_partition(k, plan)?;
-            cuda.prove(partition, &resident, r, s)?
+            cuda.prove(partition, &resident, r, s, None)?
                 .0
                 .write(&mut proof)?;
         }

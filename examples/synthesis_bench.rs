@@ -58,11 +58,21 @@ fn main() -> Result<()> {
     let bytes = cuzk::shape::wrap_benchmark_c1(&output, identity)?;
     let c1 = parse_c1(std::path::Path::new("s-t01000-1.json"), &bytes)?;
     let sector = bind(c1, identity)?;
-    let counts = cuzk::shape::count(args.sector_size)?;
-    let capacity = Capacity {
-        abc: counts.domain() as usize,
-        aux: counts.aux as usize,
-        inputs: counts.inputs as usize,
+    // The parameter file's counts where it exists (counting a 32GiB circuit takes a minute).
+    let capacity = match cuzk::memory::Footprint::of_file(&sector.circuits.params_path()?) {
+        Ok(f) => Capacity {
+            abc: f.domain as usize,
+            aux: f.aux as usize,
+            inputs: f.inputs as usize,
+        },
+        Err(_) => {
+            let counts = cuzk::shape::count(args.sector_size)?;
+            Capacity {
+                abc: counts.domain() as usize,
+                aux: counts.aux as usize,
+                inputs: counts.inputs as usize,
+            }
+        }
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)

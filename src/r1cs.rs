@@ -35,7 +35,8 @@ use rayon::prelude::*;
 
 use crate::atomic_file;
 use crate::synth::{
-    thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile, SynthesizedPartition,
+    next_witness_id, thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile,
+    SynthesizedPartition,
 };
 
 /// The file format's magic and version.
@@ -338,6 +339,7 @@ impl R1cs {
             aux_assignment: cs.aux,
             deferred: None,
             profile,
+            witness_id: next_witness_id(),
         };
         if defer {
             partition.deferred = Some(self.clone() as Arc<dyn ConstraintMatrices>);

@@ -65,6 +65,16 @@ pub struct SynthesizedPartition {
 
     /// Where the synthesis spent its time.
     pub profile: SynthesisProfile,
+
+    /// Names this partition's witness, uniquely in the process ([`next_witness_id`]): a GPU
+    /// that uploaded it ahead of its proof knows it by this.
+    pub witness_id: u64,
+}
+
+/// A fresh [`SynthesizedPartition::witness_id`]: never 0, never given twice in a process.
+pub fn next_witness_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Where one partition's synthesis spent its time: the pass that runs the circuit (the
@@ -207,6 +217,7 @@ impl PartitionAssignment {
             aux_assignment: Vec::with_capacity(capacity.aux),
             deferred: None,
             profile: SynthesisProfile::default(),
+            witness_id: next_witness_id(),
         })
     }
 }

@@ -264,6 +264,16 @@ impl Prover {
         }
     }
 
+    /// True when it uploads the next partition's witness while proving ([`Prover::prove`]'s
+    /// `next`), so the loop should hand it the next partition when one is queued.
+    pub fn uploads_ahead(&self) -> bool {
+        match self {
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(..) => true,
+            _ => false,
+        }
+    }
+
     /// True when `params` must first go to the prover's device (the cuda backend uploads
     /// a set's bases once per GPU): a parameter load the timeline shows as such.
     pub fn needs_upload(&self, params: &ProverParams) -> bool {
@@ -300,10 +310,16 @@ impl Prover {
     }
 
     /// Proves `batch` (partitions of one circuit) with `params`: a result per partition.
+    ///
+    /// `next` is the partition the prover takes after this batch, when it already has it: a
+    /// prover that can upload ahead (the cuda backend) starts on its witness meanwhile.
     pub fn prove(
         &mut self,
         batch: Vec<SynthesizedPartition>,
         params: &ProverParams,
+        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] next: Option<
+            &SynthesizedPartition,
+        >,
     ) -> Vec<Result<(Proof<Bls12>, ProveTimings), ProveError>> {
         match (self, params) {
             (Prover::Kernels(kernels), ProverParams::Groth16(params)) => batch
@@ -342,15 +358,21 @@ impl Prover {
                 }
             }
             #[cfg(feature = "cuda")]
-            (Prover::Cuda(prover, _), ProverParams::Resident(params)) => batch
-                .into_iter()
-                .map(|partition| {
+            (Prover::Cuda(prover, _), ProverParams::Resident(params)) => {
+                let mut batch: std::collections::VecDeque<_> = batch.into();
+                let mut results = Vec::with_capacity(batch.len());
+                while let Some(partition) = batch.pop_front() {
                     let (r, s) = groth16::fresh_randomness();
-                    catch_unwind(AssertUnwindSafe(|| prover.prove(partition, params, r, s)))
-                        .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))?
-                        .map_err(ProveError::from)
-                })
-                .collect(),
+                    let following = batch.front().or(next);
+                    let proved = catch_unwind(AssertUnwindSafe(|| {
+                        prover.prove(partition, params, r, s, following)
+                    }))
+                    .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))
+                    .and_then(|result| result.map_err(ProveError::from));
+                    results.push(proved);
+                }
+                results
+            }
             (prover, _) => {
                 let prover = prover.name().to_owned();
                 batch

@@ -17,6 +17,7 @@ use crate::params::ParamSets;
 use crate::spool::Spool;
 
 use super::job::{Job, JobError, Outcome, SynthesizedMsg};
+use crate::synth::SynthesizedPartition;
 
 /// How long a batching prover waits for the rest of a batch once it has one partition: a
 /// partition synthesized a moment later is worth more than an idle GPU's lost call.
@@ -64,7 +65,12 @@ pub fn prove_partitions(mut prover: Prover, links: ProverLinks) {
         let Some(batch) = next_batch(&links.rx, &mut held, prover.batch_size()) else {
             return;
         };
-        prove_batch(&mut prover, &worker, batch, &links, gate.as_mut());
+        // A prover that uploads ahead gets the next partition now, if one is queued.
+        if held.is_none() && prover.uploads_ahead() {
+            held = links.rx.try_recv().ok();
+        }
+        let next = held.as_ref().map(|msg| &msg.synthesized);
+        prove_batch(&mut prover, &worker, batch, next, &links, gate.as_mut());
     }
 }
 
@@ -166,6 +172,7 @@ fn prove_batch(
     prover: &mut Prover,
     worker: &str,
     batch: Vec<SynthesizedMsg>,
+    next: Option<&SynthesizedPartition>,
     links: &ProverLinks,
     gate: Option<&mut PriorityGate>,
 ) {
@@ -231,7 +238,7 @@ fn prove_batch(
         done.push((msg.job, msg.partition, msg.synth_ms));
     }
     let started = Instant::now();
-    let results = prover.prove(partitions, &params);
+    let results = prover.prove(partitions, &params, next);
     let prove_ms = share_of_call(started.elapsed().as_secs_f64() * 1e3, results.len());
     // Only provers of one partition per call fall back step by step: the first is the one.
     if let Some((job, partition, _)) = done.first() {

@@ -242,19 +242,23 @@ impl CudaGpu {
         })
     }
 
-    /// Runs the quotient and the five multiexps of `partition`.
+    /// Runs the quotient and the five multiexps of `partition`, uploading the witness of
+    /// `next` (whose constraints the device evaluates too) meanwhile.
     ///
     /// # Safety
-    /// Every pointer in `partition` must be valid for the lengths it states, for the call.
+    /// Every pointer in `partition` and `next` must be valid for the lengths it states, for
+    /// the call.
     pub unsafe fn prove(
         &mut self,
         partition: &ffi::Partition,
+        next: Option<&ffi::Partition>,
     ) -> Result<(Multiexps, ffi::StepMs), CudaError> {
         let mut results = std::mem::MaybeUninit::<ffi::MsmResults>::zeroed();
         let mut ms = ffi::StepMs::default();
         self.check(ffi::cuzk_gpu_prove(
             self.raw.as_ptr(),
             partition,
+            next.map_or(std::ptr::null(), |n| n as *const ffi::Partition),
             results.as_mut_ptr(),
             &mut ms,
         ))?;

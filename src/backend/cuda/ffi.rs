@@ -45,6 +45,7 @@ pub struct Partition {
     pub c: *const Fr,
     pub abc_len: usize,
     pub evaluate: i32,
+    pub witness_id: u64,
     pub lg_domain: usize,
     pub inputs: *const Fr,
     pub input_len: usize,
@@ -144,6 +145,7 @@ extern "C" {
     pub fn cuzk_gpu_prove(
         gpu: *mut Gpu,
         partition: *const Partition,
+        next: *const Partition,
         out: *mut MsmResults,
         ms: *mut StepMs,
     ) -> Status;

@@ -14,7 +14,9 @@
 //   one). Nothing else frees them. Host pointers passed in are borrowed for the call only.
 // - Streams. Everything runs on sppark's streams of the handle's device. sppark's
 //   multiexp keeps per-device work counters, so two proofs must never run on one device at
-//   once: each device has one mutex, held for a whole upload or proof.
+//   once: each device has one mutex, held for a whole upload or proof. Within a proof, a
+//   helper thread may copy the next partition's witness on the stager's own stream into
+//   the slot this proof does not use; it is joined before the call returns.
 // - Errors. No C++ exception crosses this boundary: every entry point catches all of them
 //   and returns a cuzk_status (code 0 on success, else a CUDA error code or -1, with a
 //   message naming the step). Host asserts are compiled out (NDEBUG); the Rust side
@@ -93,6 +95,7 @@ struct cuzk_partition {
     const fr_t* c;
     size_t abc_len;
     int32_t evaluate;           // a, b, c are the uploaded matrices times the witness
+    uint64_t witness_id;        // names the witness (never reused in a process; 0: none)
     size_t lg_domain;           // 2^lg_domain >= abc_len
     const fr_t* inputs;         // input_len values, the constant one first
     size_t input_len;
@@ -351,7 +354,11 @@ struct cuzk_gpu {
 
     // Per-partition working buffers.
     device_vec<fr_t> d_a, d_b, d_inputs;  // x, y and the inputs
-    device_vec<fr_t> d_c, d_aux;          // z and the witness, when evaluating
+    device_vec<fr_t> d_c;                 // z, when evaluating
+    // The witness, when evaluating: two slots, so the next partition's goes up while this
+    // one's kernels run. slot_id names the witness a slot holds whole (0: none).
+    device_vec<fr_t> slot_aux[2];
+    uint64_t slot_id[2] = {0, 0};
     device_vec<uint64_t> d_words;
     device_vec<uint32_t> d_prefix;
     stager_t stage;
@@ -364,7 +371,7 @@ struct cuzk_gpu {
         gpu.sync();
         h.release(); l.release(); a.release(); b_g1.release(); b_g2.release();
         d_a.release(); d_b.release(); d_inputs.release();
-        d_c.release(); d_aux.release(); coeffs.release();
+        d_c.release(); slot_aux[0].release(); slot_aux[1].release(); coeffs.release();
         for (int m = 0; m < 3; m++) { row_ptr[m].release(); entries[m].release(); }
         d_words.release(); d_prefix.release();
         stage.release();
@@ -577,9 +584,11 @@ void cuzk_host_free(void* ptr)
 //   x = a, y = b; both to the coset; x *= y          (quotient, first half)
 //   y = c; to the coset; x = (x - y) / Z; x = h      (second half)
 //   y = aux (its upload overlaps the H multiexp); H over x; L over y
+// With the constraints on the device, x, y, z = A·w, B·w, C·w from the witness's slot; the
+// next partition's witness (`next`, may be null) goes up into the other slot meanwhile.
 //   x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
-cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_results* out,
-                           cuzk_step_ms* ms)
+cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_partition* next,
+                           cuzk_msm_results* out, cuzk_step_ms* ms)
 {
     std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
     cuzk_status refused;
@@ -608,9 +617,20 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         step = "allocating working buffers";
         g->d_a.reserve(n);                                   // x
         g->d_b.reserve(n > p->aux_len ? n : p->aux_len);     // y
+        // The slot holding this witness already, else one to upload it into.
+        int slot = -1;
         if (evaluate) {
             g->d_c.reserve(n);                               // z
-            g->d_aux.reserve(p->aux_len ? p->aux_len : 1);   // the witness
+            for (int k = 0; k < 2; k++)
+                if (p->witness_id != 0 && g->slot_id[k] == p->witness_id &&
+                    g->slot_aux[k].len >= p->aux_len)
+                    slot = k;
+        }
+        const bool is_staged = slot >= 0;
+        if (evaluate && !is_staged) {
+            slot = 0;
+            g->slot_id[0] = 0;
+            g->slot_aux[0].reserve(p->aux_len ? p->aux_len : 1);
         }
         g->d_inputs.reserve(p->input_len ? p->input_len : 1);
         size_t words_a = (p->aux_len + 63) / 64, words_bi = (p->input_len + 63) / 64;
@@ -671,10 +691,14 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
         if (evaluate) {
             step = "uploading the witness";
             auto u0 = clock::now();
-            g->stage.copy(g->d_aux.ptr, p->aux, p->aux_len * sizeof(fr_t));
             s0.sync();      // the inputs, on s0
-            upload_ms += ms_between(u0, clock::now());
-            aux_dev = g->d_aux.ptr;
+            // A witness uploaded ahead costs this call nothing: its upload time stays 0.
+            if (!is_staged) {
+                g->stage.copy(g->slot_aux[slot].ptr, p->aux, p->aux_len * sizeof(fr_t));
+                g->slot_id[slot] = p->witness_id;
+                upload_ms += ms_between(u0, clock::now());
+            }
+            aux_dev = g->slot_aux[slot].ptr;
             step = "evaluating the constraints";
             auto e0 = clock::now();
             fr_t* outs[3] = {x, y, z};
@@ -714,6 +738,39 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, cuzk_msm_result
                           NTT::Direction::inverse, NTT::Type::coset);
         s0.sync();
         auto t1 = clock::now();
+
+        // The next partition's witness goes up into the other slot while the multiexps run,
+        // where the device has room for a second slot; a failure only means it goes up at
+        // its own call.
+        std::thread prefetch;
+        if (evaluate && next && next->evaluate && next->witness_id != 0 &&
+            next->witness_id != p->witness_id && next->aux_len == p->aux_len) {
+            int other = 1 - slot;
+            size_t bytes = next->aux_len * sizeof(fr_t);
+            size_t free_bytes = 0, total_bytes = 0;
+            bool has_room = g->slot_aux[other].len >= next->aux_len ||
+                (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
+                 free_bytes > bytes + ((size_t)2 << 30));
+            if (has_room) {
+                g->slot_id[other] = 0;
+                prefetch = std::thread([g, next, other, &gpu] {
+                    (void)cudaSetDevice(gpu.cid());
+                    try {
+                        g->slot_aux[other].reserve(next->aux_len ? next->aux_len : 1);
+                        g->stage.copy(g->slot_aux[other].ptr, next->aux,
+                                      next->aux_len * sizeof(fr_t));
+                        g->slot_id[other] = next->witness_id;
+                    } catch (...) {
+                        g->slot_id[other] = 0;
+                        (void)cudaGetLastError();   // not sticky: the next call uploads
+                    }
+                });
+            }
+        }
+        struct joiner {
+            std::thread& t;
+            ~joiner() { if (t.joinable()) t.join(); }
+        } join_prefetch{prefetch};
 
         // Without the constraints, the aux witness goes up into y while the H multiexp
         // reads x.

@@ -328,6 +328,42 @@ impl CudaProver {
         Ok(())
     }
 
+    /// `next`'s witness as the GPU reads it, when its constraints are the ones on the GPU.
+    fn witness_view(&self, next: &SynthesizedPartition) -> Option<ffi::Partition> {
+        let matrices = next.deferred.as_ref()?;
+        let on_gpu = self.matrices.as_ref()?;
+        if !on_gpu.ptr_eq(&Arc::downgrade(matrices)) {
+            return None;
+        }
+        Some(ffi::Partition {
+            a: std::ptr::null(),
+            b: std::ptr::null(),
+            c: std::ptr::null(),
+            abc_len: matrices.rows(),
+            evaluate: 1,
+            witness_id: next.witness_id,
+            lg_domain: 0,
+            inputs: next.input_assignment.as_ptr(),
+            input_len: next.input_assignment.len(),
+            aux: next.aux_assignment.as_ptr(),
+            aux_len: next.aux_assignment.len(),
+            a_aux_words: std::ptr::null(),
+            a_aux_prefix: std::ptr::null(),
+            a_aux_total: 0,
+            b_input_words: std::ptr::null(),
+            b_input_prefix: std::ptr::null(),
+            b_input_total: 0,
+            b_aux_words: std::ptr::null(),
+            b_aux_prefix: std::ptr::null(),
+            b_aux_total: 0,
+            host_h: std::ptr::null(),
+            host_l: std::ptr::null(),
+            host_a: std::ptr::null(),
+            host_b_g1: std::ptr::null(),
+            host_b_g2: std::ptr::null(),
+        })
+    }
+
     /// Uploads `matrices` unless they are already on the GPU.
     fn ensure_matrices(&mut self, matrices: &Arc<dyn ConstraintMatrices>) -> Result<(), CudaError> {
         if self
@@ -357,13 +393,16 @@ impl CudaProver {
         Ok(())
     }
 
-    /// Proves `partition` with randomness `r`, `s`.
+    /// Proves `partition` with randomness `r`, `s`. The witness of `next`, the partition
+    /// this prover takes after it, goes up meanwhile where the GPU evaluates both one's
+    /// constraints (its upload then overlaps this one's kernels).
     pub fn prove(
         &mut self,
         partition: SynthesizedPartition,
         params: &Arc<ResidentParams>,
         r: Fr,
         s: Fr,
+        next: Option<&SynthesizedPartition>,
     ) -> Result<(Proof<Bls12>, ProveTimings), CudaProveError> {
         let started = Instant::now();
         self.ensure_bases(params)?;
@@ -406,6 +445,7 @@ impl CudaProver {
             c: abc(&partition.c),
             abc_len: rows,
             evaluate: i32::from(evaluate),
+            witness_id: partition.witness_id,
             lg_domain: domain.log_m as usize,
             inputs: partition.input_assignment.as_ptr(),
             input_len: partition.input_assignment.len(),
@@ -452,7 +492,11 @@ impl CudaProver {
 
         // SAFETY: every pointer in `view` borrows `partition`, the densities or `params`,
         // all alive until the call returns; lengths were checked against the parameters.
-        let (msm, step) = unsafe { self.gpu.prove(&view)? };
+        let next_view = next
+            .filter(|_| evaluate)
+            .and_then(|next| self.witness_view(next));
+        // SAFETY (both): `next_view` borrows `next`, alive for the call as well.
+        let (msm, step) = unsafe { self.gpu.prove(&view, next_view.as_ref())? };
         drop(partition);
 
         let started = Instant::now();
