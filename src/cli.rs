@@ -21,7 +21,13 @@ use crate::{damocles, prometheus, reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
 #[derive(Debug, Parser)]
-#[command(name = "cuzk", version, about, long_about = None)]
+#[command(
+    name = "cuzk",
+    version,
+    long_version = crate::build_info::long_version(),
+    about,
+    long_about = None
+)]
 pub struct Cli {
     /// Groth16 parameter cache directory [env: FIL_PROOFS_PARAMETER_CACHE, default:
     /// /var/tmp/filecoin-proof-parameters].
@@ -38,8 +44,8 @@ pub struct Cli {
 pub enum Command {
     /// Prove every C1 file that lands in an inbox directory.
     #[command(
-        after_help = "Which sector a C1 file is: a lotus sector name s-t0<miner>-<sector>.json (or s-f0<miner>-<sector>.json) \
-says both. A file named anything else (lotus-bench's commit2 input, say) takes its sector number from the wrapper's \
+        after_help = "Which sector a C1 file is: a lotus sector name s-t0<miner>-<sector>.json (lotus writes s-t0 on \
+mainnet too; s-f0<miner>-<sector>.json is taken as well) says both. A file named anything else (lotus-bench's commit2 input, say) takes its sector number from the wrapper's \
 SectorNum and its miner from --miner-addr or --miner-id; without either it fails with a hint. The replica id is \
 recomputed from them before any proving, so a wrong miner or sector fails at once."
     )]
@@ -65,6 +71,51 @@ recomputed from them before any proving, so a wrong miner or sector fails at onc
     /// same as `cuzk damocles-c2`.
     #[command(hide = true)]
     Processor(ProcessorArgs),
+    /// Print a shell completion script: bash, zsh or fish.
+    #[command(after_help = "Install it where the shell looks, for example:
+
+  cuzk completions bash > /etc/bash_completion.d/cuzk
+  cuzk completions zsh > /usr/local/share/zsh/site-functions/_cuzk
+  cuzk completions fish > ~/.config/fish/completions/cuzk.fish")]
+    Completions(CompletionsArgs),
+}
+
+/// Arguments of `cuzk completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+/// The shells `cuzk completions` writes for: those lotus and curio ship completions for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionShell {
+    /// bash (bash-completion).
+    Bash,
+    /// zsh.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+// By hand for the reason given at `Synthesis`: the short form of the help says it all.
+impl clap::ValueEnum for CompletionShell {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            CompletionShell::Bash,
+            CompletionShell::Zsh,
+            CompletionShell::Fish,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            CompletionShell::Bash => "bash",
+            CompletionShell::Zsh => "zsh",
+            CompletionShell::Fish => "fish",
+        }))
+    }
 }
 
 /// Arguments of `cuzk damocles-c2`.
@@ -403,7 +454,22 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::DamoclesC2(args) | Command::Processor(ProcessorArgs { c2: args, .. }) => {
             damocles_c2(args)
         }
+        Command::Completions(args) => print_completions(args),
     }
+}
+
+/// The top-level entry point for `cuzk completions`: the script for the shell on stdout.
+fn print_completions(args: CompletionsArgs) -> Result<u8> {
+    use clap::CommandFactory;
+    let shell = match args.shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "cuzk", &mut script);
+    print(&String::from_utf8_lossy(&script))?;
+    Ok(0)
 }
 
 /// Writes `text` to stdout. A closed pipe (`cuzk status | head`) is not an error: the

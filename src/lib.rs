@@ -26,12 +26,14 @@
 //! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
 //! lotus shows; [`atomic_file`] writes every file a reader takes whole or not at all;
 //! [`process`] names this process to other runs sharing a directory; [`util`] holds small
-//! helpers every room may use; [`cli`] is the command line.
+//! helpers every room may use; [`cli`] is the command line, and [`build_info`] what
+//! `cuzk --version` says the binary was built from.
 #![deny(missing_docs)]
 
 pub mod atomic_file;
 pub mod backend;
 pub mod bench;
+pub mod build_info;
 pub mod c1;
 pub mod cli;
 pub mod commcid;
