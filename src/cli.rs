@@ -140,6 +140,9 @@ pub struct DamoclesC2Args {
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
+    /// The run's own metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// Arguments of the hidden `cuzk processor STAGE`.
@@ -185,6 +188,9 @@ pub struct ProveDirArgs {
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
+    /// The run's own metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Seconds between inbox rescans (file-system events also wake the scan).
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS)]
     pub poll_secs: f64,
@@ -305,6 +311,35 @@ impl TuningArgs {
             eprintln!("cuzk: note: CPUs split: {split}");
         }
         Ok(())
+    }
+}
+
+/// Where a run keeps its own metrics: shared by `prove-dir` and `damocles-c2`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Keep the run's own metrics in FILE as it goes, in node_exporter's textfile format (name
+    /// it *.prom in its --collector.textfile.directory): proofs and failures, jobs and
+    /// partitions in flight, memory in use, seconds per proof.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_textfile: Option<PathBuf>,
+    /// The `spool` label of those metrics, which tells two runs on one host apart [default:
+    /// prove-dir: the spool directory; damocles-c2: the file's name without .prom].
+    #[arg(long, value_name = "NAME", requires = "metrics_textfile")]
+    pub metrics_label: Option<String>,
+}
+
+impl MetricsArgs {
+    /// Where the metrics go, labelled `--metrics-label` or else `default_label` of the file.
+    fn to_target(
+        &self,
+        default_label: impl FnOnce(&Path) -> String,
+    ) -> Option<prometheus::run::MetricsTextfile> {
+        let path = self.metrics_textfile.clone()?;
+        let spool_label = self
+            .metrics_label
+            .clone()
+            .unwrap_or_else(|| default_label(&path));
+        Some(prometheus::run::MetricsTextfile { path, spool_label })
     }
 }
 
@@ -512,6 +547,9 @@ impl ProveDirArgs {
             gen_test_params: self.gen_test_params,
             max_attempts: self.max_attempts.max(1),
             benchmark: self.benchmark,
+            metrics: self
+                .metrics
+                .to_target(|_| prometheus::spool_label(&crate::spool::spool_dir_of(&self.inbox))),
             ..settings
         })
     }
@@ -597,7 +635,12 @@ fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
     let tmp_dir = args.tmp_dir.unwrap_or_else(std::env::temp_dir);
     let layout = SpoolLayout::beside(&tmp_dir.join("inbox"));
     let settings = damocles::ProcessorSettings {
-        run: args.tuning.to_settings(layout)?,
+        run: RunSettings {
+            metrics: args
+                .metrics
+                .to_target(prometheus::run::label_from_file_name),
+            ..args.tuning.to_settings(layout)?
+        },
         tmp_dir,
         timeline: args.timeline,
     };
