@@ -137,6 +137,14 @@ pub struct DamoclesC2Args {
     /// removed at exit].
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Tries of a request that failed for a fault of this machine (a GPU or driver fault,
+    /// parameters that could not be loaded), before it is answered with the error: damocles
+    /// takes every error as final.
+    #[arg(long, value_name = "N", default_value_t = damocles::ProcessorSettings::DEFAULT_ATTEMPTS)]
+    pub attempts: u32,
+    /// Seconds a run that could not go on waits before its requests are tried again.
+    #[arg(long, value_name = "SECS", default_value_t = damocles::ProcessorSettings::DEFAULT_RETRY_PAUSE_SECS)]
+    pub retry_pause_secs: f64,
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
@@ -628,6 +636,13 @@ fn note_temporary_files(inbox: &Path) {
 
 /// The top-level entry point for `cuzk damocles-c2` (and `cuzk processor c2`).
 fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
+    // damocles' cpuset and NUMA node first: every thread started later inherits them, and
+    // `--prover-cpus` then splits the CPUs damocles gave.
+    let placement = damocles::placement::Placement::from_env()?;
+    if !placement.is_empty() {
+        let applied = placement.apply()?;
+        eprintln!("cuzk damocles-c2: note: damocles' processor settings: {applied}");
+    }
     // It may restart the process, which must happen before stdout is rearranged.
     args.tuning.split_cpus()?;
     // First, before anything can print: stdout becomes the protocol's alone.
@@ -643,6 +658,8 @@ fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
         },
         tmp_dir,
         timeline: args.timeline,
+        attempts: args.attempts.max(1),
+        retry_pause: seconds("retry-pause-secs", args.retry_pause_secs)?,
     };
     let input = Box::new(std::io::BufReader::new(std::io::stdin()));
     damocles::serve(input, Box::new(output), &settings)
