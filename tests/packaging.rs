@@ -171,3 +171,127 @@ fn zsh_and_fish_completions_are_valid_scripts_of_their_shells() {
     let out = cuzk(&["completions", "tcsh"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2), "an unknown shell is refused");
 }
+
+/// `30min`, `90s`, `1h` as seconds (systemd's simple time spans).
+fn systemd_seconds(span: &str) -> Option<u64> {
+    let digits: String = span.chars().take_while(char::is_ascii_digit).collect();
+    let unit = match &span[digits.len()..] {
+        "" | "s" | "sec" => 1,
+        "min" | "m" => 60,
+        "h" | "hour" => 3600,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok().map(|n| n * unit)
+}
+
+#[test]
+fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
+    let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/systemd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The units as installed beside the binary under test.
+    let mut units = common::names(&contrib);
+    units.retain(|name| name.ends_with(".service") || name.ends_with(".timer"));
+    assert!(
+        units.contains(&"cuzk.service".to_owned()) && units.contains(&"cuzk-once.timer".to_owned()),
+        "{units:?}"
+    );
+    for name in &units {
+        let text = std::fs::read_to_string(contrib.join(name)).expect("unit");
+        let installed = text.replace("/usr/local/bin/cuzk", env!("CARGO_BIN_EXE_cuzk"));
+        std::fs::write(dir.path().join(name), installed).expect("unit");
+    }
+    let unit = |name: &str| std::fs::read_to_string(dir.path().join(name)).expect("unit");
+    let setting = |text: &str, key: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|line| line.strip_prefix(&format!("{key}=")))
+            .map(str::to_owned)
+            .collect()
+    };
+
+    // What a proving service must get right on a machine it shares with lotus or curio.
+    for name in ["cuzk.service", "cuzk-once.service"] {
+        let text = unit(name);
+        let stop = setting(&text, "TimeoutStopSec");
+        let stop_s = stop.first().and_then(|s| systemd_seconds(s));
+        assert!(
+            stop_s.is_some_and(|s| s >= 15 * 60),
+            "{name}: TimeoutStopSec {stop:?} leaves a 32GiB sector in flight no time to finish"
+        );
+        assert!(
+            setting(&text, "Environment")
+                .iter()
+                .any(|e| e.starts_with("TMPDIR=")),
+            "{name}: TMPDIR set, for the GPU priority lock"
+        );
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.trim_start().starts_with("PrivateTmp")),
+            "{name}: a private /tmp hides the priority lock"
+        );
+    }
+    assert_eq!(
+        setting(&unit("cuzk-once.service"), "TimeoutStartSec"),
+        ["infinity"],
+        "a oneshot pass must not be killed after systemd's default 90 s"
+    );
+
+    // systemd's own check of every unit.
+    let paths: Vec<String> = units.iter().map(|name| format!("./{name}")).collect();
+    match Command::new("systemd-analyze")
+        .arg("verify")
+        .args(&paths)
+        .current_dir(dir.path())
+        .output()
+    {
+        Err(e) => eprintln!("skipped systemd-analyze verify: not installed here ({e})"),
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let about_ours: Vec<&str> = stderr.lines().filter(|l| l.contains("cuzk")).collect();
+            assert!(
+                out.status.success() && about_ours.is_empty(),
+                "systemd-analyze verify: exit {:?}\n{stderr}",
+                out.status.code()
+            );
+        }
+    }
+
+    // Each command line is one the binary takes: run on a spool of its own (the watching
+    // service's with --once added, so that it ends).
+    let spool = dir.path().join("spool");
+    std::fs::create_dir_all(spool.join("inbox")).expect("inbox");
+    let collector = dir.path().join("collector");
+    std::fs::create_dir(&collector).expect("collector");
+    let params = dir.path().join("params");
+    for name in units.iter().filter(|n| n.ends_with(".service")) {
+        let text = unit(name);
+        let exec = setting(&text, "ExecStart");
+        assert_eq!(exec.len(), 1, "{name}: one ExecStart");
+        let mut args: Vec<String> = exec[0]
+            .split_whitespace()
+            .skip(1)
+            .map(|arg| {
+                arg.replace("/srv/c1", &spool.display().to_string())
+                    .replace(
+                        "/var/lib/node_exporter/textfile_collector",
+                        &collector.display().to_string(),
+                    )
+            })
+            .collect();
+        if args.first().is_some_and(|a| a == "prove-dir") && !args.iter().any(|a| a == "--once") {
+            args.push("--once".into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = cuzk(
+            &args,
+            dir.path(),
+            &[("FIL_PROOFS_PARAMETER_CACHE", &params)],
+        );
+        assert_eq!(out.status.code(), Some(0), "{name}: {args:?}");
+    }
+    assert_eq!(
+        common::names(&collector),
+        ["cuzk-run.prom", "cuzk.prom"],
+        "both views of the spool's metrics"
+    );
+}
