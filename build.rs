@@ -75,7 +75,10 @@ fn ec_gpu_kernels() {
         let Some((_, codes)) = word.split_once("code=") else {
             continue;
         };
-        for code in codes.trim_matches(|c| c == '"' || c == '\'').split(',') {
+        for code in codes
+            .trim_matches(|c: char| c == '"' || c == '\'')
+            .split(',')
+        {
             if !code.is_empty() && !archs.iter().any(|a| a == code) {
                 archs.push(code.to_owned());
             }

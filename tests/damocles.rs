@@ -423,8 +423,8 @@ fn damocles_cpuset_and_numa_node_hold_for_every_thread() {
     let own = std::fs::read_to_string("/proc/self/status").expect("status");
     let allowed = status_field(&own, "Cpus_allowed_list").expect("Cpus_allowed_list");
     let cpu = allowed
-        .split(',')
-        .last()
+        .rsplit(',')
+        .next()
         .and_then(|range| range.rsplit('-').next())
         .expect("a CPU")
         .to_owned();
