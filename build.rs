@@ -1,3 +1,7 @@
+//! Stamps what `cuzk --version` names: the git commit (`CUZK_GIT_COMMIT`) and, under the
+//! `cuda` feature, the GPU architectures the kernels are built for (`CUZK_BUILT_CUDA_ARCHS`,
+//! `CUZK_BUILT_EC_GPU_ARCHS`).
+//!
 //! Under the `cuda` feature, compiles what the GPU backends load:
 //! - for the ec-gpu backend, ec-gpu-gen's FFT and its G1 and G2 multiexps, and cuzk's
 //!   quotient kernels (`src/backend/ec_gpu/quotient.cu`), into one module;
@@ -8,10 +12,41 @@
 fn main() {
     // ec-gpu-gen's `program!` macro, expanded in this crate, also tests an `opencl` feature.
     println!("cargo::rustc-check-cfg=cfg(feature, values(\"opencl\"))");
+    #[cfg(not(feature = "cuda"))]
+    git_commit();
     #[cfg(feature = "cuda")]
     {
         ec_gpu_kernels();
         sppark_prover();
+    }
+}
+
+/// `CUZK_GIT_COMMIT`: the commit checked out, or `unknown` outside a git checkout, watched so
+/// that a new commit stamps again.
+///
+/// Not under the `cuda` feature: this script also compiles the kernels there, and a rerun per
+/// commit would recompile them (minutes). scripts/build-cuda.sh exports `CUZK_GIT_COMMIT`
+/// instead, which rustc tracks for the crate alone (it is read with `option_env!`).
+#[cfg(not(feature = "cuda"))]
+fn git_commit() {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git").args(args).output().ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo::rustc-env=CUZK_GIT_COMMIT={commit}");
+    // HEAD names the branch; the branch's ref file (or packed-refs) moves with each commit.
+    // In a worktree these live outside `.git/`, so git says where.
+    let mut watched = vec!["HEAD".to_owned(), "packed-refs".to_owned()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+            // A path that does not exist would make cargo rerun this script at every build.
+            if std::path::Path::new(&path).exists() {
+                println!("cargo::rerun-if-changed={path}");
+            }
+        }
     }
 }
 
@@ -29,6 +64,28 @@ fn ec_gpu_kernels() {
         .add_multiexp::<blstrs::G2Affine, blstrs::Fp2>()
         .append_source(quotient);
     ec_gpu_gen::generate(&source);
+    // For `cuzk --version`: ec-gpu-gen compiles for the architectures its nvcc arguments name.
+    println!("cargo::rerun-if-env-changed=EC_GPU_CUDA_NVCC_ARGS");
+    // `code=` says what is embedded: sm_NN as SASS, compute_NN as PTX.
+    let mut archs: Vec<String> = Vec::new();
+    for word in std::env::var("EC_GPU_CUDA_NVCC_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+    {
+        let Some((_, codes)) = word.split_once("code=") else {
+            continue;
+        };
+        for code in codes
+            .trim_matches(|c: char| c == '"' || c == '\'')
+            .split(',')
+        {
+            if !code.is_empty() && !archs.iter().any(|a| a == code) {
+                archs.push(code.to_owned());
+            }
+        }
+    }
+    let archs = archs.join(" ");
+    println!("cargo::rustc-env=CUZK_BUILT_EC_GPU_ARCHS={archs}");
 }
 
 #[cfg(feature = "cuda")]
@@ -38,6 +95,8 @@ fn sppark_prover() {
     println!("cargo::rerun-if-env-changed=CUZK_CUDA_ARCHS");
     let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80 86 89 90 120".into());
     let archs: Vec<&str> = archs.split_whitespace().collect();
+    // For `cuzk --version`: what this binary's cuda backend runs on.
+    println!("cargo::rustc-env=CUZK_BUILT_CUDA_ARCHS={}", archs.join(" "));
     let mut nvcc = cc::Build::new();
     nvcc.cuda(true)
         .flag("-std=c++17")

@@ -109,6 +109,11 @@ done
 gencode+=" --generate-code=arch=compute_${last},code=compute_${last}"
 # The cuda backend's own kernels (build.rs): the same architectures.
 export CUZK_CUDA_ARCHS="$archs"
+# For `cuzk --version`. build.rs does not stamp the commit under the cuda feature (a rerun
+# per commit would recompile the kernels); rustc tracks these for the crate alone.
+CUZK_GIT_COMMIT="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+export CUZK_GIT_COMMIT
+export CUZK_SUPRASEAL_EXTRA_ARCHS="$supra_extra"
 export EC_GPU_CUDA_NVCC_ARGS="${EC_GPU_CUDA_NVCC_ARGS:---optimize=6 --threads=0 --fatbin$gencode}"
 nvcc --version | tail -n 1 >&2
 started=$(date +%s)

@@ -21,7 +21,13 @@ use crate::{damocles, prometheus, reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
 #[derive(Debug, Parser)]
-#[command(name = "cuzk", version, about, long_about = None)]
+#[command(
+    name = "cuzk",
+    version,
+    long_version = crate::build_info::long_version(),
+    about,
+    long_about = None
+)]
 pub struct Cli {
     /// Groth16 parameter cache directory [env: FIL_PROOFS_PARAMETER_CACHE, default:
     /// /var/tmp/filecoin-proof-parameters].
@@ -38,8 +44,8 @@ pub struct Cli {
 pub enum Command {
     /// Prove every C1 file that lands in an inbox directory.
     #[command(
-        after_help = "Which sector a C1 file is: a lotus sector name s-t0<miner>-<sector>.json (or s-f0<miner>-<sector>.json) \
-says both. A file named anything else (lotus-bench's commit2 input, say) takes its sector number from the wrapper's \
+        after_help = "Which sector a C1 file is: a lotus sector name s-t0<miner>-<sector>.json (lotus writes s-t0 on \
+mainnet too; s-f0<miner>-<sector>.json is taken as well) says both. A file named anything else (lotus-bench's commit2 input, say) takes its sector number from the wrapper's \
 SectorNum and its miner from --miner-addr or --miner-id; without either it fails with a hint. The replica id is \
 recomputed from them before any proving, so a wrong miner or sector fails at once."
     )]
@@ -65,6 +71,51 @@ recomputed from them before any proving, so a wrong miner or sector fails at onc
     /// same as `cuzk damocles-c2`.
     #[command(hide = true)]
     Processor(ProcessorArgs),
+    /// Print a shell completion script: bash, zsh or fish.
+    #[command(after_help = "Install it where the shell looks, for example:
+
+  cuzk completions bash > /etc/bash_completion.d/cuzk
+  cuzk completions zsh > /usr/local/share/zsh/site-functions/_cuzk
+  cuzk completions fish > ~/.config/fish/completions/cuzk.fish")]
+    Completions(CompletionsArgs),
+}
+
+/// Arguments of `cuzk completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+/// The shells `cuzk completions` writes for: those lotus and curio ship completions for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionShell {
+    /// bash (bash-completion).
+    Bash,
+    /// zsh.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+// By hand for the reason given at `Synthesis`: the short form of the help says it all.
+impl clap::ValueEnum for CompletionShell {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            CompletionShell::Bash,
+            CompletionShell::Zsh,
+            CompletionShell::Fish,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            CompletionShell::Bash => "bash",
+            CompletionShell::Zsh => "zsh",
+            CompletionShell::Fish => "fish",
+        }))
+    }
 }
 
 /// Arguments of `cuzk damocles-c2`.
@@ -86,9 +137,20 @@ pub struct DamoclesC2Args {
     /// removed at exit].
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Tries of a request that failed for a fault of this machine (a GPU or driver fault,
+    /// parameters that could not be loaded), before it is answered with the error: damocles
+    /// takes every error as final.
+    #[arg(long, value_name = "N", default_value_t = damocles::ProcessorSettings::DEFAULT_ATTEMPTS)]
+    pub attempts: u32,
+    /// Seconds a run that could not go on waits before its requests are tried again.
+    #[arg(long, value_name = "SECS", default_value_t = damocles::ProcessorSettings::DEFAULT_RETRY_PAUSE_SECS)]
+    pub retry_pause_secs: f64,
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
+    /// The run's own metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// Arguments of the hidden `cuzk processor STAGE`.
@@ -134,6 +196,9 @@ pub struct ProveDirArgs {
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
+    /// The run's own metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Seconds between inbox rescans (file-system events also wake the scan).
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS)]
     pub poll_secs: f64,
@@ -254,6 +319,35 @@ impl TuningArgs {
             eprintln!("cuzk: note: CPUs split: {split}");
         }
         Ok(())
+    }
+}
+
+/// Where a run keeps its own metrics: shared by `prove-dir` and `damocles-c2`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Keep the run's own metrics in FILE as it goes, in node_exporter's textfile format (name
+    /// it *.prom in its --collector.textfile.directory): proofs and failures, jobs and
+    /// partitions in flight, memory in use, seconds per proof.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_textfile: Option<PathBuf>,
+    /// The `spool` label of those metrics, which tells two runs on one host apart [default:
+    /// prove-dir: the spool directory; damocles-c2: the file's name without .prom].
+    #[arg(long, value_name = "NAME", requires = "metrics_textfile")]
+    pub metrics_label: Option<String>,
+}
+
+impl MetricsArgs {
+    /// Where the metrics go, labelled `--metrics-label` or else `default_label` of the file.
+    fn to_target(
+        &self,
+        default_label: impl FnOnce(&Path) -> String,
+    ) -> Option<prometheus::run::MetricsTextfile> {
+        let path = self.metrics_textfile.clone()?;
+        let spool_label = self
+            .metrics_label
+            .clone()
+            .unwrap_or_else(|| default_label(&path));
+        Some(prometheus::run::MetricsTextfile { path, spool_label })
     }
 }
 
@@ -403,7 +497,22 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::DamoclesC2(args) | Command::Processor(ProcessorArgs { c2: args, .. }) => {
             damocles_c2(args)
         }
+        Command::Completions(args) => print_completions(args),
     }
+}
+
+/// The top-level entry point for `cuzk completions`: the script for the shell on stdout.
+fn print_completions(args: CompletionsArgs) -> Result<u8> {
+    use clap::CommandFactory;
+    let shell = match args.shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "cuzk", &mut script);
+    print(&String::from_utf8_lossy(&script))?;
+    Ok(0)
 }
 
 /// Writes `text` to stdout. A closed pipe (`cuzk status | head`) is not an error: the
@@ -446,6 +555,9 @@ impl ProveDirArgs {
             gen_test_params: self.gen_test_params,
             max_attempts: self.max_attempts.max(1),
             benchmark: self.benchmark,
+            metrics: self
+                .metrics
+                .to_target(|_| prometheus::spool_label(&crate::spool::spool_dir_of(&self.inbox))),
             ..settings
         })
     }
@@ -524,6 +636,13 @@ fn note_temporary_files(inbox: &Path) {
 
 /// The top-level entry point for `cuzk damocles-c2` (and `cuzk processor c2`).
 fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
+    // damocles' cpuset and NUMA node first: every thread started later inherits them, and
+    // `--prover-cpus` then splits the CPUs damocles gave.
+    let placement = damocles::placement::Placement::from_env()?;
+    if !placement.is_empty() {
+        let applied = placement.apply()?;
+        eprintln!("cuzk damocles-c2: note: damocles' processor settings: {applied}");
+    }
     // It may restart the process, which must happen before stdout is rearranged.
     args.tuning.split_cpus()?;
     // First, before anything can print: stdout becomes the protocol's alone.
@@ -531,9 +650,16 @@ fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
     let tmp_dir = args.tmp_dir.unwrap_or_else(std::env::temp_dir);
     let layout = SpoolLayout::beside(&tmp_dir.join("inbox"));
     let settings = damocles::ProcessorSettings {
-        run: args.tuning.to_settings(layout)?,
+        run: RunSettings {
+            metrics: args
+                .metrics
+                .to_target(prometheus::run::label_from_file_name),
+            ..args.tuning.to_settings(layout)?
+        },
         tmp_dir,
         timeline: args.timeline,
+        attempts: args.attempts.max(1),
+        retry_pause: seconds("retry-pause-secs", args.retry_pause_secs)?,
     };
     let input = Box::new(std::io::BufReader::new(std::io::stdin()));
     damocles::serve(input, Box::new(output), &settings)

@@ -25,16 +25,20 @@
 //! filecoin-proofs' own prover for comparison; [`sealing`] seals random test sectors;
 //! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
 //! lotus shows; [`atomic_file`] writes every file a reader takes whole or not at all;
-//! [`process`] names this process to other runs sharing a directory; [`util`] holds small
-//! helpers every room may use; [`cli`] is the command line.
+//! [`process`] names this process to other runs sharing a directory; [`cpus`] reads and sets
+//! the CPUs it runs on; [`util`] holds small
+//! helpers every room may use; [`cli`] is the command line, and [`build_info`] what
+//! `cuzk --version` says the binary was built from.
 #![deny(missing_docs)]
 
 pub mod atomic_file;
 pub mod backend;
 pub mod bench;
+pub mod build_info;
 pub mod c1;
 pub mod cli;
 pub mod commcid;
+pub mod cpus;
 pub mod damocles;
 pub mod event;
 pub mod memory;

@@ -94,13 +94,13 @@ pub enum BindSectorError {
         /// The replica id inside the file.
         found: String,
     },
-    /// A proof type cuzk does not prove.
-    #[error("{proof:?} is not supported: {reason}")]
-    Unsupported {
+    /// Non-interactive PoRep (FIP-0090): its proof is an aggregate, which cuzk does not make.
+    #[error("{proof:?} is non-interactive PoRep, which cuzk does not prove: its proof is one SnarkPack aggregate of {partitions} partition proofs, where interactive PoRep's is the partition proofs themselves; cuzk would have to prove those {partitions} partitions (the same circuit and parameters as interactive PoRep) and aggregate them with SnarkPack v2 against the inner-product parameters v28-fil-inner-product-v1.srs, and it does not aggregate (hint: prove non-interactive sectors with filecoin-proofs' seal_commit_phase2, which lotus, curio and damocles' own C2 processor call)")]
+    NonInteractive {
         /// The registered proof.
         proof: RegisteredSealProof,
-        /// Why.
-        reason: &'static str,
+        /// Partitions its proof aggregates.
+        partitions: usize,
     },
     /// The C1 data itself is unusable.
     #[error("invalid C1 data: {0:#}")]
@@ -114,9 +114,13 @@ pub fn bind(c1: C1File, identity: SectorIdentity) -> Result<Sector, BindSectorEr
     let proof = output.registered_proof;
     let config = proof.as_v1_config();
     if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
-        return Err(BindSectorError::Unsupported {
+        return Err(BindSectorError::NonInteractive {
             proof,
-            reason: "non-interactive PoRep proofs are aggregated after proving; use filecoin-proofs for them",
+            partitions: usize::from(
+                filecoin_proofs::constants::get_porep_non_interactive_partitions(u64::from(
+                    proof.sector_size(),
+                )),
+            ),
         });
     }
     let sector_size = u64::from(proof.sector_size());

@@ -1,6 +1,8 @@
-//! Reporter: the one consumer of pipeline events. It appends each event to the timeline,
+//! Reporter: the first consumer of pipeline events. It appends each event to the timeline,
 //! keeps the progress display (a bar on a terminal, plain lines otherwise) and counts the
-//! outcome for the summary and the exit code.
+//! outcome for the summary and the exit code; then it hands each event to the run's other
+//! consumers (its metrics, a program feeding the run), so they see only what the timeline
+//! has.
 //!
 //! One thread owns the terminal and the timeline file, so nothing else prints while a run
 //! is going, and a slow terminal never slows the prover.
@@ -37,23 +39,24 @@ pub struct RunSummary {
     pub deferred_partitions: usize,
 }
 
-/// Starts the reporter thread; it ends when every sender of `events` is gone. `observer`, if
-/// any, gets each event once the timeline has it.
+/// Starts the reporter thread; it ends when every sender of `events` is gone. Each of the
+/// `observers` (the run's metrics, a program feeding the run) gets each event once the
+/// timeline has it.
 pub fn spawn(
     events: Receiver<Event>,
     timeline: TimelineWriter,
-    observer: Option<Sender<Event>>,
+    observers: Vec<Sender<Event>>,
 ) -> JoinHandle<RunSummary> {
     std::thread::Builder::new()
         .name("reporter".into())
-        .spawn(move || report(events, timeline, observer))
+        .spawn(move || report(events, timeline, observers))
         .expect("spawning the reporter thread")
 }
 
 fn report(
     events: Receiver<Event>,
     mut timeline: TimelineWriter,
-    mut observer: Option<Sender<Event>>,
+    mut observers: Vec<Sender<Event>>,
 ) -> RunSummary {
     let mut display = Display::new();
     let mut summary = RunSummary::default();
@@ -103,11 +106,7 @@ fn report(
         summary.skipped = display.skipped.len();
         display.show(&event, &summary);
         // An observer that went away stops observing; the run goes on.
-        if let Some(tx) = &observer {
-            if tx.send(event).is_err() {
-                observer = None;
-            }
-        }
+        observers.retain(|tx| tx.send(event.clone()).is_ok());
     }
     display.finish(&summary);
     summary

@@ -237,7 +237,8 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
                 v["registered_proof"] = json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep")
             }),
             "bind",
-            "non-interactive",
+            // Says what proving it would take, not only that it is refused.
+            "SnarkPack aggregate of 13 partition proofs",
         ),
         (
             "big.json".into(),

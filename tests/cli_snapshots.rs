@@ -27,7 +27,7 @@ fn transcript(args: &[&str], cwd: &Path, params: &Path) -> String {
 #[test]
 fn help_of_every_command() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let commands: [&[&str]; 12] = [
+    let commands: [&[&str]; 13] = [
         &["--help"],
         &["damocles-c2", "--help"],
         &["bench", "--help"],
@@ -40,6 +40,7 @@ fn help_of_every_command() {
         &["params", "path", "--help"],
         &["params", "check", "--help"],
         &["params", "constraints", "--help"],
+        &["completions", "--help"],
     ];
     for args in commands {
         let name = format!("help_{}", args[..args.len() - 1].join("_"))

@@ -8,7 +8,10 @@ mod common;
 
 use std::fs;
 
-use common::{cuzk, fixture, names, prove_inbox_once, require_params, verifies_for_sector};
+use common::{
+    cuzk, exposition, fixture, names, prove_inbox_once, require_params, spool_label,
+    verifies_for_sector,
+};
 
 #[test]
 fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
@@ -26,8 +29,41 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
     // rsync's temporary name: never touched.
     fs::write(inbox.join(".s-t01000-3.json.x7Yz9"), b"{").expect("rsync temp");
 
-    let out = prove_inbox_once(dir.path(), &[], &[]);
+    fs::create_dir(dir.path().join("collector")).expect("collector");
+    let out = prove_inbox_once(
+        dir.path(),
+        &["--metrics-textfile", "collector/cuzk-run.prom"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1), "exit 1: some jobs failed");
+
+    // The run's own metrics, as the run left them: what it did, nothing in flight, and only
+    // the textfile in the collector's directory (no temporary beside it).
+    assert_eq!(names(&dir.path().join("collector")), ["cuzk-run.prom"]);
+    let text = fs::read_to_string(dir.path().join("collector/cuzk-run.prom")).expect("metrics");
+    let metrics = exposition(&text, &spool_label(dir.path()));
+    assert_eq!(
+        metrics["cuzk_run_proofs_total{result=\"proved\"}"], 3.0,
+        "{text}"
+    );
+    assert_eq!(
+        metrics["cuzk_run_proofs_total{result=\"failed\"}"], 2.0,
+        "{text}"
+    );
+    assert_eq!(metrics["cuzk_run_jobs_in_flight"], 0.0, "{text}");
+    assert_eq!(metrics["cuzk_run_partitions_in_flight"], 0.0, "{text}");
+    assert_eq!(
+        metrics["cuzk_run_proof_duration_seconds_count"], 3.0,
+        "{text}"
+    );
+    let slowest_bucket = metrics["cuzk_run_proof_duration_seconds_bucket{le=\"3600\"}"];
+    assert_eq!(slowest_bucket, 3.0, "every proof under an hour: {text}");
+    assert!(
+        metrics["cuzk_run_proof_duration_seconds_sum"] > 0.0,
+        "{text}"
+    );
+    assert!(metrics["cuzk_run_memory_budget_bytes"] > 0.0, "{text}");
+    assert!(metrics["cuzk_run_resident_memory_bytes"] > 1e6, "{text}");
 
     let outbox = dir.path().join("outbox");
     for name in good {

@@ -6,7 +6,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{cuzk, spool};
+use common::{cuzk, exposition, spool, spool_label};
 
 #[test]
 fn status_counts_every_directory_and_reads_the_last_run() {
@@ -81,42 +81,6 @@ fn status_counts_every_directory_and_reads_the_last_run() {
 /// Checks `text` is Prometheus' text exposition format as node_exporter's textfile
 /// collector takes it: every sample after its family's HELP and TYPE, two fields (no
 /// timestamp), a number for a value, counters named `_total`, a newline at the end.
-fn assert_exposition(text: &str) -> std::collections::HashMap<String, f64> {
-    assert!(text.ends_with('\n'), "trailing newline: {text:?}");
-    let mut helped = std::collections::HashSet::new();
-    let mut typed = std::collections::HashMap::new();
-    let mut samples = std::collections::HashMap::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# HELP ") {
-            let (name, help) = rest.split_once(' ').expect("HELP name text");
-            assert!(!help.is_empty(), "{line}");
-            assert!(
-                helped.insert(name.to_owned()),
-                "one HELP per family: {line}"
-            );
-        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
-            assert!(matches!(kind, "counter" | "gauge"), "{line}");
-            assert!(kind != "counter" || name.ends_with("_total"), "{line}");
-            typed.insert(name.to_owned(), kind.to_owned());
-        } else {
-            let (series, value) = line.rsplit_once(' ').expect("series value");
-            assert!(
-                !value.contains(' ') && !series.ends_with(' '),
-                "no timestamp: {line}"
-            );
-            let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number: {line}"));
-            let name = series.split('{').next().unwrap_or_default();
-            assert!(
-                helped.contains(name) && typed.contains_key(name),
-                "HELP and TYPE before {line}"
-            );
-            samples.insert(series.to_owned(), value);
-        }
-    }
-    samples
-}
-
 #[test]
 fn status_speaks_prometheus_on_stdout_and_to_a_textfile() {
     let (dir, inbox) = spool();
@@ -131,12 +95,13 @@ fn status_speaks_prometheus_on_stdout_and_to_a_textfile() {
     let out = cuzk(&["status", ".", "--prometheus"], root, &[]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let samples = assert_exposition(&text);
+    let label = spool_label(root);
+    let samples = exposition(&text, &label);
     assert_eq!(samples["cuzk_proofs_total{result=\"proved\"}"], 4.0);
     assert_eq!(samples["cuzk_proofs_total{result=\"failed\"}"], 0.0);
     assert_eq!(samples["cuzk_spool_files{dir=\"inbox\"}"], 1.0);
     assert_eq!(samples["cuzk_spool_files{dir=\"work\"}"], 0.0);
-    assert_eq!(samples["cuzk_last_run_seconds_per_proof"], 2.0);
+    assert_eq!(samples["cuzk_last_run_time_per_proof_seconds"], 2.0);
     assert_eq!(
         samples["cuzk_last_run_prover_busy_ratio{prover=\"gpu-0\"}"],
         0.8
@@ -157,7 +122,7 @@ fn status_speaks_prometheus_on_stdout_and_to_a_textfile() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty(), "quiet with --textfile alone");
     let written = fs::read_to_string(&prom).expect("textfile");
-    let written_samples = assert_exposition(&written);
+    let written_samples = exposition(&written, &label);
     assert_eq!(written_samples.len(), samples.len());
     assert_eq!(written_samples["cuzk_proofs_total{result=\"proved\"}"], 4.0);
     // Replaced whole, with no temporary file left for the collector to trip on.
@@ -165,6 +130,25 @@ fn status_speaks_prometheus_on_stdout_and_to_a_textfile() {
 
     let out = cuzk(&["status", ".", "--prometheus", "--json"], root, &[]);
     assert_eq!(out.status.code(), Some(2), "one format on stdout");
+
+    // A second spool on the host, its textfile in the same collector directory: its series
+    // are its own, so node_exporter never sees one series twice.
+    let (other, _other_inbox) = spool();
+    let out = cuzk(
+        &[
+            "status",
+            ".",
+            "--textfile",
+            &collector.join("other.prom").display().to_string(),
+        ],
+        other.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let other_text = fs::read_to_string(collector.join("other.prom")).expect("textfile");
+    let other_label = spool_label(other.path());
+    assert_ne!(other_label, label);
+    exposition(&other_text, &other_label);
 }
 
 #[test]
@@ -173,7 +157,7 @@ fn prometheus_without_a_timeline_still_counts_the_spool() {
     let out = cuzk(&["status", ".", "--prometheus"], dir.path(), &[]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let samples = assert_exposition(&text);
+    let samples = exposition(&text, &spool_label(dir.path()));
     assert_eq!(samples["cuzk_proofs_total{result=\"proved\"}"], 0.0);
     assert_eq!(samples["cuzk_oldest_waiting_seconds"], 0.0);
     assert!(!text.contains("cuzk_last_run"), "{text}");

@@ -6,6 +6,8 @@
 //!   prover threads (P)   Groth16 per partition, on a GPU or the CPU
 //!   finisher thread      collect a job's partitions -> assemble -> verify_seal -> outbox
 //!   gpu-activity thread  each GPU's kernel-busy share, every second (GPU runs only)
+//!   reporter thread      every event: timeline, progress; then the run's metrics
+//!                        (`--metrics-textfile`) and a feeding program's observer
 //! ```
 //!
 //! This module only wires the run: it starts the threads and the channels between the
@@ -33,6 +35,7 @@ use crate::backend::{self, ParamsKind, Prover};
 use crate::event::{Event, EventKind, EventSink};
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
+use crate::prometheus::run::MetricsWriter;
 use crate::report;
 use crate::spool::Spool;
 use crate::timeline::TimelineWriter;
@@ -104,20 +107,30 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             .ok(),
     };
     let provers = plan.provers;
+    let run_id = new_run_id();
+    let wake = bounded(1);
+    let memory = MemoryBudget::new(budget_bytes(settings), Some(wake.0.clone()));
+    // Before the spool is touched: a metrics file that cannot be written stops the run here.
+    let mut observers: Vec<_> = control.observer.iter().cloned().collect();
+    let metrics = match &settings.metrics {
+        None => None,
+        Some(target) => {
+            let (tx, rx) = unbounded();
+            observers.push(tx);
+            Some(MetricsWriter::start(target, &run_id, memory.clone(), rx)?)
+        }
+    };
     let spool = Spool::open(settings.layout.clone())?;
     let heartbeat = spool.keep_alive(settings.lease);
-    let run_id = new_run_id();
     let timeline = TimelineWriter::open(&settings.timeline, &run_id)?;
     let prover_names: Vec<String> = provers.iter().map(|p| p.name().to_owned()).collect();
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);
-    let reporter = report::spawn(event_rx, timeline, control.observer.clone());
+    let reporter = report::spawn(event_rx, timeline, observers);
     let kind = provers
         .first()
         .map_or(ParamsKind::Groth16, Prover::params_kind);
     let synth_jobs = settings.synth_jobs_for(kind);
-    let wake = bounded(1);
-    let memory = MemoryBudget::new(budget_bytes(settings), Some(wake.0.clone()));
     events.emit(EventKind::RunStarted {
         settings: format!(
             "cuzk={};provers={};synth_jobs={};synthesis_threads={};prover_cpus={};queue_depth={};max_memory={};benchmark={};params={}",
@@ -216,6 +229,10 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let summary = reporter
         .join()
         .map_err(|_| anyhow::anyhow!("the reporter thread panicked"))?;
+    // The reporter's senders are gone with it: the metrics' last write is the run's end.
+    if let Some(metrics) = metrics {
+        metrics.finish();
+    }
     drop(heartbeat);
     spool.release()?;
     if let Some(error) = halt.take() {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::backend::gpu::GpuSelection;
 use crate::backend::{BackendChoice, ParamsKind};
 use crate::c1::DEFAULT_MAX_C1_BYTES;
+use crate::prometheus::run::MetricsTextfile;
 use crate::spool::{spool_dir_of, SpoolLayout};
 
 /// How a run is configured.
@@ -63,6 +64,8 @@ pub struct RunSettings {
     /// CPUs kept for SupraSeal's host threads by `--prover-cpus` (0: every CPU shared); see
     /// [`crate::backend::gpu::cpu_split`].
     pub prover_cpus: usize,
+    /// Where the run keeps its own metrics as it goes (`--metrics-textfile`); `None`: nowhere.
+    pub metrics: Option<MetricsTextfile>,
 }
 
 impl RunSettings {
@@ -109,6 +112,7 @@ impl RunSettings {
             is_precompiled: true,
             synthesis_threads: default_synthesis_threads(cores),
             prover_cpus: 0,
+            metrics: None,
         }
     }
 }

@@ -142,3 +142,70 @@ pub fn verifies_for_sector(c1_path: &Path, proof: &[u8], sector_offset: u64) -> 
     )
     .unwrap_or(false)
 }
+
+/// The `spool` label cuzk gives a spool's metrics: its directory, resolved.
+pub fn spool_label(spool_dir: &Path) -> String {
+    fs::canonicalize(spool_dir)
+        .expect("spool directory")
+        .display()
+        .to_string()
+}
+
+/// Checks `text` is Prometheus' text format as node_exporter's textfile collector takes it
+/// (HELP and TYPE before each family's samples, counters named `_total`, histograms as
+/// `_bucket`, `_sum`, `_count`, no timestamps) and that every sample's first label is
+/// `spool="<spool>"`. Returns the samples by series, the spool label left out.
+pub fn exposition(text: &str, spool: &str) -> std::collections::HashMap<String, f64> {
+    assert!(text.ends_with('\n'), "trailing newline: {text:?}");
+    let mut helped = std::collections::HashSet::new();
+    let mut typed = std::collections::HashMap::new();
+    let mut samples = std::collections::HashMap::new();
+    let spool_first = format!("{{spool=\"{spool}\"");
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').expect("HELP name text");
+            assert!(!help.is_empty(), "{line}");
+            assert!(
+                helped.insert(name.to_owned()),
+                "one HELP per family: {line}"
+            );
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
+            assert!(matches!(kind, "counter" | "gauge" | "histogram"), "{line}");
+            assert!(kind != "counter" || name.ends_with("_total"), "{line}");
+            typed.insert(name.to_owned(), kind.to_owned());
+        } else {
+            let (series, value) = line.rsplit_once(' ').expect("series value");
+            assert!(
+                !value.contains(' ') && !series.ends_with(' '),
+                "no timestamp: {line}"
+            );
+            let value: f64 = value.parse().unwrap_or_else(|_| panic!("a number: {line}"));
+            let name = series.split('{').next().unwrap_or_default();
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .filter_map(|suffix| name.strip_suffix(suffix))
+                .find(|base| typed.get(*base).is_some_and(|k| k == "histogram"))
+                .unwrap_or(name);
+            assert!(
+                helped.contains(family) && typed.contains_key(family),
+                "HELP and TYPE before {line}"
+            );
+            let labels = &series[name.len()..];
+            assert!(
+                labels.starts_with(&spool_first),
+                "spool label first: {line}"
+            );
+            let rest = &labels[spool_first.len()..];
+            let key = match rest.strip_prefix(',') {
+                Some(others) => format!("{name}{{{others}"),
+                None => name.to_owned(),
+            };
+            assert!(
+                samples.insert(key, value).is_none(),
+                "one sample per series: {line}"
+            );
+        }
+    }
+    samples
+}

@@ -21,6 +21,8 @@ use std::fmt;
 
 use anyhow::{bail, Context, Result};
 
+use crate::cpus::{self, format_list, parse_list};
+
 /// Carries the split into the restarted process.
 pub const SPLIT_ENV: &str = "CUZK_CPU_SPLIT";
 
@@ -60,8 +62,8 @@ impl CpuSplit {
     fn encode(&self) -> String {
         format!(
             "prover={};synthesis={}",
-            cpu_list(&self.prover),
-            cpu_list(&self.synthesis)
+            format_list(&self.prover),
+            format_list(&self.synthesis)
         )
     }
 
@@ -71,8 +73,8 @@ impl CpuSplit {
         let mut synthesis = None;
         for pair in text.split(';') {
             match pair.split_once('=')? {
-                ("prover", list) => prover = Some(parse_cpu_list(list)?),
-                ("synthesis", list) => synthesis = Some(parse_cpu_list(list)?),
+                ("prover", list) => prover = Some(parse_list(list)?),
+                ("synthesis", list) => synthesis = Some(parse_list(list)?),
                 _ => return None,
             }
         }
@@ -90,9 +92,9 @@ impl fmt::Display for CpuSplit {
             f,
             "SupraSeal's host threads on {} CPU(s) ({}), synthesis and the rest of cuzk on {} ({})",
             self.prover.len(),
-            cpu_list(&self.prover),
+            format_list(&self.prover),
             self.synthesis.len(),
-            cpu_list(&self.synthesis)
+            format_list(&self.synthesis)
         )
     }
 }
@@ -110,91 +112,25 @@ pub fn apply(prover_cpus: usize) -> Result<Option<CpuSplit>> {
         let text = text.to_string_lossy();
         let split = CpuSplit::parse(&text)
             .with_context(|| format!("{SPLIT_ENV}={text:?} is not a CPU split"))?;
-        os::set_affinity(&split.synthesis).context("moving cuzk to its synthesis CPUs")?;
+        cpus::set_this_thread(&split.synthesis).context("moving cuzk to its synthesis CPUs")?;
         return Ok(Some(split));
     }
     if prover_cpus == 0 {
         return Ok(None);
     }
-    let split = CpuSplit::plan(&os::allowed_cpus()?, prover_cpus)?;
-    os::set_affinity(&split.prover).context("narrowing cuzk to the prover's CPUs")?;
+    let split = CpuSplit::plan(
+        &cpus::allowed().context("reading the CPU affinity")?,
+        prover_cpus,
+    )?;
+    cpus::set_this_thread(&split.prover).context("narrowing cuzk to the prover's CPUs")?;
     Err(os::restart(&split.encode()))
-}
-
-/// `0-3,8,10-11`.
-fn cpu_list(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
-
-fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in text.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
-                if a > b {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    Some(cpus)
 }
 
 #[cfg(target_os = "linux")]
 mod os {
     use std::os::unix::process::CommandExt;
 
-    use anyhow::{anyhow, Context, Result};
-
-    /// The CPUs this thread may run on.
-    pub fn allowed_cpus() -> Result<Vec<usize>> {
-        // SAFETY: `set` is a plain bit set that sched_getaffinity fills; its size is passed.
-        let set = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-                return Err(std::io::Error::last_os_error()).context("reading the CPU affinity");
-            }
-            set
-        };
-        // SAFETY: CPU_ISSET reads a bit of an initialised set, within CPU_SETSIZE.
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-            .collect())
-    }
-
-    /// Lets this thread (and what it starts or executes) run only on `cpus`.
-    pub fn set_affinity(cpus: &[usize]) -> Result<()> {
-        // SAFETY: an initialised set, bits set within CPU_SETSIZE, its size passed along.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error().into());
-            }
-        }
-        Ok(())
-    }
+    use anyhow::anyhow;
 
     /// Executes this program again with the same arguments and `split` in the environment;
     /// returns only the error when that fails.
@@ -213,16 +149,6 @@ mod os {
 
 #[cfg(not(target_os = "linux"))]
 mod os {
-    use anyhow::{bail, Result};
-
-    pub fn allowed_cpus() -> Result<Vec<usize>> {
-        bail!("--prover-cpus needs Linux's CPU affinity")
-    }
-
-    pub fn set_affinity(_cpus: &[usize]) -> Result<()> {
-        bail!("--prover-cpus needs Linux's CPU affinity")
-    }
-
     pub fn restart(_split: &str) -> anyhow::Error {
         anyhow::anyhow!("--prover-cpus needs Linux's CPU affinity")
     }

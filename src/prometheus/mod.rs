@@ -4,11 +4,14 @@
 //!
 //! Read-only, like `status`: counters come from the timeline (which is only ever appended
 //! to, so they only grow, and reset only if the file is replaced), gauges from the spool's
-//! directories now and from the last run's waterfall metrics. Each family has its `# HELP`
-//! and `# TYPE` lines; samples carry no timestamps (node_exporter refuses them in textfiles).
-//! Its main type is [`SpoolMetrics`].
+//! directories now and from the last run's waterfall metrics. Every sample is labelled with
+//! its spool's directory, so two spools on one host never export the same series. Its main
+//! type is [`SpoolMetrics`].
+//!
+//! Its rooms: [`exposition`] writes the text format; [`run`] is a run's own metrics, written
+//! as it goes (`prove-dir --metrics-textfile`, `damocles-c2 --metrics-textfile`) from the
+//! pipeline's events.
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -18,9 +21,16 @@ use crate::status::{inspect_with, locate_spool, Results};
 use crate::timeline::{read_timeline, Timeline};
 use crate::waterfall::last_run_digest;
 
+pub mod exposition;
+pub mod run;
+
+use exposition::{Family, Kind};
+
 /// What is exported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpoolMetrics {
+    /// The `spool` label: the spool's directory (see [`spool_label`]).
+    pub spool: String,
     /// Proofs written, over every run in the timeline (benchmark shapes left out).
     pub proved_total: u64,
     /// Jobs failed, over every run in the timeline.
@@ -64,6 +74,7 @@ pub fn collect(spool: &Path, timeline: Option<&Path>, lease: Duration) -> Result
     let status = inspect_with(&layout, timeline.as_ref(), lease)?;
     let (proved_total, failed_total) = timeline.as_ref().map_or((0, 0), totals);
     Ok(SpoolMetrics {
+        spool: spool_label(&crate::spool::spool_dir_of(&layout.inbox)),
         proved_total,
         failed_total,
         inbox_files: status.inbox,
@@ -101,110 +112,79 @@ fn last_run(timeline: &Timeline) -> Option<LastRunMetrics> {
     })
 }
 
-/// One metric family: name, type, help and its samples (labels, value).
-struct Family<'a> {
-    name: &'a str,
-    kind: &'a str,
-    help: &'a str,
-    samples: Vec<(Vec<(&'a str, String)>, f64)>,
-}
-
-/// The metrics in Prometheus' text exposition format (version 0.0.4), ending with a newline.
+/// The metrics in Prometheus' text exposition format, every sample labelled with the spool
+/// it speaks for.
 pub fn render(metrics: &SpoolMetrics) -> String {
     let mut families = vec![
-        Family {
-            name: "cuzk_proofs_total",
-            kind: "counter",
-            help: "Jobs finished over every run in the timeline: proofs written (proved, checked with verify_seal) and jobs failed.",
-            samples: vec![
-                (vec![("result", "proved".into())], metrics.proved_total as f64),
-                (vec![("result", "failed".into())], metrics.failed_total as f64),
-            ],
-        },
-        Family {
-            name: "cuzk_spool_files",
-            kind: "gauge",
-            help: "C1 files in the spool now: inbox (waiting), work (claimed, being proved), failed (needing attention).",
-            samples: vec![
-                (vec![("dir", "inbox".into())], metrics.inbox_files as f64),
-                (vec![("dir", "work".into())], metrics.work_files as f64),
-                (vec![("dir", "failed".into())], metrics.failed_files as f64),
-            ],
-        },
-        Family {
-            name: "cuzk_oldest_waiting_seconds",
-            kind: "gauge",
-            help: "Age of the oldest C1 file waiting in the inbox (0 when it is empty).",
-            samples: vec![(vec![], metrics.oldest_waiting_s)],
-        },
+        Family::new(
+            "cuzk_proofs_total",
+            Kind::Counter,
+            "Jobs finished over every run in the timeline: proofs written (proved, checked with verify_seal) and jobs failed.",
+        )
+        .with(vec![("result", "proved".into())], metrics.proved_total as f64)
+        .with(vec![("result", "failed".into())], metrics.failed_total as f64),
+        Family::new(
+            "cuzk_spool_files",
+            Kind::Gauge,
+            "C1 files in the spool now: inbox (waiting), work (claimed, being proved), failed (needing attention).",
+        )
+        .with(vec![("dir", "inbox".into())], metrics.inbox_files as f64)
+        .with(vec![("dir", "work".into())], metrics.work_files as f64)
+        .with(vec![("dir", "failed".into())], metrics.failed_files as f64),
+        Family::new(
+            "cuzk_oldest_waiting_seconds",
+            Kind::Gauge,
+            "Age of the oldest C1 file waiting in the inbox (0 when it is empty).",
+        )
+        .value(metrics.oldest_waiting_s),
     ];
     if let Some(run) = &metrics.last_run {
-        families.push(Family {
-            name: "cuzk_last_run_info",
-            kind: "gauge",
-            help: "The last run in the timeline, by id (always 1).",
-            samples: vec![(vec![("run_id", run.run_id.clone())], 1.0)],
-        });
-        families.push(Family {
-            name: "cuzk_last_run_timestamp_seconds",
-            kind: "gauge",
-            help: "Unix time of the last run's latest timeline row.",
-            samples: vec![(vec![], run.timestamp_s)],
-        });
+        families.push(
+            Family::new(
+                "cuzk_last_run_info",
+                Kind::Gauge,
+                "The last run in the timeline, by id (always 1).",
+            )
+            .with(vec![("run_id", run.run_id.clone())], 1.0),
+        );
+        families.push(
+            Family::new(
+                "cuzk_last_run_timestamp_seconds",
+                Kind::Gauge,
+                "Unix time of the last run's latest timeline row.",
+            )
+            .value(run.timestamp_s),
+        );
         if let Some(seconds) = run.seconds_per_proof {
-            families.push(Family {
-                name: "cuzk_last_run_seconds_per_proof",
-                kind: "gauge",
-                help: "Seconds per proof in the last run, over its steady state (see cuzk waterfall).",
-                samples: vec![(vec![], seconds)],
-            });
+            families.push(
+                Family::new(
+                    "cuzk_last_run_time_per_proof_seconds",
+                    Kind::Gauge,
+                    "Seconds per proof in the last run, over its steady state (see cuzk waterfall).",
+                )
+                .value(seconds),
+            );
         }
-        families.push(Family {
-            name: "cuzk_last_run_prover_busy_ratio",
-            kind: "gauge",
-            help: "Share of the last run each prover (gpu-N, cpu-N) spent proving.",
-            samples: run
-                .prover_busy
-                .iter()
-                .map(|(lane, busy)| (vec![("prover", lane.clone())], *busy))
-                .collect(),
-        });
+        let mut busy = Family::new(
+            "cuzk_last_run_prover_busy_ratio",
+            Kind::Gauge,
+            "Share of the last run each prover (gpu-N, cpu-N) spent proving.",
+        );
+        for (lane, share) in &run.prover_busy {
+            busy = busy.with(vec![("prover", lane.clone())], *share);
+        }
+        families.push(busy);
     }
-    let mut text = String::new();
-    for family in families {
-        // A value that is not a number has no sample; a family without samples says nothing.
-        let samples: Vec<_> = family
-            .samples
-            .into_iter()
-            .filter(|(_, value)| value.is_finite())
-            .collect();
-        if samples.is_empty() {
-            continue;
-        }
-        let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
-        let _ = writeln!(text, "# TYPE {} {}", family.name, family.kind);
-        for (labels, value) in samples {
-            let labels: Vec<String> = labels
-                .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
-                .collect();
-            let labels = if labels.is_empty() {
-                String::new()
-            } else {
-                format!("{{{}}}", labels.join(","))
-            };
-            let _ = writeln!(text, "{}{labels} {value}", family.name);
-        }
-    }
-    text
+    exposition::render(&families, &[("spool", metrics.spool.clone())])
 }
 
-/// A label value as the text format wants it: backslash, double quote and newline escaped.
-fn escape_label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// The `spool` label of a spool's metrics: its directory, absolute where it can be resolved,
+/// so that two spools on one host export different series.
+pub fn spool_label(spool_dir: &Path) -> String {
+    std::fs::canonicalize(spool_dir)
+        .unwrap_or_else(|_| spool_dir.to_owned())
+        .display()
+        .to_string()
 }
 
 /// Writes `text` to `path` for node_exporter's textfile collector: to a temporary dotfile
@@ -220,6 +200,7 @@ mod tests {
 
     fn metrics() -> SpoolMetrics {
         SpoolMetrics {
+            spool: "/srv/c1".into(),
             proved_total: 12,
             failed_total: 1,
             inbox_files: 3,
@@ -241,29 +222,29 @@ mod tests {
         let want = "\
 # HELP cuzk_proofs_total Jobs finished over every run in the timeline: proofs written (proved, checked with verify_seal) and jobs failed.
 # TYPE cuzk_proofs_total counter
-cuzk_proofs_total{result=\"proved\"} 12
-cuzk_proofs_total{result=\"failed\"} 1
+cuzk_proofs_total{spool=\"/srv/c1\",result=\"proved\"} 12
+cuzk_proofs_total{spool=\"/srv/c1\",result=\"failed\"} 1
 # HELP cuzk_spool_files C1 files in the spool now: inbox (waiting), work (claimed, being proved), failed (needing attention).
 # TYPE cuzk_spool_files gauge
-cuzk_spool_files{dir=\"inbox\"} 3
-cuzk_spool_files{dir=\"work\"} 2
-cuzk_spool_files{dir=\"failed\"} 1
+cuzk_spool_files{spool=\"/srv/c1\",dir=\"inbox\"} 3
+cuzk_spool_files{spool=\"/srv/c1\",dir=\"work\"} 2
+cuzk_spool_files{spool=\"/srv/c1\",dir=\"failed\"} 1
 # HELP cuzk_oldest_waiting_seconds Age of the oldest C1 file waiting in the inbox (0 when it is empty).
 # TYPE cuzk_oldest_waiting_seconds gauge
-cuzk_oldest_waiting_seconds 42.5
+cuzk_oldest_waiting_seconds{spool=\"/srv/c1\"} 42.5
 # HELP cuzk_last_run_info The last run in the timeline, by id (always 1).
 # TYPE cuzk_last_run_info gauge
-cuzk_last_run_info{run_id=\"20261130T051500Z-7\"} 1
+cuzk_last_run_info{spool=\"/srv/c1\",run_id=\"20261130T051500Z-7\"} 1
 # HELP cuzk_last_run_timestamp_seconds Unix time of the last run's latest timeline row.
 # TYPE cuzk_last_run_timestamp_seconds gauge
-cuzk_last_run_timestamp_seconds 1796000000.25
-# HELP cuzk_last_run_seconds_per_proof Seconds per proof in the last run, over its steady state (see cuzk waterfall).
-# TYPE cuzk_last_run_seconds_per_proof gauge
-cuzk_last_run_seconds_per_proof 61.5
+cuzk_last_run_timestamp_seconds{spool=\"/srv/c1\"} 1796000000.25
+# HELP cuzk_last_run_time_per_proof_seconds Seconds per proof in the last run, over its steady state (see cuzk waterfall).
+# TYPE cuzk_last_run_time_per_proof_seconds gauge
+cuzk_last_run_time_per_proof_seconds{spool=\"/srv/c1\"} 61.5
 # HELP cuzk_last_run_prover_busy_ratio Share of the last run each prover (gpu-N, cpu-N) spent proving.
 # TYPE cuzk_last_run_prover_busy_ratio gauge
-cuzk_last_run_prover_busy_ratio{prover=\"gpu-0\"} 0.8
-cuzk_last_run_prover_busy_ratio{prover=\"gpu-1\"} 0.75
+cuzk_last_run_prover_busy_ratio{spool=\"/srv/c1\",prover=\"gpu-0\"} 0.8
+cuzk_last_run_prover_busy_ratio{spool=\"/srv/c1\",prover=\"gpu-1\"} 0.75
 ";
         assert_eq!(text, want);
     }
@@ -282,7 +263,7 @@ cuzk_last_run_prover_busy_ratio{prover=\"gpu-1\"} 0.75
             run.prover_busy = vec![("cpu-0".into(), f64::NAN)];
         }
         let text = render(&idle);
-        assert!(!text.contains("seconds_per_proof"), "{text}");
+        assert!(!text.contains("time_per_proof"), "{text}");
         assert!(!text.contains("busy"), "{text}");
     }
 
@@ -305,11 +286,6 @@ cuzk_last_run_prover_busy_ratio{prover=\"gpu-1\"} 0.75
             format!("{err:#}").contains("not a cuzk timeline"),
             "{err:#}"
         );
-    }
-
-    #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! # The protocol (vc-processors v1)
 //!
-//! Line-delimited JSON over the child's stdin and stdout:
+//! Line-delimited JSON over the child's stdin and stdout ([`wire`]):
 //!
 //! 1. the child prints `c2 processor ready` as its first stdout line, at once (damocles-worker
 //!    waits `stable_wait`, 5 s by default), before any parameter is loaded;
@@ -12,6 +12,9 @@
 //!    "prover_id":[32 bytes],"sector_id":S,"miner_id":M}}`; several are in flight at once;
 //! 3. each answer is one line, `{"id":N,"err_msg":null,"output":{"proof":[bytes]}}` or
 //!    `{"id":N,"err_msg":"why","output":null}`, in whatever order the proofs finish.
+//!
+//! The child applies the processor's settings damocles passes in its environment (its
+//! `cgroup.cpuset` and `numa_preferred`) itself, before anything else: [`placement`].
 //!
 //! stdout carries protocol lines only: the process's file descriptor 1 is pointed at stderr
 //! once the protocol has its own copy of it (see [`protocol_stdout`]), so no log line or
@@ -31,7 +34,7 @@
 //! before the answer, the timeline. The processor keeps a spool of its own in a fresh
 //! temporary directory; each request's `c1out` is written, bytes as received, to its inbox
 //! as `s-t0<miner>-<sector>.r<id>.json` (the bare SealCommitPhase1Output form; the lotus
-//! sector name gives the miner and sector, the id keeps retries of one sector apart), and
+//! sector name gives the miner and sector, the id keeps requests for one sector apart), and
 //! the pipeline runs over that spool in watch mode, steered by a
 //! [`RunControl`](crate::pipeline::RunControl): its observer hands this module each event
 //! as the timeline records it, and a `DONE` or `FAILED` event of a request's job is its
@@ -40,9 +43,23 @@
 //! Answered jobs' files are removed, so the private spool does not grow. When the end of
 //! input asks the run to drain, it ends like a `--once` run.
 //!
-//! If the run itself stops (missing or damaged parameters, a full disk), every request in
-//! flight is answered with the reason and the next request starts a fresh run, so fixing
-//! the cause needs no restart of damocles-worker.
+//! # Trying again before answering
+//!
+//! damocles-worker takes every C2 error as final and pauses the sealing thread, so a fault
+//! that another try could get past is tried again here first, up to `--attempts` tries in
+//! all, and only then answered (saying that retrying may help; see [`wire::Retry`]):
+//!
+//! - a job that failed on the machine's side (`prove`: a GPU or driver fault; `verify`: a
+//!   proof computed wrong) goes back into the inbox at once, as `<job>.a<try>`, for the run
+//!   to prove again;
+//! - a run that stopped (parameters that could not be loaded, being written by another
+//!   process, a full disk) keeps its requests' C1 files in the inbox, renamed for the next
+//!   try, and a fresh run starts after `--retry-pause-secs`; a request that comes meanwhile
+//!   starts it at once.
+//!
+//! A request whose own content is at fault (it does not parse, it is another sector's) is
+//! answered at once, saying that retrying cannot help. A stop signal answers every request in
+//! flight (another processor may take them) and ends the processor.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -50,17 +67,19 @@ use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use crossbeam_channel::{after, bounded, never, select, unbounded, Receiver, Sender};
 
-use crate::c1::SectorIdentity;
 use crate::event::{Event, EventKind};
 use crate::pipeline::{self, RunControl, RunSettings};
 use crate::spool::SpoolLayout;
+
+pub mod placement;
+pub mod wire;
+
+use wire::{parse_request, request_id, Answer, BadRequest, C2Request, Retry};
 
 /// The stage name damocles-worker gives commit phase 2.
 pub const STAGE: &str = "c2";
@@ -83,132 +102,17 @@ pub struct ProcessorSettings {
     pub tmp_dir: PathBuf,
     /// The timeline; `None`: inside the private spool, removed at exit.
     pub timeline: Option<PathBuf>,
+    /// Tries of a request whose failure another try may get past, before it is answered.
+    pub attempts: u32,
+    /// How long a stopped run waits before the next try.
+    pub retry_pause: Duration,
 }
 
-/// A request as damocles sends it; `c1out` is kept as the bytes received.
-#[derive(Deserialize)]
-struct WireRequest<'a> {
-    id: u64,
-    #[serde(borrow)]
-    task: WireTask<'a>,
-}
-
-#[derive(Deserialize)]
-struct WireTask<'a> {
-    #[serde(borrow)]
-    c1out: &'a RawValue,
-    prover_id: [u8; 32],
-    sector_id: u64,
-    miner_id: u64,
-}
-
-/// A request that is well formed and consistent.
-#[derive(Debug)]
-struct C2Request<'a> {
-    id: u64,
-    c1out: &'a str,
-    sector: SectorIdentity,
-}
-
-/// Why a request line cannot be taken, and its id if one could be read.
-#[derive(Debug, PartialEq, thiserror::Error)]
-#[error("{reason}")]
-struct BadRequest {
-    id: Option<u64>,
-    reason: String,
-}
-
-/// One answer line.
-#[derive(Debug, Serialize)]
-struct Answer {
-    id: u64,
-    err_msg: Option<String>,
-    output: Option<ProofOutput>,
-}
-
-/// `SealCommitPhase2Output`: the proof's bytes, which serde writes as a number array.
-#[derive(Debug, Serialize)]
-struct ProofOutput {
-    proof: Vec<u8>,
-}
-
-impl Answer {
-    fn proof(id: u64, proof: Vec<u8>) -> Answer {
-        Answer {
-            id,
-            err_msg: None,
-            output: Some(ProofOutput { proof }),
-        }
-    }
-
-    fn error(id: u64, message: String) -> Answer {
-        Answer {
-            id,
-            err_msg: Some(message),
-            output: None,
-        }
-    }
-}
-
-/// Reads a request line: well formed, with a prover id that is the miner's.
-fn parse_request(line: &str) -> Result<C2Request<'_>, BadRequest> {
-    let wire: WireRequest<'_> = serde_json::from_str(line).map_err(|e| BadRequest {
-        id: request_id(line),
-        reason: format!("not a c2 request: {e} (expected {{\"id\":N,\"task\":{{\"c1out\":{{...}},\"prover_id\":[32 numbers],\"sector_id\":N,\"miner_id\":N}}}})"),
-    })?;
-    let bad = |reason: String| BadRequest {
-        id: Some(wire.id),
-        reason,
-    };
-    let task = wire.task;
-    let sector = SectorIdentity {
-        miner_id: task.miner_id,
-        sector_num: task.sector_id,
-    };
-    if task.prover_id != sector.prover_id() {
-        return Err(bad(format!(
-            "prover_id {} is not the prover id of miner_id {} (t0{}), which is {}; the proof would be for another miner (hint: damocles derives both from the sector's miner; check the sector's miner id)",
-            hex::encode(task.prover_id),
-            task.miner_id,
-            task.miner_id,
-            hex::encode(sector.prover_id())
-        )));
-    }
-    let c1out = task.c1out.get();
-    if !c1out.starts_with('{') {
-        return Err(bad(
-            "c1out is not a JSON object; expected the SealCommitPhase1Output of commit phase 1"
-                .into(),
-        ));
-    }
-    Ok(C2Request {
-        id: wire.id,
-        c1out,
-        sector,
-    })
-}
-
-/// The id of a request line that is not a valid request, if it has one: read as JSON, or
-/// from the line's start (`{"id":N,`) when the JSON is cut short.
-fn request_id(line: &str) -> Option<u64> {
-    #[derive(Deserialize)]
-    struct IdOnly {
-        id: u64,
-    }
-    if let Ok(only) = serde_json::from_str::<IdOnly>(line) {
-        return Some(only.id);
-    }
-    let rest = line.trim_start().strip_prefix('{')?.trim_start();
-    let rest = rest.strip_prefix("\"id\"")?.trim_start();
-    let rest = rest.strip_prefix(':')?.trim_start();
-    let digits: &str = &rest[..rest
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(rest.len())];
-    let after = rest[digits.len()..].chars().next();
-    if !matches!(after, Some(',') | Some('}') | Some(' ') | Some('\t')) {
-        return None;
-    }
-    digits.parse().ok()
+impl ProcessorSettings {
+    /// Tries of a request, unless `--attempts` says otherwise.
+    pub const DEFAULT_ATTEMPTS: u32 = 3;
+    /// Seconds before a stopped run's requests are tried again (`--retry-pause-secs`).
+    pub const DEFAULT_RETRY_PAUSE_SECS: f64 = 10.0;
 }
 
 /// Writes answer lines, whole, one at a time.
@@ -235,12 +139,50 @@ impl AnswerWriter {
     }
 }
 
+/// A request in flight: its id, the try being made, and the job name of its first try.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Pending {
+    id: u64,
+    attempt: u32,
+    /// `s-t0<miner>-<sector>.r<id>`; later tries add `.a<try>`.
+    base: String,
+}
+
+impl Pending {
+    /// The job name of this try.
+    fn job(&self) -> String {
+        if self.attempt <= 1 {
+            self.base.clone()
+        } else {
+            format!("{}.a{}", self.base, self.attempt)
+        }
+    }
+
+    /// The next try.
+    fn next(&self) -> Pending {
+        Pending {
+            attempt: self.attempt + 1,
+            ..self.clone()
+        }
+    }
+}
+
 /// The requests in flight, by job name.
 #[derive(Default)]
 struct InFlight {
-    ids: HashMap<String, u64>,
+    requests: HashMap<String, Pending>,
     /// Set when the run ends: requests must wait for the next run.
     is_closed: bool,
+}
+
+/// How a run ended, for the requests it leaves.
+enum RunEnd {
+    /// It drained its inbox, as asked at the end of input.
+    Drained,
+    /// A stop signal: nothing more is proved.
+    Stopped,
+    /// It could not go on, for this reason.
+    Fault(String),
 }
 
 /// What the processor's threads share.
@@ -248,6 +190,7 @@ struct Shared {
     answers: AnswerWriter,
     in_flight: Mutex<InFlight>,
     layout: SpoolLayout,
+    attempts: u32,
 }
 
 impl Shared {
@@ -256,51 +199,155 @@ impl Shared {
     }
 
     fn is_in_flight(&self, id: u64) -> bool {
-        self.lock().ids.values().any(|&v| v == id)
+        self.lock().requests.values().any(|p| p.id == id)
     }
 
-    /// Answers `job`'s request, if it is one in flight, with what the event says.
+    fn has_pending(&self) -> bool {
+        !self.lock().requests.is_empty()
+    }
+
+    /// Answers `job`'s request, if it is one in flight, with what the event says; or puts
+    /// it back for another try when the failure may pass.
     fn answer_event(&self, event: &Event) {
-        let (job, answer) = match &event.kind {
+        let (job, outcome) = match &event.kind {
             EventKind::ProofWritten { job, path } => (job, Ok(path)),
             EventKind::JobFailed {
                 job,
                 stage,
                 message,
-            } => (job, Err(format!("cuzk: {stage}: {message}"))),
+            } => (
+                job,
+                Err((format!("cuzk: {stage}: {message}"), Retry::after(*stage))),
+            ),
             // Never the case for a file this module wrote, but a request must not wait for
             // a claim that cannot happen; its file goes, so it is never proved unasked.
             EventKind::FileSkipped { job, reason } => (
                 job,
-                Err(format!("cuzk: cannot claim the request's file: {reason}")),
+                Err((
+                    format!("cuzk: cannot claim the request's file: {reason}"),
+                    Retry::MayHelp("a fault of this machine's temporary directory".into()),
+                )),
             ),
             _ => return,
         };
-        let Some(id) = self.lock().ids.remove(job) else {
+        let Some(pending) = self.lock().requests.remove(job) else {
             return;
         };
-        let answer = match answer {
+        let answer = match outcome {
             Ok(path) => match fs::read(path) {
-                Ok(proof) => Answer::proof(id, proof),
-                Err(err) => Answer::error(id, format!("cuzk: reading the proof {path}: {err}")),
+                Ok(proof) => Answer::proof(pending.id, proof),
+                Err(err) => Answer::error(
+                    pending.id,
+                    &format!("cuzk: reading the proof {path}: {err}"),
+                    Retry::MayHelp("a fault of this machine's temporary directory".into()),
+                ),
             },
-            Err(message) => Answer::error(id, message),
+            Err((message, retry)) => {
+                if retry.may_help() && pending.attempt < self.attempts {
+                    let from = self.layout.failed.join(format!("{job}.json"));
+                    match self.try_again(&pending, &from, &message) {
+                        Ok(()) => {
+                            let _ = fs::remove_file(
+                                self.layout.failed.join(format!("{job}.error.json")),
+                            );
+                            return;
+                        }
+                        Err(err) => eprintln!(
+                            "cuzk damocles-c2: request {}: cannot try again: {err:#}",
+                            pending.id
+                        ),
+                    }
+                }
+                self.give_up(&pending, &message, retry)
+            }
         };
         self.answers.send(&answer);
         self.remove_job_files(job);
     }
 
-    /// Ends a run: answers every request still in flight with `reason` and removes its file.
-    fn close(&self, reason: &str) {
-        let left: Vec<(String, u64)> = {
+    /// Moves the request's C1 file from `from` into the inbox under its next try's name and
+    /// keeps it in flight for the run that claims it.
+    fn try_again(&self, pending: &Pending, from: &Path, why: &str) -> Result<()> {
+        let next = pending.next();
+        let to = self.layout.inbox.join(format!("{}.json", next.job()));
+        // Registered before the file appears, so the run that claims it finds the request.
+        self.lock().requests.insert(next.job(), next.clone());
+        if let Err(err) = fs::rename(from, &to) {
+            self.lock().requests.remove(&next.job());
+            return Err(err)
+                .with_context(|| format!("moving {} to {}", from.display(), to.display()));
+        }
+        eprintln!(
+            "cuzk damocles-c2: request {}: try {} of {} failed, trying again: {why}",
+            pending.id, pending.attempt, self.attempts
+        );
+        Ok(())
+    }
+
+    /// The error answer of a request tried `pending.attempt` times.
+    fn give_up(&self, pending: &Pending, message: &str, retry: Retry) -> Answer {
+        let tries = if pending.attempt > 1 {
+            format!(" [tried {} times]", pending.attempt)
+        } else {
+            String::new()
+        };
+        Answer::error(pending.id, &format!("{message}{tries}"), retry)
+    }
+
+    /// Ends a run: answers the requests still in flight, or keeps them for another try when
+    /// the run could not go on and tries are left. Returns when the next run should start,
+    /// if requests wait for one.
+    fn close(&self, end: &RunEnd, retry_pause: Duration) -> Option<Duration> {
+        let left: Vec<(String, Pending)> = {
             let mut in_flight = self.lock();
             in_flight.is_closed = true;
-            in_flight.ids.drain().collect()
+            in_flight.requests.drain().collect()
         };
-        for (job, id) in left {
-            self.answers.send(&Answer::error(id, reason.to_owned()));
+        let mut is_waiting = false;
+        for (job, pending) in left {
+            let (message, retry) = match end {
+                // Put back for another try just as the run drained: the next run takes it.
+                RunEnd::Drained if self.layout.inbox.join(format!("{job}.json")).is_file() => {
+                    self.lock().requests.insert(job, pending);
+                    is_waiting = true;
+                    continue;
+                }
+                RunEnd::Drained => (
+                    "cuzk's pipeline ended before proving it".to_owned(),
+                    Retry::MayHelp("a fault of this processor, not of the request".into()),
+                ),
+                RunEnd::Stopped => (
+                    "cuzk was asked to stop (SIGINT or SIGTERM) before proving it".to_owned(),
+                    Retry::MayHelp("another processor can prove it".into()),
+                ),
+                RunEnd::Fault(reason) => {
+                    let message = format!("cuzk could not prove it: {reason}");
+                    let retry = Retry::MayHelp(
+                        "a fault of this machine, not of the request; once it is fixed".into(),
+                    );
+                    if pending.attempt < self.attempts {
+                        let from = self.layout.inbox.join(format!("{job}.json"));
+                        match self.try_again(&pending, &from, reason) {
+                            Ok(()) => {
+                                is_waiting = true;
+                                continue;
+                            }
+                            Err(err) => eprintln!(
+                                "cuzk damocles-c2: request {}: cannot try again: {err:#}",
+                                pending.id
+                            ),
+                        }
+                    }
+                    (message, retry)
+                }
+            };
+            self.answers.send(&self.give_up(&pending, &message, retry));
             self.remove_job_files(&job);
         }
+        is_waiting.then_some(match end {
+            RunEnd::Fault(_) => retry_pause,
+            _ => Duration::ZERO,
+        })
     }
 
     /// Removes whatever the spool holds of an answered job, wherever it is; the private
@@ -332,11 +379,21 @@ struct Run {
     drain: pipeline::Drain,
 }
 
-/// How a run ended: `true` when a stop signal ended it.
-type RunEnded = bool;
+/// How a run ended, for the processor's loop.
+struct RunEnded {
+    /// A stop signal ended it.
+    is_stopped: bool,
+    /// Requests wait for another run, to start after this long.
+    next_run_after: Option<Duration>,
+}
 
 impl Run {
-    fn start(settings: RunSettings, shared: Arc<Shared>, ended: Sender<RunEnded>) -> Result<Run> {
+    fn start(
+        settings: RunSettings,
+        retry_pause: Duration,
+        shared: Arc<Shared>,
+        ended: Sender<RunEnded>,
+    ) -> Result<Run> {
         shared.lock().is_closed = false;
         let (observer, events) = unbounded::<Event>();
         let control = RunControl {
@@ -359,18 +416,19 @@ impl Run {
                 // The observer's last sender went with the reporter: the answers are all given.
                 drop(control);
                 let _ = answering.join();
-                let reason = match &result {
+                let end = match &result {
                     Err(err) => {
                         eprintln!("cuzk damocles-c2: the pipeline stopped: {err:#}");
-                        format!("cuzk could not prove it: {err:#}")
+                        RunEnd::Fault(format!("{err:#}"))
                     }
-                    Ok(_) if pipeline::is_stopping() => {
-                        "cuzk was asked to stop (SIGINT or SIGTERM) before proving it".to_owned()
-                    }
-                    Ok(_) => "cuzk's pipeline ended before proving it".to_owned(),
+                    Ok(_) if pipeline::is_stopping() => RunEnd::Stopped,
+                    Ok(_) => RunEnd::Drained,
                 };
-                shared.close(&reason);
-                let _ = ended.send(pipeline::is_stopping());
+                let next_run_after = shared.close(&end, retry_pause);
+                let _ = ended.send(RunEnded {
+                    is_stopped: matches!(end, RunEnd::Stopped),
+                    next_run_after,
+                });
             })
             .context("starting the pipeline thread")?;
         Ok(Run { thread, drain })
@@ -427,6 +485,7 @@ fn read_lines(mut input: Box<dyn BufRead + Send>, cap: u64) -> Receiver<Input> {
 /// The processor: the private spool, its current run and the answers.
 struct Processor {
     settings: RunSettings,
+    retry_pause: Duration,
     shared: Arc<Shared>,
     run: Option<Run>,
     ended: (Sender<RunEnded>, Receiver<RunEnded>),
@@ -444,6 +503,7 @@ impl Processor {
         }
         self.run = Some(Run::start(
             self.settings.clone(),
+            self.retry_pause,
             self.shared.clone(),
             self.ended.0.clone(),
         )?);
@@ -469,7 +529,11 @@ impl Processor {
             Err(bad) => {
                 match bad.id {
                     Some(id) if !self.shared.is_in_flight(id) => {
-                        self.shared.answers.send(&Answer::error(id, bad.reason))
+                        self.shared.answers.send(&Answer::error(
+                            id,
+                            &bad.reason,
+                            Retry::CannotHelp("the request itself is at fault".into()),
+                        ))
                     }
                     Some(id) => eprintln!(
                         "cuzk damocles-c2: skipped a bad request with the id {id} of a request in flight (its answer is still to come): {bad}"
@@ -493,7 +557,12 @@ impl Processor {
 
     /// Writes the request's C1 output into the private inbox, where the run claims it.
     fn submit(&mut self, request: &C2Request<'_>) -> Result<()> {
-        let job = format!("{}.r{}", request.sector, request.id);
+        let pending = Pending {
+            id: request.id,
+            attempt: 1,
+            base: format!("{}.r{}", request.sector, request.id),
+        };
+        let job = pending.job();
         let inbox = self.shared.layout.inbox.clone();
         // A dotfile first, which the run never claims; renamed once whole.
         let hidden = inbox.join(format!(".{job}.json.part"));
@@ -504,9 +573,11 @@ impl Processor {
                 "cuzk: cannot write the request to {}: {err} (hint: free space there, or give damocles-c2 --tmp-dir elsewhere)",
                 hidden.display()
             );
-            self.shared
-                .answers
-                .send(&Answer::error(request.id, message));
+            self.shared.answers.send(&Answer::error(
+                request.id,
+                &message,
+                Retry::MayHelp("once there is room".into()),
+            ));
             return Ok(());
         }
         loop {
@@ -517,20 +588,43 @@ impl Processor {
                 continue;
             }
             // Registered and renamed under the lock, so a run that ends now answers it.
-            in_flight.ids.insert(job.clone(), request.id);
+            in_flight.requests.insert(job.clone(), pending.clone());
             if let Err(err) = fs::rename(&hidden, &path) {
-                in_flight.ids.remove(&job);
+                in_flight.requests.remove(&job);
                 drop(in_flight);
                 let _ = fs::remove_file(&hidden);
                 self.shared.answers.send(&Answer::error(
                     request.id,
-                    format!(
+                    &format!(
                         "cuzk: cannot move the request into {}: {err}",
                         inbox.display()
                     ),
+                    Retry::MayHelp("a fault of this machine's temporary directory".into()),
                 ));
             }
             return Ok(());
+        }
+    }
+
+    /// At the end of input: lets the run prove what it holds, and as long as requests wait
+    /// for another try (and no stop signal came), runs again for them.
+    fn finish(&mut self) -> Result<()> {
+        loop {
+            let Some(run) = self.run.take() else {
+                return Ok(());
+            };
+            run.drain();
+            let wait = self
+                .ended
+                .1
+                .try_iter()
+                .filter_map(|ended| ended.next_run_after)
+                .max();
+            if pipeline::is_stopping() || !self.shared.has_pending() {
+                return Ok(());
+            }
+            std::thread::sleep(wait.unwrap_or(Duration::ZERO));
+            self.ensure_run()?;
         }
     }
 }
@@ -546,6 +640,7 @@ pub fn serve(
         .and_then(|()| output.flush())
         .context("writing the ready line to stdout")?;
     remove_stale_spools(&settings.tmp_dir);
+    note_other_processors(settings);
     let spool_dir = tempfile::Builder::new()
         .prefix(&format!("{SPOOL_PREFIX}{}-", std::process::id()))
         .tempdir_in(&settings.tmp_dir)
@@ -575,10 +670,12 @@ pub fn serve(
         .saturating_add(LINE_OVERHEAD_BYTES);
     let mut processor = Processor {
         settings: run_settings,
+        retry_pause: settings.retry_pause,
         shared: Arc::new(Shared {
             answers: AnswerWriter(Mutex::new(output)),
             in_flight: Mutex::default(),
             layout,
+            attempts: settings.attempts.max(1),
         }),
         run: None,
         ended: unbounded(),
@@ -586,52 +683,85 @@ pub fn serve(
     // Started now, so that finding the GPUs overlaps the wait for the first request.
     processor.ensure_run()?;
     let lines = read_lines(input, cap);
+    let mut next_run_at: Option<Instant> = None;
     loop {
+        let next_run = next_run_at
+            .map(|at| after(at.saturating_duration_since(Instant::now())))
+            .unwrap_or_else(never);
         select! {
             recv(lines) -> input => match input {
                 Ok(Input::Line(line)) => processor.take_line(&line, false)?,
                 Ok(Input::TooLong(start)) => processor.take_line(&start, true)?,
                 Ok(Input::End) | Err(_) => break,
             },
-            recv(processor.ended.1) -> stopped => {
-                if stopped == Ok(true) {
-                    // A stop signal: the requests in flight were answered; take no more.
-                    return Ok(0);
+            recv(processor.ended.1) -> ended => match ended {
+                // A stop signal: the requests in flight were answered; take no more.
+                Ok(RunEnded { is_stopped: true, .. }) => return Ok(0),
+                Ok(RunEnded { next_run_after: Some(wait), .. }) => {
+                    next_run_at = Some(Instant::now() + wait);
                 }
+                _ => {}
+            },
+            recv(next_run) -> _ => {
+                next_run_at = None;
+                processor.ensure_run()?;
             },
         }
     }
-    if let Some(run) = processor.run.take() {
-        run.drain();
-    }
+    processor.finish()?;
     drop(spool_dir);
     Ok(0)
+}
+
+/// The private spools in `dir`, with the pid of the processor that made each.
+fn processor_spools(dir: &Path) -> Vec<(PathBuf, u32)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let rest = name.to_str()?.strip_prefix(SPOOL_PREFIX)?;
+            let pid = rest.split('-').next()?.parse::<u32>().ok()?;
+            entry
+                .path()
+                .join("inbox")
+                .is_dir()
+                .then(|| (entry.path(), pid))
+        })
+        .collect()
 }
 
 /// Removes private spools that processors killed with SIGKILL (as damocles-worker stops
 /// them) left in `dir`: those whose process no longer runs.
 fn remove_stale_spools(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(SPOOL_PREFIX)) else {
-            continue;
-        };
-        let Some(Ok(pid)) = rest.split('-').next().map(str::parse::<u32>) else {
-            continue;
-        };
-        let is_spool = entry.path().join("inbox").is_dir();
-        if is_spool && pid != std::process::id() && !crate::process::is_alive_here(pid) {
-            match fs::remove_dir_all(entry.path()) {
-                Ok(()) => log::info!(
-                    "removed {}, left by a processor that died",
-                    entry.path().display()
-                ),
-                Err(err) => log::warn!("{}: not removed: {err}", entry.path().display()),
+    for (spool, pid) in processor_spools(dir) {
+        if pid != std::process::id() && !crate::process::is_alive_here(pid) {
+            match fs::remove_dir_all(&spool) {
+                Ok(()) => log::info!("removed {}, left by a processor that died", spool.display()),
+                Err(err) => log::warn!("{}: not removed: {err}", spool.display()),
             }
         }
+    }
+}
+
+/// Says so when other processors run beside this one without `--max-memory`: each budgets
+/// the memory available when its run starts, and several starting together each count
+/// all of it.
+fn note_other_processors(settings: &ProcessorSettings) {
+    if settings.run.max_memory.is_some() {
+        return;
+    }
+    let others = processor_spools(&settings.tmp_dir)
+        .into_iter()
+        .filter(|(_, pid)| *pid != std::process::id() && crate::process::is_alive_here(*pid))
+        .count();
+    if others > 0 {
+        eprintln!(
+            "cuzk damocles-c2: note: {others} other cuzk C2 processor(s) run on this host (their spools are in {}); each budgets the memory available when its run starts, so together they may count the same memory twice (hint: give each --max-memory, its share of the machine, or serve every request from one processor with damocles' `concurrent`, which shares one set of parameters)",
+            settings.tmp_dir.display()
+        );
     }
 }
 
@@ -660,73 +790,25 @@ pub fn protocol_stdout() -> Result<File> {
 mod tests {
     use super::*;
 
-    fn line(id: u64, prover_miner: u64, miner: u64, c1out: &str) -> String {
-        let prover_id = SectorIdentity {
-            miner_id: prover_miner,
-            sector_num: 0,
-        }
-        .prover_id();
-        format!(
-            r#"{{"id":{id},"task":{{"c1out":{c1out},"prover_id":{},"sector_id":7,"miner_id":{miner}}}}}"#,
-            serde_json::to_string(&prover_id.to_vec()).expect("json")
-        )
-    }
-
     #[test]
-    fn a_good_request_keeps_its_c1_bytes() {
-        let text = line(
-            3,
-            1000,
-            1000,
-            r#"{"registered_proof": "StackedDrg2KiBV1_1"}"#,
-        );
-        let request = parse_request(&text).expect("good request");
-        assert_eq!(request.id, 3);
+    fn tries_after_the_first_have_names_of_their_own() {
+        let first = Pending {
+            id: 7,
+            attempt: 1,
+            base: "s-t01000-1.r7".into(),
+        };
+        assert_eq!(first.job(), "s-t01000-1.r7");
+        assert_eq!(first.next().job(), "s-t01000-1.r7.a2");
+        assert_eq!(first.next().next().job(), "s-t01000-1.r7.a3");
+        // Still a lotus sector name: the miner and sector come from it.
+        let path = format!("inbox/{}.json", first.next().job());
         assert_eq!(
-            request.c1out,
-            r#"{"registered_proof": "StackedDrg2KiBV1_1"}"#
-        );
-        assert_eq!(
-            request.sector,
-            SectorIdentity {
+            crate::c1::identity_from_file_name(Path::new(&path)),
+            Some(crate::c1::SectorIdentity {
                 miner_id: 1000,
-                sector_num: 7
-            }
+                sector_num: 1
+            })
         );
-    }
-
-    #[test]
-    fn a_prover_id_of_another_miner_is_refused_with_the_id() {
-        let bad = parse_request(&line(4, 2000, 1000, "{}")).expect_err("mismatch");
-        assert_eq!(bad.id, Some(4));
-        assert!(bad.reason.contains("miner_id 1000"), "{bad}");
-        assert!(bad.reason.contains("hint"), "{bad}");
-    }
-
-    #[test]
-    fn bad_lines_give_their_id_when_they_have_one() {
-        let id = |text: &str| parse_request(text).expect_err(text).id;
-        assert_eq!(id(r#"{"id":5,"task":"nonsense"}"#), Some(5));
-        assert_eq!(id(r#"{"id":6,"task":{"c1out":{"x":1}}}"#), Some(6));
-        assert_eq!(id(&line(8, 1000, 1000, "[1,2]")), Some(8));
-        // Cut short: the JSON is invalid, but the id leads the line as damocles writes it.
-        assert_eq!(id(r#"{"id":9,"task":{"c1out":{"registered_pr"#), Some(9));
-        assert_eq!(id(r#"{ "id" : 10 , "task""#), Some(10));
-        assert_eq!(id("not json at all"), None);
-        assert_eq!(id(r#"{"id":"eleven","task":{}}"#), None);
-        assert_eq!(id(r#"{"id":12x,"task":{}}"#), None);
-        assert_eq!(id(r#"{"task":{},"id":-1}"#), None);
-    }
-
-    #[test]
-    fn answers_are_the_vc_processors_response_shape() {
-        let ok = serde_json::to_string(&Answer::proof(1, vec![1, 2, 255])).expect("json");
-        assert_eq!(
-            ok,
-            r#"{"id":1,"err_msg":null,"output":{"proof":[1,2,255]}}"#
-        );
-        let err = serde_json::to_string(&Answer::error(2, "no \"way\"".into())).expect("json");
-        assert_eq!(err, r#"{"id":2,"err_msg":"no \"way\"","output":null}"#);
     }
 
     #[test]

@@ -1,0 +1,292 @@
+//! The protocol's lines: a request as damocles sends it, checked; an answer as it reads it;
+//! and what an error answer says about trying again.
+//!
+//! damocles-worker takes every C2 error as final and pauses the sealing thread that asked, so
+//! an operator reads each `err_msg`. Every error answer therefore ends by saying whether
+//! sending the request again can help ([`Retry`]): `(retrying cannot help: ...)` when the
+//! request itself is at fault, `(retrying may help: ...)` when this machine is (a GPU or
+//! driver fault, parameters that could not be loaded), which cuzk has already retried.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::c1::SectorIdentity;
+use crate::event::JobStage;
+
+/// A request as damocles sends it; `c1out` is kept as the bytes received.
+#[derive(Deserialize)]
+struct WireRequest<'a> {
+    id: u64,
+    #[serde(borrow)]
+    task: WireTask<'a>,
+}
+
+#[derive(Deserialize)]
+struct WireTask<'a> {
+    #[serde(borrow)]
+    c1out: &'a RawValue,
+    prover_id: [u8; 32],
+    sector_id: u64,
+    miner_id: u64,
+}
+
+/// A request that is well formed and consistent.
+#[derive(Debug)]
+pub struct C2Request<'a> {
+    /// damocles' id, which its answer must carry.
+    pub id: u64,
+    /// The SealCommitPhase1Output, as received.
+    pub c1out: &'a str,
+    /// The sector it claims to be.
+    pub sector: SectorIdentity,
+}
+
+/// Why a request line cannot be taken, and its id if one could be read.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{reason}")]
+pub struct BadRequest {
+    /// The id, when the line has a readable one.
+    pub id: Option<u64>,
+    /// Why.
+    pub reason: String,
+}
+
+/// One answer line.
+#[derive(Debug, Serialize)]
+pub struct Answer {
+    /// The request's id.
+    pub id: u64,
+    err_msg: Option<String>,
+    output: Option<ProofOutput>,
+}
+
+/// `SealCommitPhase2Output`: the proof's bytes, which serde writes as a number array.
+#[derive(Debug, Serialize)]
+struct ProofOutput {
+    proof: Vec<u8>,
+}
+
+impl Answer {
+    /// The proof for request `id`.
+    pub fn proof(id: u64, proof: Vec<u8>) -> Answer {
+        Answer {
+            id,
+            err_msg: None,
+            output: Some(ProofOutput { proof }),
+        }
+    }
+
+    /// An error for request `id`, ending with what retrying can do.
+    pub fn error(id: u64, message: &str, retry: Retry) -> Answer {
+        Answer {
+            id,
+            err_msg: Some(format!("{message} {retry}")),
+            output: None,
+        }
+    }
+}
+
+/// Whether sending a failed request again can help, with why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// The request itself is at fault: the same request fails the same way.
+    CannotHelp(String),
+    /// This machine is at fault, not the request.
+    MayHelp(String),
+}
+
+impl Retry {
+    /// What retrying a job that failed at `stage` can do. Only a GPU or driver fault is
+    /// worth another try of the same request: proving (`prove`), and a proof that did not
+    /// verify (`verify`: a GPU that computed wrong, or parameters that do not match their
+    /// verifying key). Every other stage fails the same request the same way.
+    pub fn after(stage: JobStage) -> Retry {
+        match stage {
+            JobStage::Prove | JobStage::Verify => Retry::MayHelp(
+                "a fault of this machine (GPU, driver, parameters), not of the request".into(),
+            ),
+            JobStage::Spool | JobStage::Parse | JobStage::Identity | JobStage::Bind => {
+                Retry::CannotHelp("the request itself is at fault".into())
+            }
+            JobStage::Params | JobStage::Write => Retry::MayHelp(
+                "a fault of this machine (its parameters or disk), not of the request".into(),
+            ),
+            JobStage::Synthesis => {
+                Retry::CannotHelp("the circuit cannot be synthesized from this C1 output".into())
+            }
+            JobStage::Crash => {
+                Retry::CannotHelp("proving it took the prover down again and again".into())
+            }
+        }
+    }
+
+    /// True when another try of the same request can succeed.
+    pub fn may_help(&self) -> bool {
+        matches!(self, Retry::MayHelp(_))
+    }
+}
+
+impl std::fmt::Display for Retry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Retry::CannotHelp(why) => write!(f, "(retrying cannot help: {why})"),
+            Retry::MayHelp(why) => write!(f, "(retrying may help: {why})"),
+        }
+    }
+}
+
+/// Reads a request line: well formed, with a prover id that is the miner's.
+pub fn parse_request(line: &str) -> Result<C2Request<'_>, BadRequest> {
+    let wire: WireRequest<'_> = serde_json::from_str(line).map_err(|e| BadRequest {
+        id: request_id(line),
+        reason: format!("not a c2 request: {e} (expected {{\"id\":N,\"task\":{{\"c1out\":{{...}},\"prover_id\":[32 numbers],\"sector_id\":N,\"miner_id\":N}}}})"),
+    })?;
+    let bad = |reason: String| BadRequest {
+        id: Some(wire.id),
+        reason,
+    };
+    let task = wire.task;
+    let sector = SectorIdentity {
+        miner_id: task.miner_id,
+        sector_num: task.sector_id,
+    };
+    if task.prover_id != sector.prover_id() {
+        return Err(bad(format!(
+            "prover_id {} is not the prover id of miner_id {} (t0{}), which is {}; the proof would be for another miner (hint: damocles derives both from the sector's miner; check the sector's miner id)",
+            hex::encode(task.prover_id),
+            task.miner_id,
+            task.miner_id,
+            hex::encode(sector.prover_id())
+        )));
+    }
+    let c1out = task.c1out.get();
+    if !c1out.starts_with('{') {
+        return Err(bad(
+            "c1out is not a JSON object; expected the SealCommitPhase1Output of commit phase 1"
+                .into(),
+        ));
+    }
+    Ok(C2Request {
+        id: wire.id,
+        c1out,
+        sector,
+    })
+}
+
+/// The id of a request line that is not a valid request, if it has one: read as JSON, or
+/// from the line's start (`{"id":N,`) when the JSON is cut short.
+pub fn request_id(line: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct IdOnly {
+        id: u64,
+    }
+    if let Ok(only) = serde_json::from_str::<IdOnly>(line) {
+        return Some(only.id);
+    }
+    let rest = line.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix("\"id\"")?.trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start();
+    let digits: &str = &rest[..rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len())];
+    let after = rest[digits.len()..].chars().next();
+    if !matches!(after, Some(',') | Some('}') | Some(' ') | Some('\t')) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: u64, prover_miner: u64, miner: u64, c1out: &str) -> String {
+        let prover_id = SectorIdentity {
+            miner_id: prover_miner,
+            sector_num: 0,
+        }
+        .prover_id();
+        format!(
+            r#"{{"id":{id},"task":{{"c1out":{c1out},"prover_id":{},"sector_id":7,"miner_id":{miner}}}}}"#,
+            serde_json::to_string(&prover_id.to_vec()).expect("json")
+        )
+    }
+
+    #[test]
+    fn a_good_request_keeps_its_c1_bytes() {
+        let text = line(
+            3,
+            1000,
+            1000,
+            r#"{"registered_proof": "StackedDrg2KiBV1_1"}"#,
+        );
+        let request = parse_request(&text).expect("good request");
+        assert_eq!(request.id, 3);
+        assert_eq!(
+            request.c1out,
+            r#"{"registered_proof": "StackedDrg2KiBV1_1"}"#
+        );
+        assert_eq!(
+            request.sector,
+            SectorIdentity {
+                miner_id: 1000,
+                sector_num: 7
+            }
+        );
+    }
+
+    #[test]
+    fn a_prover_id_of_another_miner_is_refused_with_the_id() {
+        let bad = parse_request(&line(4, 2000, 1000, "{}")).expect_err("mismatch");
+        assert_eq!(bad.id, Some(4));
+        assert!(bad.reason.contains("miner_id 1000"), "{bad}");
+        assert!(bad.reason.contains("hint"), "{bad}");
+    }
+
+    #[test]
+    fn bad_lines_give_their_id_when_they_have_one() {
+        let id = |text: &str| parse_request(text).expect_err(text).id;
+        assert_eq!(id(r#"{"id":5,"task":"nonsense"}"#), Some(5));
+        assert_eq!(id(r#"{"id":6,"task":{"c1out":{"x":1}}}"#), Some(6));
+        assert_eq!(id(&line(8, 1000, 1000, "[1,2]")), Some(8));
+        // Cut short: the JSON is invalid, but the id leads the line as damocles writes it.
+        assert_eq!(id(r#"{"id":9,"task":{"c1out":{"registered_pr"#), Some(9));
+        assert_eq!(id(r#"{ "id" : 10 , "task""#), Some(10));
+        assert_eq!(id("not json at all"), None);
+        assert_eq!(id(r#"{"id":"eleven","task":{}}"#), None);
+        assert_eq!(id(r#"{"id":12x,"task":{}}"#), None);
+        assert_eq!(id(r#"{"task":{},"id":-1}"#), None);
+    }
+
+    #[test]
+    fn answers_are_the_vc_processors_response_shape() {
+        let ok = serde_json::to_string(&Answer::proof(1, vec![1, 2, 255])).expect("json");
+        assert_eq!(
+            ok,
+            r#"{"id":1,"err_msg":null,"output":{"proof":[1,2,255]}}"#
+        );
+        let retry = Retry::CannotHelp("x".into());
+        let err = serde_json::to_string(&Answer::error(2, "no \"way\"", retry)).expect("json");
+        assert_eq!(
+            err,
+            r#"{"id":2,"err_msg":"no \"way\" (retrying cannot help: x)","output":null}"#
+        );
+    }
+
+    #[test]
+    fn only_faults_of_the_machine_are_worth_another_try() {
+        let worth: Vec<JobStage> = JobStage::ALL
+            .into_iter()
+            .filter(|&stage| Retry::after(stage).may_help())
+            .collect();
+        assert_eq!(
+            worth,
+            [
+                JobStage::Params,
+                JobStage::Prove,
+                JobStage::Verify,
+                JobStage::Write
+            ]
+        );
+    }
+}
