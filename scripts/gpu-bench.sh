@@ -12,7 +12,7 @@
 #   ecgpu            cuzk, ec-gpu backend, GPU 0, default provers per GPU
 #   supraseal-full   as supraseal, with --synthesis full
 #   split            as supraseal, with --prover-cpus K for each K in SPLIT_CPUS (default 4 8 0)
-#   supraseal-all, ecgpu-all   every GPU (machines with two or more)
+#   supraseal-all, ecgpu-all, cuda-all   every GPU (machines with two or more)
 #   default, overlap, allgpus, allgpus-overlap, sweep (every GPU at each --synth-jobs in
 #   SWEEP_JOBS, default 1 2 4 8), cpu (4 files), 8mib
 # sampling GPU utilisation with nvidia-smi, and writes summary.md plus logs to OUT_DIR.
@@ -99,6 +99,7 @@ want supraseal-full && VISIBLE=0 run_cuzk supraseal-full "${files[@]}" -- --back
 if [ "$gpus" -ge 2 ]; then
   want supraseal-all && run_cuzk supraseal-all "${files[@]}" -- --backend supraseal
   want ecgpu-all && run_cuzk ecgpu-all "${files[@]}" -- --backend ec-gpu --gpus all
+  want cuda-all && run_cuzk cuda-all "${files[@]}" -- --backend cuda --gpus all
 fi
 want default && VISIBLE=0 run_cuzk default "${files[@]}" --
 want overlap && run_cuzk overlap "${files[@]}" -- --backend ec-gpu --gpus 0 --provers-per-gpu 2

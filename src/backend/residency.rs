@@ -230,17 +230,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn residency_keeps_the_largest_sets_that_fit() {
-        // The 32GiB set: H 2^27 - 1, L and A about 130M, B about 33M.
-        let layout = ParamsLayout {
+    /// The 32GiB set: H 2^27 - 1, L and A about 130M, B about 33M.
+    fn layout_32gib() -> ParamsLayout {
+        ParamsLayout {
             vk_bytes: 4000,
             ic: 329,
             h: (1 << 27) - 1,
             l: 130_170_000,
             a: 129_750_000,
             b: 33_100_000,
-        };
+        }
+    }
+
+    #[test]
+    fn residency_keeps_the_largest_sets_that_fit() {
+        let layout = layout_32gib();
         let all: u32 = BaseSet::ALL.iter().map(|s| s.bit()).sum();
         assert_eq!(
             plan_residency(&layout, 140 << 30),
@@ -263,14 +267,7 @@ mod tests {
 
     #[test]
     fn constraints_go_to_the_gpu_only_beside_every_base() {
-        let layout = ParamsLayout {
-            vk_bytes: 4000,
-            ic: 329,
-            h: (1 << 27) - 1,
-            l: 130_170_000,
-            a: 129_750_000,
-            b: 33_100_000,
-        };
+        let layout = layout_32gib();
         // The 32GiB shape's bases are 47.4 GB; its constraints about 8.9 GB.
         let bases = all_bases_bytes(&layout);
         assert!((47_000_000_000..48_000_000_000).contains(&bases), "{bases}");
