@@ -85,7 +85,7 @@ fn main() -> Result<()> {
     let r1cs = if args.path == "full" {
         None
     } else {
-        let file = r1cs_path(&sector.circuits.params_path()?);
+        let file = r1cs_path(&sector.circuits.params_path()?)?;
         Some(Arc::new(R1cs::load(&file).with_context(|| {
             format!("run `cuzk params constraints` first ({})", file.display())
         })?))

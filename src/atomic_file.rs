@@ -2,7 +2,8 @@
 //!
 //! Every file cuzk writes for a reader to take (proofs, their notes, metrics, recorded
 //! constraints, parameters of a benchmark shape) is written under a temporary name, synced,
-//! renamed over its target, and the directory synced. The temporary is
+//! renamed over its target (or, for recorded constraints, linked in only where no file is:
+//! [`write_new_with`]), and the directory synced. The temporary is
 //! `.<name>.tmp-<host>-<pid>-<n>`: unique to the process and the call, so two writers of one
 //! target (two runs on one spool recording the same constraints, threads writing one note)
 //! never write into one file, and a target that is memory-mapped is only ever replaced, never
@@ -59,6 +60,43 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Re
         return Err(e).with_context(|| format!("writing {}", path.display()));
     }
     sync_dir(dir)
+}
+
+/// Writes `path` atomically with `fill` as [`write_with`] does, but only if no file is there:
+/// an existing one is never replaced (a large file other processes map). Two writers at once
+/// are fine: the first one's file stays. True when this call wrote it.
+pub fn write_new_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<bool> {
+    if fs::symlink_metadata(path).is_ok() {
+        return Ok(false);
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .and_then(OsStr::to_str)
+        .with_context(|| format!("{}: not a file path", path.display()))?;
+    let tmp = temporary_path(dir, name);
+    let written = (|| -> Result<bool> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
+        fill(&mut file)?;
+        file.sync_all()?;
+        // A link, unlike a rename, fails if the target exists: never over another's file.
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    })();
+    let _ = fs::remove_file(&tmp);
+    let is_written = written.with_context(|| format!("writing {}", path.display()))?;
+    sync_dir(dir)?;
+    Ok(is_written)
 }
 
 /// Removes the temporaries in `dir` that writers of this host which are gone left behind.
@@ -148,6 +186,29 @@ mod tests {
         assert!(format!("{err:#}").contains("disk full"), "{err:#}");
         assert_eq!(fs::read(&path).expect("read"), b"old");
         assert_eq!(names(dir.path()), vec!["proof"]);
+    }
+
+    #[test]
+    fn a_file_others_may_map_is_never_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("constraints.r1cs");
+        let fill = |bytes: &'static [u8]| {
+            move |file: &mut File| -> Result<()> {
+                file.write_all(bytes)?;
+                Ok(())
+            }
+        };
+        assert!(write_new_with(&path, fill(b"first")).expect("write"));
+        let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).expect("meta"));
+        let before = inode(&path);
+        assert!(!write_new_with(&path, fill(b"second")).expect("write"));
+        assert_eq!(fs::read(&path).expect("read"), b"first");
+        assert_eq!(inode(&path), before, "the same file, not a replacement");
+        assert_eq!(
+            names(dir.path()),
+            vec!["constraints.r1cs"],
+            "no temporary left"
+        );
     }
 
     #[test]

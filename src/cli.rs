@@ -797,13 +797,19 @@ fn params_path(args: ParamsSizeArgs) -> Result<u8> {
 fn params_constraints(args: ParamsSizeArgs) -> Result<u8> {
     let size = SectorSizeName(args.sector_size);
     let (params_path, _) = params::param_paths(args.sector_size)?;
-    let file = crate::r1cs::r1cs_path(&params_path);
+    let file = crate::r1cs::r1cs_path(&params_path)?;
     let started = Instant::now();
     let progress = Spinner::start(format!("recording the {size} circuit's constraints"));
     let recorded = crate::porep::record_constraints(args.sector_size);
     progress.finish();
     let r1cs = recorded?;
-    r1cs.save(&file)?;
+    if !r1cs.save(&file)? {
+        eprintln!(
+            "{} is there already and was left as it is (another run may have it mapped); delete it first to record it again",
+            file.display()
+        );
+        return Ok(0);
+    }
     eprintln!(
         "recorded {} constraints ({}) in {:.0} s: {}",
         r1cs.counts().constraints,

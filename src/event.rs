@@ -220,6 +220,14 @@ pub enum EventKind {
         /// The proof file.
         path: String,
     },
+    /// A resumed claim's name had a result in the outbox proved from other C1 bytes (lotus ran
+    /// C1 again for the sector): the result was kept aside and the file is proved again.
+    ResultSuperseded {
+        /// The job.
+        job: String,
+        /// Where the earlier proof is kept (`outbox/superseded/...`).
+        kept_as: String,
+    },
     /// The job failed and its C1 file went to `failed/`.
     JobFailed {
         /// The job.
@@ -302,6 +310,8 @@ pub enum EventName {
     VerifyEnd,
     /// [`EventKind::ProofWritten`].
     Done,
+    /// [`EventKind::ResultSuperseded`].
+    Superseded,
     /// [`EventKind::JobFailed`].
     Failed,
     /// [`EventKind::FileDeferred`].
@@ -316,7 +326,7 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 27] = [
+    pub const ALL: [EventName; 28] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
@@ -339,6 +349,7 @@ impl EventName {
         EventName::VerifyStart,
         EventName::VerifyEnd,
         EventName::Done,
+        EventName::Superseded,
         EventName::Failed,
         EventName::Deferred,
         EventName::Skipped,
@@ -371,6 +382,7 @@ impl EventName {
             EventName::VerifyStart => "VERIFY_START",
             EventName::VerifyEnd => "VERIFY_END",
             EventName::Done => "DONE",
+            EventName::Superseded => "SUPERSEDED",
             EventName::Failed => "FAILED",
             EventName::Deferred => "DEFERRED",
             EventName::Skipped => "SKIPPED",
@@ -419,6 +431,7 @@ impl EventKind {
             EventKind::VerifyStarted { .. } => EventName::VerifyStart,
             EventKind::VerifyFinished { .. } => EventName::VerifyEnd,
             EventKind::ProofWritten { .. } => EventName::Done,
+            EventKind::ResultSuperseded { .. } => EventName::Superseded,
             EventKind::JobFailed { .. } => EventName::Failed,
             EventKind::FileDeferred { .. } => EventName::Deferred,
             EventKind::FileSkipped { .. } => EventName::Skipped,
@@ -443,6 +456,7 @@ impl EventKind {
             | EventKind::VerifyStarted { job }
             | EventKind::VerifyFinished { job, .. }
             | EventKind::ProofWritten { job, .. }
+            | EventKind::ResultSuperseded { job, .. }
             | EventKind::JobFailed { job, .. }
             | EventKind::FileDeferred { job, .. }
             | EventKind::FileSkipped { job, .. } => Some(job),
@@ -763,6 +777,10 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
             EventName::Done => EventKind::ProofWritten {
                 job: job(),
                 path: "/o/s-t01000-1.proof".into(),
+            },
+            EventName::Superseded => EventKind::ResultSuperseded {
+                job: job(),
+                kept_as: "/o/superseded/s-t01000-1.c1-0123456789abcdef.proof".into(),
             },
             EventName::Failed => EventKind::JobFailed {
                 job: "s-t01000-2".into(),

@@ -11,11 +11,13 @@
 //! `a = A·w`, `b = B·w`, `c = C·w` as sparse matrix-vector products on a bounded pool of
 //! threads. The result is the same [`SynthesizedPartition`] the full path makes.
 //!
-//! The file (`cuzk-r1cs-v1-<parameter file stem>.r1cs`) is little-endian: a header of counts,
+//! The file (`cuzk-r1cs-v1-<parameter file stem>-<circuit identity>.r1cs`, see [`identity`])
+//! is little-endian: a header of counts,
 //! the coefficients, then for A, B and C the row offsets (u64) and the entries (u64: column in
 //! the low 32 bits, inputs flagged by the top bit, coefficient id in the high 32), then the
 //! three density bit vectors, and last a BLAKE3 digest of everything before it. It is mapped,
-//! not read, so the page cache holds one copy however many runs use it.
+//! not read, so the page cache holds one copy however many runs use it, and it is never
+//! replaced once written (see [`R1cs::save`]).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -38,6 +40,10 @@ use crate::synth::{
     next_witness_id, thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile,
     SynthesizedPartition,
 };
+
+mod identity;
+
+pub use identity::{check_counts, CircuitIdentity, RECORDER_VERSION};
 
 /// The file format's magic and version.
 const MAGIC: &[u8; 8] = b"CUZKR1CS";
@@ -174,10 +180,12 @@ impl R1cs {
         Ok(Recorder::run(circuit, true)?.finish())
     }
 
-    /// Writes the R1CS to `path` atomically (see [`atomic_file`]).
-    pub fn save(&self, path: &Path) -> Result<()> {
+    /// Writes the R1CS to `path` atomically (see [`atomic_file`]), unless a file is there
+    /// already: that one is left as it is, since another process may have it mapped (and a
+    /// mapped file replaced on NFS kills its reader with SIGBUS). True when written.
+    pub fn save(&self, path: &Path) -> Result<bool> {
         atomic_file::remove_stale_temporaries_of(path);
-        atomic_file::write_with(path, |file| {
+        atomic_file::write_new_with(path, |file| {
             let mut out = HashingWriter {
                 inner: BufWriter::with_capacity(8 << 20, file),
                 hasher: blake3::Hasher::new(),
@@ -710,13 +718,18 @@ impl ConstraintSystem<Fr> for WitnessOnly {
     }
 }
 
-/// Where the R1CS of the circuit whose parameters are at `params_path` is kept.
-pub fn r1cs_path(params_path: &Path) -> PathBuf {
+/// Where the R1CS of the circuit whose parameters are at `params_path` is kept: beside them,
+/// named after them and the circuit's identity (read from the `.vk` beside them).
+pub fn r1cs_path(params_path: &Path) -> Result<PathBuf> {
+    let identity = CircuitIdentity::of_params(params_path)?;
     let stem = params_path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    params_path.with_file_name(format!("cuzk-r1cs-v{VERSION}-{stem}.r1cs"))
+    Ok(params_path.with_file_name(format!(
+        "cuzk-r1cs-v{VERSION}-{stem}-{}.r1cs",
+        identity.short_hex()
+    )))
 }
 
 /// A recorded R1CS shared by the partitions that use it.

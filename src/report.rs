@@ -122,7 +122,13 @@ struct Display {
     loads: std::collections::HashMap<String, f64>,
     /// Inbox files that could not be claimed, until one is claimed after all.
     skipped: std::collections::HashSet<String>,
+    /// Parameters generated on this machine are in use: "verified" means against their keys.
+    has_local_keys: bool,
 }
+
+/// What "verified" means when the parameters were generated on this machine.
+const LOCAL_KEYS_NOTE: &str =
+    "proofs are verified against these locally generated keys only, not the network's";
 
 impl Display {
     fn new() -> Display {
@@ -141,6 +147,7 @@ impl Display {
             benchmarks: Default::default(),
             loads: Default::default(),
             skipped: Default::default(),
+            has_local_keys: false,
         }
     }
 
@@ -205,12 +212,18 @@ impl Display {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.line(&format!("[{secs:7.1}s] waiting for {job}: {reason}"));
             }
+            EventKind::ResultSuperseded { job, kept_as } => self.line(&format!(
+                "[{secs:7.1}s] {job}: the outbox's proof of that name was made from another C1 file (lotus ran C1 again?); kept as {kept_as}, proving this file again"
+            )),
             EventKind::FileSkipped { job, reason } => self.line(&format!(
                 "[{secs:7.1}s] cannot claim {job}, left in the inbox: {reason}"
             )),
-            EventKind::ParamsGenerating { path } => self.line(&format!(
-                "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 18 minutes on 2 cores)"
-            )),
+            EventKind::ParamsGenerating { path } => {
+                self.has_local_keys = true;
+                self.line(&format!(
+                    "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 18 minutes on 2 cores); {LOCAL_KEYS_NOTE}"
+                ))
+            }
             EventKind::StopRequested => self.line(&format!(
                 "[{secs:7.1}s] stopping: no new files will be claimed; finishing the {} job(s) in flight (signal again to abort at once; claimed files are resumed on restart)",
                 self.in_flight
@@ -260,6 +273,12 @@ impl Display {
             EventKind::ParamsLoadStarted { path, .. } if !self.loads.contains_key(path) => {
                 self.loads.insert(path.clone(), event.elapsed_ms);
                 self.line(&format!("[{secs:7.1}s] loading parameters {path}"));
+                if !self.has_local_keys && crate::params::check::is_generated(std::path::Path::new(path)) {
+                    self.has_local_keys = true;
+                    self.line(&format!(
+                        "[{secs:7.1}s] {LOCAL_KEYS_NOTE}: these are INSECURE test parameters generated on this machine, and the chain rejects proofs made with them"
+                    ));
+                }
             }
             EventKind::ParamsLoadFinished { path, .. } => {
                 if let Some(started_ms) = self.loads.get_mut(path).filter(|t| **t >= 0.0) {
@@ -300,8 +319,13 @@ impl Display {
         } else {
             String::new()
         };
+        let local_keys = if self.has_local_keys && summary.proved > summary.benchmarked {
+            format!(" ({LOCAL_KEYS_NOTE})")
+        } else {
+            String::new()
+        };
         eprintln!(
-            "done: {} proved{benchmarked}, {} failed{skipped} in {:.1} s{per_proof}",
+            "done: {} proved{benchmarked}{local_keys}, {} failed{skipped} in {:.1} s{per_proof}",
             summary.proved, summary.failed, summary.elapsed_s
         );
     }

@@ -43,8 +43,7 @@ use crate::c1::{SectorIdentity, BENCHMARK_KEY};
 use crate::params::registered_proof_for;
 use crate::r1cs::ShapeCounts;
 
-/// The file that marks a directory as holding synthetic (invalid) parameters.
-pub const SYNTHETIC_MARKER: &str = "CUZK-SYNTHETIC-PARAMETERS.txt";
+pub use crate::params::{is_synthetic_dir, SYNTHETIC_MARKER};
 
 /// Makes a shape C1 output for `identity`: the real structure of `sector_size`, random data.
 pub fn synthetic_c1(
@@ -376,11 +375,6 @@ pub fn ensure_synthetic_dir(dir: &Path) -> Result<()> {
          them never verify. Do not point FIL_PROOFS_PARAMETER_CACHE here for real proving.\n",
     )
     .with_context(|| format!("marking {}", dir.display()))
-}
-
-/// True when `dir` is marked as holding synthetic parameters.
-pub fn is_synthetic_dir(dir: &Path) -> bool {
-    dir.join(SYNTHETIC_MARKER).is_file()
 }
 
 #[cfg(test)]

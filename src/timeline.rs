@@ -296,6 +296,12 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             worker: "",
             detail: format!("{stage}: {message}"),
         },
+        EventKind::ResultSuperseded { job, kept_as } => Fields {
+            job,
+            partition: None,
+            worker: "",
+            detail: kept_as.clone(),
+        },
         EventKind::FileDeferred { job, reason } | EventKind::FileSkipped { job, reason } => {
             Fields {
                 job,
@@ -469,6 +475,10 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
                 message: message.to_owned(),
             }
         }
+        EventName::Superseded => EventKind::ResultSuperseded {
+            job: job()?,
+            kept_as: detail(),
+        },
         EventName::Deferred => EventKind::FileDeferred {
             job: job()?,
             reason: detail(),

@@ -346,3 +346,110 @@ fn two_runs_on_one_spool_prove_each_file_exactly_once() {
         .collect();
     assert_eq!(runs.len(), 2, "both runs appended to one timeline");
 }
+
+/// Leaves `bytes` as a claim of a run on another host that stopped beating an hour ago, as a
+/// run killed while proving it would (taken over by the next run given `--lease-secs 1`).
+fn leave_dead_claim(root: &Path, name: &str, bytes: &[u8]) {
+    let owner = root.join("work/otherhost-42");
+    fs::create_dir_all(&owner).expect("owner dir");
+    let record = owner.join(".owner.json");
+    fs::write(
+        &record,
+        br#"{"host":"otherhost","pid":42,"started_at":"2026-01-01T00:00:00Z"}"#,
+    )
+    .expect("owner record");
+    fs::write(owner.join(name), bytes).expect("claim");
+    // The record's age is the heartbeat, and the directory's stands in for an unreadable one.
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    for beat in [&record, &owner] {
+        fs::File::open(beat)
+            .and_then(|f| f.set_modified(hour_ago))
+            .expect("age the heartbeat");
+    }
+}
+
+fn recorded_digest(outbox_record: &Path) -> String {
+    let record: serde_json::Value =
+        serde_json::from_slice(&fs::read(outbox_record).expect("record")).expect("json");
+    record["c1_blake3"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no c1_blake3 in {record}"))
+        .to_owned()
+}
+
+#[test]
+fn a_resumed_claim_is_retired_only_onto_its_own_c1s_proof() {
+    require_params();
+    let (dir, inbox) = spool();
+    let root = dir.path();
+    let name = "s-t01000-1.json";
+    let first = fs::read(fixture(name)).expect("fixture");
+    fs::write(inbox.join(name), &first).expect("copy");
+    let out = cuzk(&ONCE, root, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let (proof_path, record_path) = (
+        root.join("outbox/s-t01000-1.proof"),
+        root.join("outbox/s-t01000-1.json"),
+    );
+    let first_proof = fs::read(&proof_path).expect("first proof");
+    let first_record = fs::read(&record_path).expect("first record");
+    assert_eq!(
+        recorded_digest(&record_path),
+        blake3::hash(&first).to_hex().to_string(),
+        "the record names the bytes it was proved from"
+    );
+
+    // Killed after writing the proof, before moving the C1 file: the same bytes are retired
+    // onto the proof there, which is not made again.
+    leave_dead_claim(root, name, &first);
+    let resume = [&ONCE[..], &["--lease-secs", "1"]].concat();
+    let out = cuzk(&resume, root, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(fs::read(&record_path).expect("record"), first_record);
+    assert!(!root.join("outbox/superseded").exists());
+    assert_eq!(
+        c1_locations(root),
+        vec![
+            (name.to_owned(), "done".to_owned()),
+            (format!("{name}.1"), "done".to_owned())
+        ]
+    );
+
+    // Lotus ran C1 again for the sector (here: the same output written out anew, so the
+    // bytes differ), and the run proving it was killed. The earlier proof is not this file's.
+    let value: serde_json::Value = serde_json::from_slice(&first).expect("C1 json");
+    let second = serde_json::to_vec_pretty(&value).expect("rewrite");
+    assert_ne!(second, first);
+    leave_dead_claim(root, name, &second);
+    let out = cuzk(&resume, root, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        log.contains("made from another C1 file"),
+        "the log says why"
+    );
+    let old16 = &blake3::hash(&first).to_hex()[..16];
+    let kept = root.join(format!("outbox/superseded/s-t01000-1.c1-{old16}.proof"));
+    assert_eq!(fs::read(&kept).expect("old proof kept"), first_proof);
+    assert_eq!(
+        fs::read(kept.with_extension("json")).expect("old record kept"),
+        first_record
+    );
+    assert_eq!(
+        recorded_digest(&record_path),
+        blake3::hash(&second).to_hex().to_string(),
+        "the outbox now holds the new file's proof"
+    );
+    let proved = root.join(format!("done/{name}.2"));
+    assert_eq!(fs::read(&proved).expect("new C1 in done"), second);
+    assert!(verifies(
+        &proved,
+        &fs::read(&proof_path).expect("new proof")
+    ));
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    assert!(
+        timeline.contains(",SUPERSEDED,s-t01000-1,"),
+        "the timeline says so:\n{timeline}"
+    );
+}

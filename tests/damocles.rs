@@ -354,7 +354,7 @@ fn parameters_that_arrive_while_a_request_waits_prove_it_on_the_next_try() {
         std::os::unix::fs::symlink(from, cache.join(name)).expect("symlink");
     };
     link(&vk);
-    let r1cs = cuzk::r1cs::r1cs_path(&params);
+    let r1cs = cuzk::r1cs::r1cs_path(&params).expect("constraints file name");
     if r1cs.is_file() {
         link(&r1cs);
     }

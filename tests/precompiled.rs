@@ -5,15 +5,17 @@
 
 mod common;
 
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
 use cuzk::porep::{bind, Sector, SynthesisPlan};
-use cuzk::r1cs::R1cs;
+use cuzk::r1cs::{check_counts, r1cs_path, R1cs};
 use cuzk::synth::SynthesizedPartition;
 
-use common::fixture;
+use common::{cuzk, fixture, prove_inbox_once, require_params, verifies_for_sector};
 
 fn sector(name: &str) -> Sector {
     let path = fixture(name);
@@ -109,4 +111,110 @@ fn the_witness_only_pass_equals_full_synthesis_on_real_partitions() {
         deferred.evaluate_deferred();
         assert_same(&deferred, &full, &format!("{name} (deferred)"));
     }
+}
+
+/// `y = x²`: a circuit that is not the PoRep's, whose constraints must never be taken for it.
+struct Square;
+
+impl bellperson::Circuit<blstrs::Scalar> for Square {
+    fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(blstrs::Scalar::from(3u64)))?;
+        let y = cs.alloc_input(|| "y", || Ok(blstrs::Scalar::from(9u64)))?;
+        cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+        Ok(())
+    }
+}
+
+/// A parameter cache of links to the 2KiB set, so files written beside it stay in the test.
+fn linked_cache(dir: &Path) -> (PathBuf, PathBuf) {
+    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    let cache = dir.join("params");
+    fs::create_dir(&cache).expect("cache");
+    for real in [&params, &vk] {
+        let name = real.file_name().expect("file name");
+        std::os::unix::fs::symlink(real, cache.join(name)).expect("link");
+    }
+    let linked = cache.join(params.file_name().expect("file name"));
+    (cache, linked)
+}
+
+#[test]
+fn constraints_of_another_circuit_are_recorded_again_and_never_replaced() {
+    require_params();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cache, params) = linked_cache(dir.path());
+    let env = [("FIL_PROOFS_PARAMETER_CACHE", cache.as_path())];
+    let file = r1cs_path(&params).expect("constraints file name");
+    let stem = params.file_stem().expect("stem").to_string_lossy();
+    assert!(
+        file.file_name().is_some_and(|n| n
+            .to_string_lossy()
+            .starts_with(&format!("cuzk-r1cs-v1-{stem}-"))),
+        "named after the parameters and the circuit: {}",
+        file.display()
+    );
+    // Another circuit's constraints where this circuit's are looked for: under the name an
+    // earlier cuzk used (keyed by the parameter file only) and under this one's.
+    let wrong = R1cs::record(Square).expect("record");
+    let earlier_name = cache.join(format!("cuzk-r1cs-v1-{stem}.r1cs"));
+    for planted in [&earlier_name, &file] {
+        assert!(wrong.save(planted).expect("plant"));
+    }
+    let planted_bytes = fs::read(&file).expect("planted");
+
+    let inbox = dir.path().join("inbox");
+    fs::create_dir(&inbox).expect("inbox");
+    fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("copy");
+    let out = prove_inbox_once(dir.path(), &[], &env);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the sector is proved all the same"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("recorded for another circuit than the parameters"),
+        "{stderr}"
+    );
+    let proof = fs::read(dir.path().join("outbox/s-t01000-1.proof")).expect("proof");
+    assert!(verifies_for_sector(
+        &dir.path().join("done/s-t01000-1.json"),
+        &proof,
+        0
+    ));
+    assert_eq!(
+        fs::read(&file).expect("planted file"),
+        planted_bytes,
+        "a file another run may map is never replaced"
+    );
+
+    // `cuzk params constraints` leaves a file that is there alone, and once it is gone
+    // records this circuit's under its name, which the next run maps and uses.
+    let record = ["params", "constraints", "--sector-size", "2KiB"];
+    let out = cuzk(&record, dir.path(), &env);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(fs::read(&file).expect("planted file"), planted_bytes);
+    fs::remove_file(&file).expect("remove");
+    let out = cuzk(&record, dir.path(), &env);
+    assert_eq!(out.status.code(), Some(0));
+    let recorded = R1cs::load(&file).expect("recorded file");
+    check_counts(&recorded, &file, &params).expect("this circuit's counts");
+    assert!(
+        earlier_name.is_file(),
+        "an earlier cuzk's file is left alone"
+    );
+
+    fs::copy(fixture("s-t01000-2.json"), inbox.join("s-t01000-2.json")).expect("copy");
+    let out = prove_inbox_once(dir.path(), &[], &env);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("another circuit"), "{stderr}");
+    let timeline = fs::read_to_string(dir.path().join("timeline.csv")).expect("timeline");
+    assert!(
+        timeline.contains("CONSTRAINTS_READY,,,,recorded=false;"),
+        "the second run maps the recorded file:\n{timeline}"
+    );
 }

@@ -36,6 +36,11 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
         &[],
     );
     assert_eq!(out.status.code(), Some(1), "exit 1: some jobs failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("proofs are verified against these locally generated keys only"),
+        "the run says what its verification is worth: {stderr}"
+    );
 
     // The run's own metrics, as the run left them: what it did, nothing in flight, and only
     // the textfile in the collector's directory (no temporary beside it).
@@ -89,6 +94,12 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
         assert_eq!(meta["sector_size"], 2048);
         assert_eq!(meta["registered_proof"], "StackedDrg2KiBV1_1");
         assert_eq!(meta["proof_len"], 192);
+        // The test cache's parameters were generated here: "verified" says against what.
+        let verified_with = meta["verified_with"].as_str().unwrap_or_default();
+        assert!(
+            verified_with.contains("locally generated INSECURE test keys"),
+            "{verified_with}"
+        );
         // The sector and the proof as lotus-bench prints them.
         let c1 = cuzk::c1::read_c1_file(&done, cuzk::c1::DEFAULT_MAX_C1_BYTES).expect("C1");
         assert_eq!(meta["comm_r"], hex::encode(c1.output.comm_r));
@@ -193,6 +204,55 @@ fn missing_parameters_stop_the_run_and_keep_the_file() {
     // The file is handed back, not failed.
     assert_eq!(names(&inbox), vec!["s-t01000-1.json"]);
     assert!(names(&dir.path().join("failed")).is_empty());
+}
+
+#[test]
+fn synthetic_parameters_are_refused_for_real_files() {
+    require_params();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inbox = dir.path().join("inbox");
+    fs::create_dir_all(&inbox).expect("inbox");
+    fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01000-1.json")).expect("copy");
+    // A benchmark directory that happens to hold the 2KiB set: usable files, but marked.
+    let bench_params = dir.path().join("bench-params");
+    fs::create_dir_all(&bench_params).expect("cache");
+    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    for real in [&params, &vk] {
+        let name = real.file_name().expect("file name");
+        std::os::unix::fs::symlink(real, bench_params.join(name)).expect("link");
+    }
+    fs::write(
+        bench_params.join(cuzk::params::SYNTHETIC_MARKER),
+        b"synthetic",
+    )
+    .expect("marker");
+
+    let out = prove_inbox_once(
+        dir.path(),
+        &[],
+        &[("FIL_PROOFS_PARAMETER_CACHE", &bench_params)],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a fault of the run, not the file"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{} holds SYNTHETIC benchmark parameters",
+            bench_params.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("point --params or FIL_PROOFS_PARAMETER_CACHE at the real parameter cache"),
+        "{stderr}"
+    );
+    // The file is handed back, not failed, and nothing was proved.
+    assert_eq!(names(&inbox), vec!["s-t01000-1.json"]);
+    assert!(names(&dir.path().join("failed")).is_empty());
+    assert!(names(&dir.path().join("outbox")).is_empty());
 }
 
 #[test]

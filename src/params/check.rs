@@ -181,6 +181,13 @@ pub fn write_generation_record(path: &Path) -> anyhow::Result<()> {
     crate::atomic_file::write(&generation_record_path(path), &bytes)
 }
 
+/// True when cuzk generated the parameter file at `path` (its record is beside it): a proof
+/// that verifies against it is verified against locally made keys, which the chain does not
+/// know. Cheap; [`check_cache`] is what tells whether the file changed since.
+pub fn is_generated(path: &Path) -> bool {
+    generation_record_path(path).is_file()
+}
+
 fn read_generation_record(path: &Path) -> Option<GenerationRecord> {
     let bytes = std::fs::read(generation_record_path(path)).ok()?;
     serde_json::from_slice(&bytes).ok()

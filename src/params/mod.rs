@@ -60,6 +60,34 @@ pub struct MissingParamsError {
     pub size: SectorSizeName,
 }
 
+/// The file that marks a directory as holding synthetic (invalid) benchmark parameters, made
+/// by `cuzk bench` (see [`crate::shape`]).
+pub const SYNTHETIC_MARKER: &str = "CUZK-SYNTHETIC-PARAMETERS.txt";
+
+/// True when `dir` is marked as holding synthetic parameters.
+pub fn is_synthetic_dir(dir: &Path) -> bool {
+    dir.join(SYNTHETIC_MARKER).is_file()
+}
+
+/// A real C1 file whose parameters are in a directory of synthetic benchmark parameters:
+/// its proof could never verify, so it is not proved (the file is not at fault).
+#[derive(Debug, thiserror::Error)]
+#[error("{dir} holds SYNTHETIC benchmark parameters (it has {SYNTHETIC_MARKER}); a real C1 file is never proved with them, its proof could not verify (hint: point --params or {PARAMS_ENV} at the real parameter cache, e.g. {DEFAULT_PARAMS_DIR}; benchmark directories are for `cuzk bench` and `prove-dir --benchmark` only)")]
+pub struct SyntheticParamsError {
+    /// The marked directory.
+    pub dir: PathBuf,
+}
+
+/// Fails with a [`SyntheticParamsError`] when the parameter file at `path` lies in a directory
+/// of synthetic parameters: for real files, which must verify.
+pub fn require_real(path: &Path) -> Result<(), SyntheticParamsError> {
+    let dir = path.parent().map(Path::to_owned).unwrap_or_else(params_dir);
+    if is_synthetic_dir(&dir) {
+        return Err(SyntheticParamsError { dir });
+    }
+    Ok(())
+}
+
 /// Fails with a [`MissingParamsError`] unless `path` exists.
 pub fn require(path: &Path, sector_size: u64) -> Result<(), MissingParamsError> {
     if path.is_file() {

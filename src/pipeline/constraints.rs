@@ -4,6 +4,10 @@
 //! run. Until a recording is ready, partitions are synthesized in full, so the first sector
 //! never waits for it.
 //!
+//! A file is named after its circuit's identity and checked against the parameters' counts
+//! when loaded (see [`crate::r1cs::CircuitIdentity`]): constraints of another circuit are
+//! recorded again rather than failing every partition, and a file there is never replaced.
+//!
 //! The matrices take a place in the memory budget; when the budget has no room for them, or
 //! they cannot be made, partitions keep the full path and the run says why once.
 
@@ -16,7 +20,7 @@ use anyhow::{Context, Result};
 
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, MemoryBudget, Reservation};
-use crate::r1cs::{r1cs_path, R1cs};
+use crate::r1cs::{check_counts, r1cs_path, R1cs};
 
 use super::job::Job;
 
@@ -84,9 +88,17 @@ impl ConstraintSets {
             Some(Slot::Preparing | Slot::Unavailable) => return None,
             None => {}
         }
+        let file = match r1cs_path(params_path) {
+            Ok(file) => file,
+            Err(err) => {
+                slots.insert(params_path.to_owned(), Slot::Unavailable);
+                drop(slots);
+                self.fall_back(params_path, format!("{err:#}"));
+                return None;
+            }
+        };
         // Room for the matrices while they are made: the file's size, or for a recording
         // twice the ~70 bytes a constraint they take (measured on 2KiB), as vectors grow.
-        let file = r1cs_path(params_path);
         let bytes = std::fs::metadata(&file).map_or(constraints * 140, |m| m.len());
         // No room now: the next partition asks again.
         let making = self.memory.try_reserve(bytes)?;
@@ -94,7 +106,9 @@ impl ConstraintSets {
             // Saved by an earlier run: mapping it and checking its digest takes a second or
             // two, so the partition asking waits for it rather than synthesizing in full.
             let started = Instant::now();
-            match R1cs::load(&file) {
+            let loaded = R1cs::load(&file)
+                .and_then(|r1cs| check_counts(&r1cs, &file, params_path).map(|()| r1cs));
+            match loaded {
                 Ok(r1cs) => {
                     drop(slots);
                     self.settle(params_path, &file, Ok((r1cs, false)), started, making);
@@ -104,7 +118,7 @@ impl ConstraintSets {
                         _ => None,
                     };
                 }
-                // Damaged or of another version: recorded again below, in the background.
+                // Damaged, or of another circuit: recorded again below, in the background.
                 Err(err) => log::warn!("{err:#}"),
             }
         }
@@ -112,7 +126,6 @@ impl ConstraintSets {
         let (sets, path, job) = (self.clone(), params_path.to_owned(), job.clone());
         std::thread::spawn(move || {
             let started = Instant::now();
-            let file = r1cs_path(&path);
             let recorded = record_and_save(&file, &job).map(|r1cs| (r1cs, true));
             sets.settle(&path, &file, recorded, started, making);
         });
@@ -178,14 +191,21 @@ impl ConstraintSets {
 }
 
 /// Records the constraints of `job`'s circuit and saves them at `file` (best effort: a
-/// read-only parameter cache only costs the recording again next run).
+/// read-only parameter cache only costs the recording again next run). A file already there
+/// (damaged, or recorded for another circuit) is left for its readers; this run keeps its
+/// recording in memory.
 fn record_and_save(file: &Path, job: &Job) -> Result<R1cs> {
     let r1cs = job.sector.circuits.record_constraints()?;
-    if let Err(err) = r1cs.save(file) {
-        log::warn!(
+    match r1cs.save(file) {
+        Ok(true) => {}
+        Ok(false) => log::warn!(
+            "{} was not replaced by the constraints just recorded, since another run may have it mapped; they are used from memory in this run (hint: delete it when no cuzk runs, and the next run saves them)",
+            file.display()
+        ),
+        Err(err) => log::warn!(
             "could not keep the recorded constraints at {}: {err:#}",
             file.display()
-        );
+        ),
     }
     Ok(r1cs)
 }

@@ -21,7 +21,7 @@ use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, Footprint, MemoryBudget};
 use crate::params::{self, ParamSets};
-use crate::spool::{ClaimedJob, Spool};
+use crate::spool::{ClaimedJob, Provenance, Spool};
 use crate::synth::Capacity;
 
 use super::constraints::ConstraintSets;
@@ -306,17 +306,32 @@ impl Feeder<'_> {
             job: claimed.name.clone(),
             is_resumed,
         });
-        if self.spool.has_result(&claimed.name) {
-            if is_resumed {
-                // Proved before a crash; only the move to done/ was missing.
-                self.spool.retire_finished(&claimed)?;
-                let (proof, _) = self.spool.outbox_paths(&claimed.name);
-                self.events.emit(EventKind::ProofWritten {
-                    job: claimed.name.clone(),
-                    path: proof.display().to_string(),
-                });
-                return Ok(());
+        if self.spool.has_result(&claimed.name) && is_resumed {
+            match self.spool.provenance(&claimed)? {
+                Provenance::ThisFile => {
+                    // Proved before a crash; only the move to done/ was missing.
+                    self.spool.retire_finished(&claimed)?;
+                    let (proof, _) = self.spool.outbox_paths(&claimed.name);
+                    self.events.emit(EventKind::ProofWritten {
+                        job: claimed.name.clone(),
+                        path: proof.display().to_string(),
+                    });
+                    return Ok(());
+                }
+                // Lotus ran C1 again for the sector meanwhile: the result is the earlier
+                // C1's. It is kept aside and this file is proved as any other.
+                Provenance::Other { recorded } => {
+                    let kept = self
+                        .spool
+                        .supersede_result(&claimed.name, recorded.as_deref())?;
+                    self.events.emit(EventKind::ResultSuperseded {
+                        job: claimed.name.clone(),
+                        kept_as: kept.display().to_string(),
+                    });
+                }
             }
+        }
+        if self.spool.has_result(&claimed.name) {
             let message = format!(
                 "a proof named {} is already in {} (hint: a C1 file of the same name was proved before; remove or rename one of them)",
                 claimed.name,
@@ -360,6 +375,10 @@ impl Feeder<'_> {
                 });
                 Ok(())
             }
+            Err(IntakeError::SyntheticParams(err)) => {
+                self.spool.hand_back(&claimed)?;
+                Err(err.into())
+            }
             Err(IntakeError::MissingParams(bound, missing)) => {
                 let size = bound.sector.sector_size;
                 if !(self.settings.gen_test_params && params::is_test_size(size)) {
@@ -377,6 +396,7 @@ impl Feeder<'_> {
         let Bound {
             sector,
             params_path,
+            c1_digest,
         } = bound;
         let footprint = if self.generating.contains_key(&params_path) {
             None
@@ -389,7 +409,7 @@ impl Feeder<'_> {
                 }
             }
         };
-        let job = Arc::new(Job::new(claimed, sector, params_path, started));
+        let job = Arc::new(Job::new(claimed, sector, params_path, c1_digest, started));
         if let Some(footprint) = footprint {
             job.set_footprint(footprint);
         }

@@ -165,12 +165,19 @@ fn hand_back(spool: &Spool, events: &EventSink, job: &Job, why: &str) {
     });
 }
 
+/// `verified_with` for a proof made with parameters generated on this machine: it verifies
+/// against their verifying key, which no one else has.
+const LOCAL_KEYS_VERIFIER: &str = "filecoin-proofs verify_seal against locally generated INSECURE test keys (not the network's: the chain rejects this proof)";
+
 /// What `outbox/<job>.json` says about a proof. The proof is there twice: base64, and hex
 /// as lotus-bench prints it; `<job>.proof` beside it holds the raw bytes.
 #[derive(Serialize)]
 struct ProofRecord<'a> {
     job: &'a str,
     c1_file: &'a str,
+    /// BLAKE3 of the C1 file's bytes ([`crate::spool::DIGEST_FIELD`]): a resumed claim is
+    /// retired onto this proof only if its own bytes match.
+    c1_blake3: &'a str,
     miner_id: u64,
     sector_num: u64,
     sector_size: u64,
@@ -306,6 +313,7 @@ fn write_proof(
     let record = ProofRecord {
         job: &name,
         c1_file: &job.claimed.file_name,
+        c1_blake3: job.c1_digest.as_str(),
         miner_id: job.sector.identity.miner_id,
         sector_num: job.sector.identity.sector_num,
         sector_size: job.sector.sector_size,
@@ -319,7 +327,11 @@ fn write_proof(
         proof_len: bytes.len(),
         proof_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
         proof_hex: hex::encode(&bytes),
-        verified_with: "filecoin-proofs verify_seal",
+        verified_with: if params::check::is_generated(&job.params_path) {
+            LOCAL_KEYS_VERIFIER
+        } else {
+            "filecoin-proofs verify_seal"
+        },
         provers: done.provers.clone(),
         run_id,
         finished_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),

@@ -2,7 +2,8 @@
 //!
 //! In order: the entry must be a regular file, its JSON must be complete and a C1 output,
 //! its miner and sector must be known, it must bind to its sector's circuits (the replica id
-//! is recomputed here, before any proving), and its parameters must be in the cache. Nothing
+//! is recomputed here, before any proving), and its parameters must be in the cache (real
+//! parameters for a real file: never a directory of synthetic benchmark ones). Nothing
 //! here waits long: a file still being written is handed back, and parameters that must be
 //! generated are the feeder's to arrange.
 
@@ -11,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::c1;
-use crate::params::{self, MissingParamsError};
+use crate::params::{self, MissingParamsError, SyntheticParamsError};
 use crate::porep::{self, BindSectorError, Sector};
-use crate::spool::ClaimedJob;
+use crate::spool::{C1Digest, ClaimedJob};
 
 use super::job::JobError;
 use crate::util::panic_message;
@@ -26,6 +27,9 @@ pub enum IntakeError {
     NotReady(String),
     /// Its parameters are not in the cache; the sector is ready otherwise.
     MissingParams(Box<Bound>, MissingParamsError),
+    /// A real file whose parameter cache holds synthetic benchmark parameters: the run is
+    /// misconfigured, the file is not at fault.
+    SyntheticParams(SyntheticParamsError),
 }
 
 /// A claimed file that became a sector, with the parameter file it is proved with: found
@@ -35,6 +39,8 @@ pub struct Bound {
     pub sector: Sector,
     /// Its `.params` file in the cache.
     pub params_path: PathBuf,
+    /// The digest of the C1 file's bytes, which its outbox record will carry.
+    pub c1_digest: C1Digest,
 }
 
 impl From<JobError> for IntakeError {
@@ -76,6 +82,9 @@ pub fn bind_claimed(
         }
         Err(err) => return Err(JobError::Parse(err).into()),
     };
+    // Of the bytes just parsed: the file is this run's claim, nothing writes it any more.
+    let c1_digest =
+        C1Digest::of_file(&claimed.path).map_err(|e| JobError::Spool(format!("{e:#}")))?;
     if c1.is_benchmark && !rules.allow_benchmark {
         return Err(JobError::Spool(format!(
             "{} is a cuzk benchmark input: synthetic data in the shape of a real sector, whose proofs cannot verify; it is not proved as a real sector (hint: time it with `cuzk bench`, or `cuzk prove-dir --benchmark` on a spool of its own)",
@@ -97,10 +106,14 @@ pub fn bind_claimed(
         .circuits
         .params_path()
         .map_err(|e| JobError::Bind(BindSectorError::Invalid(e)))?;
+    if !sector.is_benchmark {
+        params::require_real(&params_path).map_err(IntakeError::SyntheticParams)?;
+    }
     let missing = params::require(&params_path, sector.sector_size).err();
     let bound = Bound {
         sector,
         params_path,
+        c1_digest,
     };
     match missing {
         None => Ok(bound),

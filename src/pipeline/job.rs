@@ -21,7 +21,7 @@ use crate::event::{EventKind, EventSink, JobStage};
 use crate::memory::{Footprint, Reservation};
 use crate::params::LoadParamsError;
 use crate::porep::{BindSectorError, Sector};
-use crate::spool::{ClaimedJob, FailureRecord, FinishJobError, Spool};
+use crate::spool::{C1Digest, ClaimedJob, FailureRecord, FinishJobError, Spool};
 use crate::synth::SynthesizedPartition;
 
 static NEXT_JOB_ID: AtomicU64 = AtomicU64::new(0);
@@ -36,6 +36,8 @@ pub struct Job {
     pub sector: Sector,
     /// Its parameter file, as intake resolved it: every stage proves with this one.
     pub params_path: PathBuf,
+    /// The digest of the C1 file's bytes, recorded with its proof.
+    pub c1_digest: C1Digest,
     /// What its parameters and partitions occupy; known once the parameter file exists
     /// (test parameters may still be generated when the job is admitted).
     footprint: OnceLock<Footprint>,
@@ -49,11 +51,12 @@ pub struct Job {
 
 impl Job {
     /// A new job for `claimed`, bound to `sector`, proved with the parameters at
-    /// `params_path`.
+    /// `params_path`; `c1_digest` is its C1 file's.
     pub fn new(
         claimed: ClaimedJob,
         sector: Sector,
         params_path: PathBuf,
+        c1_digest: C1Digest,
         claimed_at: Instant,
     ) -> Job {
         Job {
@@ -61,6 +64,7 @@ impl Job {
             claimed,
             sector,
             params_path,
+            c1_digest,
             footprint: OnceLock::new(),
             parse_ms: claimed_at.elapsed().as_secs_f64() * 1e3,
             claimed_at,

@@ -12,8 +12,9 @@
 //! and process and whose modification time is a heartbeat. A restarted run takes back the
 //! work of dead runs: at once for a process of this host that is gone, after the lease for
 //! another host's run that stopped beating. Results are written through [`atomic_file`], so
-//! the outbox never holds a partial proof. Which files to prove and when is
-//! the pipeline's business, not this module's.
+//! the outbox never holds a partial proof, and each result records the digest of the C1 file
+//! it was proved from (see [`provenance`]). Which files to prove and when is the pipeline's
+//! business, not this module's.
 
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -29,8 +30,10 @@ use crate::event::JobStage;
 use crate::process::{host_name, is_alive_here};
 
 mod attempts;
+mod provenance;
 
 pub use attempts::AttemptRecord;
+pub use provenance::{C1Digest, Provenance, DIGEST_FIELD, SUPERSEDED_DIR};
 
 /// The directories of a spool.
 #[derive(Clone, Debug, PartialEq, Eq)]

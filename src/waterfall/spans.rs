@@ -194,6 +194,7 @@ impl JobSpans {
             | EventKind::GpuBusy { .. }
             | EventKind::FileDeferred { .. }
             | EventKind::FileSkipped { .. }
+            | EventKind::ResultSuperseded { .. }
             | EventKind::StopRequested => {}
         }
     }
