@@ -9,6 +9,10 @@
 //! and provers that need a set being loaded wait on its slot (shown as loading, not idle, in
 //! the timeline) rather than on a lock over all of them. A failed load is remembered with its
 //! reason: every later request gets the same error at once instead of reading the file again.
+//!
+//! A set stays for the run unless the feeder evicts it ([`ParamSets::evict`]): when jobs of
+//! another size need the room and no job in flight uses it, so that sizes that do not fit the
+//! budget together take turns instead of waiting for ever.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -141,6 +145,34 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
         }
     }
 
+    /// The files whose memory is reserved: sets loaded, being loaded, or about to be.
+    pub fn resident(&self) -> Vec<PathBuf> {
+        let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        memory.keys().cloned().collect()
+    }
+
+    /// Forgets the set at `path` and gives its memory back, so another set can be loaded in
+    /// its room; false, changing nothing, while it is being loaded. The caller makes sure no
+    /// job in flight uses it (a prover still holding it would keep it in memory). A failed
+    /// set stays failed: it is not read again.
+    pub fn evict(&self, path: &Path) -> bool {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = slots.get(path) {
+            let state = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+            match &*state {
+                Some(SlotState::Loading) => return false,
+                Some(SlotState::Failed(_)) => {}
+                _ => {
+                    drop(state);
+                    slots.remove(path);
+                }
+            }
+        }
+        drop(slots);
+        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        memory.remove(path).is_some()
+    }
+
     /// The sets loaded so far, with their files.
     pub fn loaded(&self) -> Vec<(PathBuf, P)> {
         let slots: Vec<(PathBuf, Arc<Slot<P>>)> = {
@@ -248,6 +280,43 @@ fn load<P>(loader: &ParamsLoader<P>, path: &Path) -> Result<P, LoadParamsError> 
 mod tests {
     use super::*;
     use crossbeam_channel::unbounded;
+
+    #[test]
+    fn an_evicted_set_gives_its_room_back_and_loads_again_when_asked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (small, large) = (
+            dir.path().join("small.params"),
+            dir.path().join("large.params"),
+        );
+        std::fs::write(&small, b"s").expect("write");
+        std::fs::write(&large, b"l").expect("write");
+        let (tx, rx) = unbounded();
+        let events = EventSink::new(tx);
+        let sets = ParamSets::new(|path: &Path| Ok(path.to_owned()));
+        let budget = MemoryBudget::new(100, None);
+        assert!(sets.reserve_memory(&small, &budget, 60));
+        sets.get(&small, "gpu-0", &events).expect("load");
+        assert!(
+            !sets.reserve_memory(&large, &budget, 60),
+            "no room for both"
+        );
+        assert!(sets.evict(&small));
+        assert_eq!(budget.in_use(), 0);
+        assert_eq!(sets.resident(), Vec::<PathBuf>::new());
+        assert!(
+            sets.reserve_memory(&large, &budget, 60),
+            "room once evicted"
+        );
+        sets.get(&large, "gpu-0", &events).expect("load");
+        assert!(sets.evict(&large));
+        assert!(sets.reserve_memory(&small, &budget, 60));
+        sets.get(&small, "gpu-0", &events).expect("loaded again");
+        let loads = rx
+            .try_iter()
+            .filter(|e| matches!(e.kind, EventKind::ParamsLoadStarted { .. }))
+            .count();
+        assert_eq!(loads, 3, "an evicted set is read again when needed");
+    }
 
     #[test]
     fn a_failed_load_fails_once_for_everyone() {

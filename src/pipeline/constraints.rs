@@ -176,6 +176,16 @@ impl ConstraintSets {
 }
 
 impl ConstraintSets {
+    /// Forgets the constraints made for the parameters at `params_path` and gives their room
+    /// back, when those parameters are evicted (no job in flight uses them); a recording in
+    /// progress is kept. They are mapped or recorded again if that size comes back.
+    pub fn evict(&self, params_path: &Path) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(slots.get(params_path), Some(Slot::Ready(..))) {
+            slots.remove(params_path);
+        }
+    }
+
     /// The shape's partitions are synthesized in full this run, because of `reason`: in the
     /// timeline, where a slower run is looked into, and in the log.
     fn fall_back(&self, file: &Path, reason: String) {

@@ -7,9 +7,9 @@
 //! second even while a ten-partition sector is being fed. Partitions start in job order:
 //! a sector already started goes before the next one, which bounds each sector's latency.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -80,6 +80,9 @@ pub struct Feeder<'a> {
     inbox: InboxWatch,
     /// Jobs in order, with partitions still to start.
     admitted: VecDeque<Admitted>,
+    /// Every job admitted, while any stage still holds it: the parameter sets of these are
+    /// never evicted.
+    in_flight: Vec<Weak<Job>>,
     /// Test parameters being generated, by parameter file.
     generating: HashMap<PathBuf, JoinHandle<Result<()>>>,
     /// Asked by the program feeding the inbox: end once it is drained.
@@ -135,6 +138,7 @@ impl<'a> Feeder<'a> {
             fits: HashMap::new(),
             inbox: InboxWatch::new(settings.settle, settings.incomplete_grace),
             admitted: VecDeque::new(),
+            in_flight: Vec::new(),
             generating: HashMap::new(),
             drain,
         }
@@ -410,6 +414,8 @@ impl Feeder<'_> {
             }
         };
         let job = Arc::new(Job::new(claimed, sector, params_path, c1_digest, started));
+        self.in_flight.retain(|job| job.strong_count() > 0);
+        self.in_flight.push(Arc::downgrade(&job));
         if let Some(footprint) = footprint {
             job.set_footprint(footprint);
         }
@@ -543,10 +549,12 @@ impl Feeder<'_> {
             let Some(footprint) = self.front_footprint() else {
                 return;
             };
-            if !self
-                .params
-                .reserve_memory(&path, &self.memory, footprint.params_bytes)
-            {
+            let reserve = |feeder: &Self| {
+                feeder
+                    .params
+                    .reserve_memory(&path, &feeder.memory, footprint.params_bytes)
+            };
+            if !(reserve(self) || (self.evict_unused(&path) && reserve(self))) {
                 self.report_memory_wait(footprint.params_bytes);
                 return;
             }
@@ -563,7 +571,12 @@ impl Feeder<'_> {
             // partition in flight is then its witness alone.
             let (defer_evaluation, bytes) =
                 footprint.partition_in_flight(r1cs.as_ref().map(|r1cs| r1cs.memory_bytes()));
-            let Some(memory) = self.memory.try_reserve(bytes) else {
+            let memory = self.memory.try_reserve(bytes).or_else(|| {
+                self.evict_unused(&path)
+                    .then(|| self.memory.try_reserve(bytes))
+                    .flatten()
+            });
+            let Some(memory) = memory else {
                 self.report_memory_wait(bytes);
                 return;
             };
@@ -592,6 +605,33 @@ impl Feeder<'_> {
                 self.admitted.pop_front();
             }
         }
+    }
+
+    /// Gives back the room of parameter sets (and their constraints) that no job in flight
+    /// uses, for the set at `wanted`: sets stay for the run otherwise, and a budget that holds
+    /// one set would leave the jobs of another size waiting for ever. True when any was.
+    fn evict_unused(&mut self, wanted: &Path) -> bool {
+        self.in_flight.retain(|job| job.strong_count() > 0);
+        let used: HashSet<PathBuf> = self
+            .in_flight
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|job| job.params_path.clone())
+            .collect();
+        let mut is_evicted = false;
+        for path in self.params.resident() {
+            if path == wanted || used.contains(&path) || !self.params.evict(&path) {
+                continue;
+            }
+            self.constraints.evict(&path);
+            log::info!(
+                "unloaded parameters {} for {}, which need the room",
+                path.display(),
+                wanted.display()
+            );
+            is_evicted = true;
+        }
+        is_evicted
     }
 
     /// The front job's footprint, read once its parameters exist; a file whose counts
