@@ -35,31 +35,12 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Writes `path` atomically with `fill`, which writes the whole content into the temporary
 /// file it is given (buffering is the caller's choice). Nothing is renamed if `fill` fails.
 pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .and_then(OsStr::to_str)
-        .with_context(|| format!("{}: not a file path", path.display()))?;
-    let tmp = temporary_path(dir, name);
-    let written = (|| -> Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .with_context(|| format!("creating {}", tmp.display()))?;
-        fill(&mut file)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        Ok(())
-    })();
-    if let Err(e) = written {
+    let tmp = write_temporary(path, fill).with_context(|| format!("writing {}", path.display()))?;
+    if let Err(e) = fs::rename(&tmp, path) {
         let _ = fs::remove_file(&tmp);
         return Err(e).with_context(|| format!("writing {}", path.display()));
     }
-    sync_dir(dir)
+    sync_dir(parent_dir(path))
 }
 
 /// Writes `path` atomically with `fill` as [`write_with`] does, but only if no file is there:
@@ -69,16 +50,35 @@ pub fn write_new_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -
     if fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
-    let dir = match path.parent() {
+    let tmp = write_temporary(path, fill).with_context(|| format!("writing {}", path.display()))?;
+    // A link, unlike a rename, fails if the target exists: never over another's file.
+    let linked = match fs::hard_link(&tmp, path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    };
+    let _ = fs::remove_file(&tmp);
+    let is_written = linked.with_context(|| format!("writing {}", path.display()))?;
+    sync_dir(parent_dir(path))?;
+    Ok(is_written)
+}
+
+/// The directory `path` is in (`.` for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
-    };
+    }
+}
+
+/// A temporary beside `path`, written by `fill` and synced; removed again if that fails.
+fn write_temporary(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<PathBuf> {
     let name = path
         .file_name()
         .and_then(OsStr::to_str)
         .with_context(|| format!("{}: not a file path", path.display()))?;
-    let tmp = temporary_path(dir, name);
-    let written = (|| -> Result<bool> {
+    let tmp = temporary_path(parent_dir(path), name);
+    let written = (|| -> Result<()> {
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -86,17 +86,15 @@ pub fn write_new_with(path: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -
             .with_context(|| format!("creating {}", tmp.display()))?;
         fill(&mut file)?;
         file.sync_all()?;
-        // A link, unlike a rename, fails if the target exists: never over another's file.
-        match fs::hard_link(&tmp, path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        Ok(())
     })();
-    let _ = fs::remove_file(&tmp);
-    let is_written = written.with_context(|| format!("writing {}", path.display()))?;
-    sync_dir(dir)?;
-    Ok(is_written)
+    match written {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// Removes the temporaries in `dir` that writers of this host which are gone left behind.
@@ -107,10 +105,7 @@ pub fn remove_stale_temporaries(dir: &Path) -> Result<()> {
 /// Removes the temporaries of `path` that writers of this host which are gone left behind,
 /// before writing a large file there. Best effort: a leftover only costs disk space.
 pub fn remove_stale_temporaries_of(path: &Path) {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = parent_dir(path);
     if let Some(name) = path.file_name().and_then(OsStr::to_str) {
         let _ = remove_stale(dir, Some(name));
     }
