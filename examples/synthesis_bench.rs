@@ -8,7 +8,8 @@
 //!
 //! `precompiled` maps the constraints `cuzk params constraints` saved beside the parameters
 //! (record them first) and evaluates them on the host; `deferred` computes the witness only,
-//! as a partition for the cuda backend (which evaluates the constraints on its GPU).
+//! as a partition for the cuda backend (which evaluates the constraints on its GPU);
+//! `native` and `native-deferred` are the same with the witness computed natively.
 //! Besides the totals, each row splits the time into the circuit pass (the witness) and the
 //! matrices' evaluation. scripts/bench-synthesis.sh runs the paths and prints the table.
 
@@ -28,7 +29,7 @@ struct Args {
     /// Sector size.
     #[arg(long, value_parser = cuzk::c1::parse_sector_size, default_value = "2KiB")]
     sector_size: u64,
-    /// `full`, `precompiled` or `deferred`.
+    /// `full`, `precompiled`, `deferred`, `native` or `native-deferred`.
     #[arg(long, default_value = "precompiled")]
     path: String,
     /// Partitions synthesized one after another.
@@ -77,10 +78,18 @@ fn main() -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
         .build()?;
+    const PATHS: [&str; 5] = [
+        "full",
+        "precompiled",
+        "deferred",
+        "native",
+        "native-deferred",
+    ];
     anyhow::ensure!(
-        ["full", "precompiled", "deferred"].contains(&args.path.as_str()),
-        "--path {}: full, precompiled or deferred",
-        args.path
+        PATHS.contains(&args.path.as_str()),
+        "--path {}: one of {}",
+        args.path,
+        PATHS.join(", ")
     );
     let r1cs = if args.path == "full" {
         None
@@ -93,7 +102,8 @@ fn main() -> Result<()> {
     let plan = SynthesisPlan {
         capacity,
         precompiled: r1cs.as_ref().map(|r| (r, &pool)),
-        defer_evaluation: args.path == "deferred",
+        defer_evaluation: args.path.ends_with("deferred"),
+        native_witness: args.path.starts_with("native"),
     };
     let (started, cpu) = (Instant::now(), cpu_seconds());
     let mut spent = cuzk::synth::SynthesisProfile::default();
@@ -102,6 +112,16 @@ fn main() -> Result<()> {
             .circuits
             .synthesize_partition(k % sector.circuits.partition_count(), &plan)?;
         let p = partition.profile;
+        anyhow::ensure!(
+            p.witness_path.name()
+                == if plan.native_witness {
+                    "native"
+                } else {
+                    "gadget"
+                },
+            "partition {k}: the {} witness path ran",
+            p.witness_path.name()
+        );
         spent.witness_ms += p.witness_ms;
         spent.witness_cpu_ms += p.witness_cpu_ms;
         spent.evaluate_ms += p.evaluate_ms;

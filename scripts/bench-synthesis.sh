@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Synthesis, path against path: full synthesis, the witness-only pass over pre-compiled
-# constraints evaluated on the host, and the same pass with the evaluation deferred to the
-# cuda backend's GPU; per sector size, each in a process of its own (peak memory).
+# constraints evaluated on the host with the witness from the circuit's gadgets
+# (`precompiled`) and computed natively (`native`), and both with the evaluation deferred to
+# the cuda backend's GPU (`deferred`, `native-deferred`); per sector size, each in a process
+# of its own (peak memory). The circuit pass column is the witness: gadget against native.
 #
 #   scripts/bench-synthesis.sh [SIZES] [PARTITIONS]     # default "2KiB 512MiB", 3
 #
@@ -20,7 +22,7 @@ echo "| size | path | wall s/partition | CPU s/partition | circuit pass wall / C
 echo "|---|---|---|---|---|---|---|---|"
 for size in $sizes; do
   "$bin/cuzk" params constraints --sector-size "$size" >&2
-  for path in full precompiled deferred; do
+  for path in full precompiled native deferred native-deferred; do
     "$bin/examples/synthesis_bench" --sector-size "$size" --path "$path" \
       --partitions "$partitions" --threads "$(nproc)"
   done

@@ -234,6 +234,8 @@ pub struct ProveDirArgs {
 /// `--synthesis`: how partitions are synthesized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Synthesis {
+    /// Pre-compiled constraints, and the witness computed natively where cuzk can.
+    Native,
     /// Record each circuit shape's constraints once, then compute only the witness.
     Precompiled,
     /// Build every constraint for every partition.
@@ -244,11 +246,12 @@ pub enum Synthesis {
 // clap then lays out every command's help in its long form; the flag's help says it all.
 impl clap::ValueEnum for Synthesis {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Synthesis::Precompiled, Synthesis::Full]
+        &[Synthesis::Native, Synthesis::Precompiled, Synthesis::Full]
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         Some(clap::builder::PossibleValue::new(match self {
+            Synthesis::Native => "native",
             Synthesis::Precompiled => "precompiled",
             Synthesis::Full => "full",
         }))
@@ -295,9 +298,11 @@ pub struct TuningArgs {
     #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes)]
     pub gpu_memory: Option<u64>,
     /// How partitions are synthesized: `precompiled` records each circuit shape's
-    /// constraints once (kept beside the parameters) and then computes only the witness;
-    /// `full` builds every constraint for every partition.
-    #[arg(long, value_name = "HOW", value_enum, default_value_t = Synthesis::Precompiled)]
+    /// constraints once (kept beside the parameters) and then computes only the witness,
+    /// with the circuit's gadgets; `native` does the same but computes the SHA-256 work of
+    /// the witness natively (the timeline says which ran); `full` builds every constraint
+    /// for every partition.
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = Synthesis::Native)]
     pub synthesis: Synthesis,
     /// Threads that evaluate pre-compiled constraints, shared by every partition
     /// [default: half the cores, at least 1].
@@ -580,7 +585,8 @@ impl TuningArgs {
             queue_depth: self.queue_depth,
             max_memory: self.max_memory,
             gpu_memory: self.gpu_memory,
-            is_precompiled: self.synthesis == Synthesis::Precompiled,
+            is_precompiled: self.synthesis != Synthesis::Full,
+            is_native_witness: self.synthesis == Synthesis::Native,
             synthesis_threads: self.synthesis_threads.unwrap_or(defaults.synthesis_threads),
             prover_cpus: self.prover_cpus,
             ..defaults

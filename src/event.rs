@@ -689,6 +689,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     evaluate_ms: 0.0,
                     evaluate_cpu_ms: 0.0,
                     bytes: 4_165_000_000,
+                    witness_path: crate::synth::WitnessPath::Native,
                 },
             },
             EventName::ChanSend => EventKind::PartitionQueued {

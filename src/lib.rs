@@ -58,3 +58,4 @@ pub mod synth;
 pub mod timeline;
 pub mod util;
 pub mod waterfall;
+pub mod witness;

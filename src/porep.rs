@@ -6,8 +6,10 @@
 //! handles every size the same way. Circuits come from storage-proofs-porep exactly as
 //! filecoin-proofs' `seal_commit_phase2` builds them; synthesis itself is `synth`'s job.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{anyhow, ensure, Context, Result};
 use blstrs::Scalar as Fr;
@@ -25,7 +27,12 @@ use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, 
 use crate::c1::{C1File, SectorIdentity};
 use crate::params::registered_proof_for;
 use crate::r1cs::{self, R1cs, ShapeCounts};
-use crate::synth::{synthesize_with_capacity, Capacity, SynthesizedPartition};
+use crate::synth::{
+    synthesize_with_capacity, Capacity, SynthesisProfile, SynthesizedPartition, WitnessPath,
+};
+use crate::witness;
+use crate::witness::check::WitnessCheck;
+use crate::witness::Witness;
 
 /// How to synthesize a partition.
 #[derive(Clone, Copy, Default)]
@@ -38,6 +45,9 @@ pub struct SynthesisPlan<'a> {
     /// With pre-compiled constraints: leave `A·w`, `B·w`, `C·w` to the prover (which
     /// evaluates them on its GPU), so the partition holds only its witness.
     pub defer_evaluation: bool,
+    /// With pre-compiled constraints: compute the witness natively (`witness`), falling
+    /// back to the gadgets (and saying so) if that fails or does not fit the circuit.
+    pub native_witness: bool,
 }
 
 /// One sector's proof obligations, whatever its size.
@@ -59,6 +69,23 @@ pub trait SectorCircuits: Send + Sync {
     fn params_path(&self) -> Result<PathBuf>;
     /// Where the verifying key for this circuit lives in the parameter cache.
     fn verifying_key_path(&self) -> Result<PathBuf>;
+    /// Partition `k`'s witness computed natively (on `pool`) and by the circuit's gadgets,
+    /// compared element for element; `challenges` limits both to a sample of the
+    /// partition's challenges (the same gadgets, fewer of them).
+    fn check_native_witness(
+        &self,
+        k: usize,
+        challenges: Option<Range<usize>>,
+        pool: &rayon::ThreadPool,
+    ) -> Result<WitnessCheck>;
+    /// Partition `k`'s witness (or that of a sample of its challenges) computed natively on
+    /// `pool`, and the CPU milliseconds it took over all threads.
+    fn native_witness(
+        &self,
+        k: usize,
+        challenges: Option<Range<usize>>,
+        pool: &rayon::ThreadPool,
+    ) -> Result<(Witness, f64)>;
 }
 
 /// A C1 file bound to its sector: everything needed to prove it and check the proof.
@@ -263,23 +290,20 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
         plan: &SynthesisPlan<'_>,
     ) -> Result<SynthesizedPartition> {
         ensure!(k < self.vanilla_proofs.len(), "no partition {k}");
-        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::circuit(
-            &self.public_inputs,
-            Default::default(),
-            &self.vanilla_proofs[k],
-            &self.vanilla_params,
-            Some(k),
-        )?;
-        match plan.precompiled {
-            Some((r1cs, pool)) => {
-                r1cs.synthesize(circuit, pool, plan.capacity, plan.defer_evaluation)
+        let mut native_error = None;
+        if let (Some((r1cs, pool)), true) = (plan.precompiled, plan.native_witness) {
+            match self.native_partition(k, r1cs, pool, plan) {
+                Ok(partition) => return Ok(partition),
+                Err(error) => native_error = Some(error),
             }
-            None => synthesize_with_capacity(circuit, plan.capacity).map_err(Into::into),
         }
-        .with_context(|| format!("synthesizing partition {k}"))
+        let gadget = self.gadget_partition(k, plan);
+        // A partition the gadgets cannot synthesize either is the input's fault, not the
+        // native witness's.
+        if let (Some(error), Ok(_)) = (&native_error, &gadget) {
+            warn_native_fallback(k, error);
+        }
+        gadget
     }
 
     fn record_constraints(&self) -> Result<R1cs> {
@@ -301,6 +325,119 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
     fn verifying_key_path(&self) -> Result<PathBuf> {
         self.config.get_cache_verifying_key_path::<Tree>()
     }
+
+    fn check_native_witness(
+        &self,
+        k: usize,
+        challenges: Option<Range<usize>>,
+        pool: &rayon::ThreadPool,
+    ) -> Result<WitnessCheck> {
+        let proofs = self.challenges(k, challenges)?;
+        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &proofs.to_vec(),
+            &self.vanilla_params,
+            Some(k),
+        )?;
+        let started = Instant::now();
+        let (native, _) =
+            witness::porep::partition_witness::<Tree>(&self.public_inputs, proofs, pool, None, 0)?;
+        let native_ms = started.elapsed().as_secs_f64() * 1e3;
+        witness::check::compare(circuit, &native, native_ms)
+    }
+
+    fn native_witness(
+        &self,
+        k: usize,
+        challenges: Option<Range<usize>>,
+        pool: &rayon::ThreadPool,
+    ) -> Result<(Witness, f64)> {
+        let proofs = self.challenges(k, challenges)?;
+        witness::porep::partition_witness::<Tree>(&self.public_inputs, proofs, pool, None, 0)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ShapedSector<Tree> {
+    /// Partition `k` synthesized by running the circuit's gadgets: in full, or for the
+    /// witness only over pre-compiled constraints.
+    fn gadget_partition(&self, k: usize, plan: &SynthesisPlan<'_>) -> Result<SynthesizedPartition> {
+        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.vanilla_proofs[k],
+            &self.vanilla_params,
+            Some(k),
+        )?;
+        match plan.precompiled {
+            Some((r1cs, pool)) => {
+                r1cs.synthesize(circuit, pool, plan.capacity, plan.defer_evaluation)
+            }
+            None => synthesize_with_capacity(circuit, plan.capacity).map_err(Into::into),
+        }
+        .with_context(|| format!("synthesizing partition {k}"))
+    }
+
+    /// The vanilla proofs of partition `k`'s challenges, or of a range of them.
+    fn challenges(
+        &self,
+        k: usize,
+        range: Option<Range<usize>>,
+    ) -> Result<&[stacked::Proof<Tree, DefaultPieceHasher>]> {
+        let proofs = self.vanilla_proofs.get(k).context("no such partition")?;
+        match range {
+            Some(range) => proofs.get(range.clone()).with_context(|| {
+                format!("challenges {range:?} of a partition with {}", proofs.len())
+            }),
+            None => Ok(&proofs[..]),
+        }
+    }
+
+    /// Partition `k` with its witness computed natively and checked against the recorded
+    /// circuit's counts.
+    fn native_partition(
+        &self,
+        k: usize,
+        r1cs: &Arc<R1cs>,
+        pool: &rayon::ThreadPool,
+        plan: &SynthesisPlan<'_>,
+    ) -> Result<SynthesizedPartition> {
+        let started = Instant::now();
+        let counts = r1cs.counts();
+        let (witness, cpu_ms) = witness::porep::partition_witness::<Tree>(
+            &self.public_inputs,
+            &self.vanilla_proofs[k],
+            pool,
+            Some((counts.inputs as usize, counts.aux as usize)),
+            plan.capacity.aux,
+        )?;
+        r1cs.check_witness(&witness)?;
+        let profile = SynthesisProfile {
+            witness_ms: started.elapsed().as_secs_f64() * 1e3,
+            witness_cpu_ms: cpu_ms,
+            witness_path: WitnessPath::Native,
+            ..SynthesisProfile::default()
+        };
+        Ok(r1cs.assemble(witness, profile, pool, plan.capacity, plan.defer_evaluation))
+    }
+}
+
+/// Says, loudly and once per process, that native witnesses are not being used; every
+/// partition's timeline row says which path it took.
+fn warn_native_fallback(k: usize, error: &anyhow::Error) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        log::warn!(
+            "the native witness of partition {k} failed ({error:#}); partitions fall back to \
+             the circuit's gadgets (slower, same proofs). Report this with cuzk --version."
+        )
+    });
 }
 
 /// A partition circuit without a witness: what the parameter generator synthesizes.

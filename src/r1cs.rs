@@ -38,8 +38,9 @@ use rayon::prelude::*;
 use crate::atomic_file;
 use crate::synth::{
     next_witness_id, thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile,
-    SynthesizedPartition,
+    SynthesizedPartition, WitnessPath,
 };
+use crate::witness::Witness;
 
 mod identity;
 
@@ -321,20 +322,44 @@ impl R1cs {
         };
         cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut cs)?;
-        if (cs.inputs.len() as u64, cs.aux.len() as u64) != (self.counts.inputs, self.counts.aux) {
+        let profile = SynthesisProfile {
+            witness_ms: started.elapsed().as_secs_f64() * 1e3,
+            witness_cpu_ms: thread_cpu_ms() - cpu_started,
+            witness_path: WitnessPath::Gadget,
+            ..SynthesisProfile::default()
+        };
+        let witness = Witness {
+            inputs: cs.inputs,
+            aux: cs.aux,
+        };
+        self.check_witness(&witness)?;
+        Ok(self.assemble(witness, profile, pool, capacity, defer))
+    }
+
+    /// Fails unless `witness` has this circuit's numbers of inputs and aux variables.
+    pub fn check_witness(&self, witness: &Witness) -> Result<()> {
+        let (inputs, aux) = (witness.inputs.len() as u64, witness.aux.len() as u64);
+        if (inputs, aux) != (self.counts.inputs, self.counts.aux) {
             bail!(
-                "the circuit allocated {} inputs and {} aux variables, but its recorded constraints have {} and {} (a different circuit version?)",
-                cs.inputs.len(),
-                cs.aux.len(),
+                "the witness has {inputs} inputs and {aux} aux variables, but the recorded constraints have {} and {} (a different circuit version?)",
                 self.counts.inputs,
                 self.counts.aux
             );
         }
-        let mut profile = SynthesisProfile {
-            witness_ms: started.elapsed().as_secs_f64() * 1e3,
-            witness_cpu_ms: thread_cpu_ms() - cpu_started,
-            ..SynthesisProfile::default()
-        };
+        Ok(())
+    }
+
+    /// A partition from a witness of this circuit (see [`R1cs::check_witness`]) computed
+    /// as `profile` says: `A·w`, `B·w` and `C·w` evaluated on `pool`, or with `defer` left
+    /// to the prover.
+    pub fn assemble(
+        self: &Arc<Self>,
+        witness: Witness,
+        mut profile: SynthesisProfile,
+        pool: &rayon::ThreadPool,
+        capacity: Capacity,
+        defer: bool,
+    ) -> SynthesizedPartition {
         let [a_aux_density, b_input_density, b_aux_density] = self.densities.clone();
         let mut partition = SynthesizedPartition {
             a_aux_density,
@@ -343,8 +368,8 @@ impl R1cs {
             a: Vec::new(),
             b: Vec::new(),
             c: Vec::new(),
-            input_assignment: cs.inputs,
-            aux_assignment: cs.aux,
+            input_assignment: witness.inputs,
+            aux_assignment: witness.aux,
             deferred: None,
             profile,
             witness_id: next_witness_id(),
@@ -365,7 +390,7 @@ impl R1cs {
         }
         profile.bytes = SynthesisProfile::bytes_of(&partition);
         partition.profile = profile;
-        Ok(partition)
+        partition
     }
 
     /// `M·w` for matrix `which`, in parallel over row blocks, adding the threads' CPU time

@@ -93,6 +93,29 @@ pub struct SynthesisProfile {
     pub evaluate_cpu_ms: f64,
     /// Bytes of the vectors the partition holds (a, b, c and the witness).
     pub bytes: u64,
+    /// How the witness was computed.
+    pub witness_path: WitnessPath,
+}
+
+/// How a partition's witness was computed; the timeline records it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WitnessPath {
+    /// The circuit's gadgets: full synthesis, or the witness-only pass over recorded
+    /// constraints.
+    #[default]
+    Gadget,
+    /// Computed natively (`witness`), gadgets only where it has no native code.
+    Native,
+}
+
+impl WitnessPath {
+    /// The name the timeline and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WitnessPath::Gadget => "gadget",
+            WitnessPath::Native => "native",
+        }
+    }
 }
 
 impl SynthesisProfile {

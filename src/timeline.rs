@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 use crate::c1::{parse_sector_size, SectorSizeName};
 use crate::event::ProveTimings;
 use crate::event::{Event, EventKind, EventName, JobStage};
-use crate::synth::SynthesisProfile;
+use crate::synth::{SynthesisProfile, WitnessPath};
 
 /// The header line, also the column order.
 pub const HEADER: [&str; 8] = [
@@ -185,8 +185,13 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             worker,
             detail: format!(
                 "constraints={constraints};precompiled={is_precompiled};deferred={is_deferred};\
-                 witness_ms={:.1};witness_cpu_ms={:.1};eval_ms={:.1};eval_cpu_ms={:.1};bytes={}",
-                p.witness_ms, p.witness_cpu_ms, p.evaluate_ms, p.evaluate_cpu_ms, p.bytes
+                 witness_ms={:.1};witness_cpu_ms={:.1};eval_ms={:.1};eval_cpu_ms={:.1};bytes={};witness={}",
+                p.witness_ms,
+                p.witness_cpu_ms,
+                p.evaluate_ms,
+                p.evaluate_cpu_ms,
+                p.bytes,
+                p.witness_path.name()
             ),
         },
         EventKind::MemoryWait {
@@ -535,6 +540,11 @@ fn decode_synthesis_profile(detail: &str) -> SynthesisProfile {
         bytes: detail_value(detail, "bytes")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),
+        // Absent from older timelines, whose witnesses all came from the gadgets.
+        witness_path: match detail_value(detail, "witness") {
+            Some("native") => WitnessPath::Native,
+            _ => WitnessPath::Gadget,
+        },
     }
 }
 

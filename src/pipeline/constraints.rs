@@ -41,16 +41,19 @@ pub struct ConstraintSets {
     memory: MemoryBudget,
     events: EventSink,
     is_enabled: bool,
+    is_native_witness: bool,
 }
 
 impl ConstraintSets {
     /// The sets of a run; `threads` evaluate the matrices for every partition. Disabled
-    /// (`--synthesis full`), every partition is synthesized in full.
+    /// (`--synthesis full`), every partition is synthesized in full; `is_native_witness`:
+    /// witnesses are computed natively where they can be (`--synthesis native`).
     pub fn new(
         threads: usize,
         memory: MemoryBudget,
         events: EventSink,
         is_enabled: bool,
+        is_native_witness: bool,
     ) -> Result<Arc<ConstraintSets>> {
         Ok(Arc::new(ConstraintSets {
             slots: Mutex::new(HashMap::new()),
@@ -62,7 +65,13 @@ impl ConstraintSets {
             memory,
             events,
             is_enabled,
+            is_native_witness,
         }))
+    }
+
+    /// Whether a partition with pre-compiled constraints computes its witness natively.
+    pub fn is_native_witness(&self) -> bool {
+        self.is_native_witness
     }
 
     /// The pool that evaluates `A·w`, `B·w` and `C·w`.

@@ -183,6 +183,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         memory.clone(),
         events.clone(),
         settings.is_precompiled,
+        settings.is_native_witness,
     )?;
     let links = FeederLinks {
         synthesis: SynthesisPool::new(

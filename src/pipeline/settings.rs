@@ -59,6 +59,9 @@ pub struct RunSettings {
     pub benchmark: bool,
     /// Synthesize with pre-compiled constraints (a witness-only pass) once they are ready.
     pub is_precompiled: bool,
+    /// With pre-compiled constraints, compute the witness natively where cuzk can
+    /// (`witness`); otherwise with the circuit's gadgets.
+    pub is_native_witness: bool,
     /// Threads that evaluate pre-compiled constraints, shared by all partitions.
     pub synthesis_threads: usize,
     /// CPUs kept for SupraSeal's host threads by `--prover-cpus` (0: every CPU shared); see
@@ -110,6 +113,7 @@ impl RunSettings {
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
             benchmark: false,
             is_precompiled: true,
+            is_native_witness: true,
             synthesis_threads: default_synthesis_threads(cores),
             prover_cpus: 0,
             metrics: None,

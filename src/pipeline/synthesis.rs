@@ -203,6 +203,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
             capacity,
             precompiled: r1cs.as_ref().map(|r1cs| (r1cs, constraints.pool())),
             defer_evaluation,
+            native_witness: constraints.is_native_witness(),
         };
         job.sector.circuits.synthesize_partition(partition, &plan)
     }));

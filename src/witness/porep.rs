@@ -1,0 +1,393 @@
+//! The PoRep partition circuit's witness (storage-proofs-porep's `StackedCircuit`), step by
+//! step in the order the circuit allocates its variables.
+//!
+//! Native: the SHA-256 work, which is nearly all of the circuit: the labelling hashes
+//! (`create_label_circuit`), the comm_d inclusion path (a binary SHA-256 tree), and the
+//! bit decompositions that feed them. Gadgets, run on the sink: the Poseidon hashes (the
+//! comm_r check, column hashes, the comm_c and comm_r_last paths) and the encoding, a few
+//! percent of the variables. Challenges are independent and computed in parallel.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{anyhow, ensure, Context, Result};
+use bellperson::gadgets::num::AllocatedNum;
+use blstrs::Scalar as Fr;
+use filecoin_hashers::sha256::Sha256Hasher;
+use filecoin_hashers::{
+    HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2,
+};
+use rayon::prelude::*;
+use storage_proofs_core::gadgets::encode::encode;
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::merkle::{
+    DiskStore, MerkleProofTrait, MerkleTreeTrait, MerkleTreeWrapper,
+};
+use storage_proofs_porep::stacked::{self, ColumnProof};
+use typenum::{U11, U2};
+
+use super::bits::{allocate_u64, decompose, pack_digest, pack_into_inputs};
+use super::sha256::{sha256, Message, Word};
+use super::sink::Sink;
+use super::Witness;
+use crate::synth::thread_cpu_ms;
+
+/// What every challenge of a partition refers to.
+struct Shared {
+    replica_id: [Word; 8],
+    comm_c: (usize, Fr),
+    comm_r_last: (usize, Fr),
+}
+
+/// The witness of one partition: its vanilla proofs (one per challenge) and the sector's
+/// public values. `pool` runs the challenges; the returned CPU time is summed over its
+/// threads. With `expected` (the recorded circuit's input and aux counts) the challenges
+/// write straight into the partition's vector, which holds at least `capacity` values.
+pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
+    public: &stacked::PublicInputs<
+        <Tree::Hasher as Hasher>::Domain,
+        <Sha256Hasher as Hasher>::Domain,
+    >,
+    proofs: &[stacked::Proof<Tree, Sha256Hasher>],
+    pool: &rayon::ThreadPool,
+    expected: Option<(usize, usize)>,
+    capacity: usize,
+) -> Result<(Witness, f64)> {
+    let cpu_started = thread_cpu_ms();
+    let tau = public
+        .tau
+        .as_ref()
+        .context("the public inputs have no comm_d and comm_r")?;
+    let first = proofs.first().context("a partition without challenges")?;
+    let (comm_r_last, comm_c): (Fr, Fr) = (first.comm_r_last().into(), first.comm_c().into());
+    ensure!(
+        proofs.iter().all(|p| {
+            let (r_last, c): (Fr, Fr) = (p.comm_r_last().into(), p.comm_c().into());
+            r_last == comm_r_last && c == comm_c
+        }),
+        "the challenges of a partition disagree on comm_r_last or comm_c"
+    );
+
+    // The circuit's prologue.
+    let mut head = Sink::new(0, 0, 1 << 10);
+    head.input(ff::Field::ONE);
+    let replica_id: Fr = public.replica_id.into();
+    head.num(replica_id);
+    head.input(replica_id);
+    let replica_id_words = decompose(&mut head, &replica_id);
+    let comm_d: Fr = tau.comm_d.into();
+    head.num(comm_d);
+    head.input(comm_d);
+    let comm_r: Fr = tau.comm_r.into();
+    head.num(comm_r);
+    head.input(comm_r);
+    let comm_r_last_index = head.num(comm_r_last);
+    let comm_c_index = head.num(comm_c);
+    let comm_c_num = head.existing(comm_c_index, comm_c)?;
+    let comm_r_last_num = head.existing(comm_r_last_index, comm_r_last)?;
+    <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut head, &comm_c_num, &comm_r_last_num)
+        .context("the comm_r hash")?;
+
+    let shared = Shared {
+        replica_id: replica_id_words,
+        comm_c: (comm_c_index, comm_c),
+        comm_r_last: (comm_r_last_index, comm_r_last),
+    };
+    let cpu_us = AtomicU64::new(0);
+    let timed = |i: usize, run: &mut dyn FnMut() -> Result<()>| {
+        let started = thread_cpu_ms();
+        let result = run().with_context(|| format!("challenge {i}"));
+        cpu_us.fetch_add(
+            ((thread_cpu_ms() - started) * 1e3) as u64,
+            Ordering::Relaxed,
+        );
+        result
+    };
+    let mut aux = head.take_aux();
+    let mut inputs = head.inputs;
+    match expected {
+        // Every challenge has the same variables: each writes its share of the vector.
+        Some((_, expected_aux)) => {
+            let per = expected_aux
+                .checked_sub(aux.len())
+                .filter(|rest| rest % proofs.len() == 0)
+                .map(|rest| rest / proofs.len())
+                .with_context(|| {
+                    format!(
+                        "{expected_aux} aux variables do not split into a prologue of {} and {} equal challenges",
+                        aux.len(),
+                        proofs.len()
+                    )
+                })?;
+            let prologue = aux.len();
+            aux.reserve_exact(capacity.max(expected_aux) - prologue);
+            let slots = &mut aux.spare_capacity_mut()[..expected_aux - prologue];
+            let challenge_inputs: Vec<Vec<Fr>> = pool.install(|| {
+                slots
+                    .par_chunks_mut(per)
+                    .zip(proofs.par_iter())
+                    .enumerate()
+                    .map(|(i, (slots, proof))| {
+                        let mut sink = Sink::in_slots(prologue + i * per, 0, slots);
+                        timed(i, &mut || challenge::<Tree>(&mut sink, proof, &shared))?;
+                        ensure!(
+                            sink.filled_exactly(),
+                            "challenge {i} has {} aux variables, not {per}",
+                            sink.aux_len()
+                        );
+                        Ok(std::mem::take(&mut sink.inputs))
+                    })
+                    .collect::<Result<_>>()
+            })?;
+            // SAFETY: the slots from `prologue` to `expected_aux` are the chunks above, and
+            // every chunk was filled exactly (or this returned early).
+            unsafe { aux.set_len(expected_aux) };
+            inputs.extend(challenge_inputs.into_iter().flatten());
+        }
+        None => {
+            let challenges: Vec<(Vec<Fr>, Vec<Fr>)> = pool.install(|| {
+                proofs
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, proof)| {
+                        // Indices inside this sink start at 0: only values are kept.
+                        let mut sink = Sink::new(0, 0, 1 << 20);
+                        timed(i, &mut || challenge::<Tree>(&mut sink, proof, &shared))?;
+                        Ok((sink.take_aux(), std::mem::take(&mut sink.inputs)))
+                    })
+                    .collect::<Result<_>>()
+            })?;
+            for (challenge_aux, challenge_inputs) in challenges {
+                aux.extend_from_slice(&challenge_aux);
+                inputs.extend(challenge_inputs);
+            }
+        }
+    }
+    let cpu_ms = thread_cpu_ms() - cpu_started + cpu_us.into_inner() as f64 / 1e3;
+    Ok((Witness { inputs, aux }, cpu_ms))
+}
+
+/// One challenge (`Proof::synthesize` in the circuit).
+fn challenge<Tree: 'static + MerkleTreeTrait>(
+    sink: &mut Sink<'_>,
+    proof: &stacked::Proof<Tree, Sha256Hasher>,
+    shared: &Shared,
+) -> Result<()> {
+    let layers = proof.labeling_proofs.len();
+    ensure!(layers > 0, "no labelling proofs");
+
+    // The data leaf and its path to comm_d.
+    let data_leaf: Fr = proof.comm_d_proofs.leaf().into();
+    let data_leaf_index = sink.num(data_leaf);
+    comm_d_inclusion(sink, &proof.comm_d_proofs.as_options(), data_leaf)?;
+
+    // The parents' columns, each hashed and opened in comm_c.
+    let columns = &proof.replica_column_proofs;
+    let mut drg_rows = Vec::with_capacity(columns.drg_parents.len());
+    for parent in &columns.drg_parents {
+        drg_rows.push(column_opening::<Tree, _>(sink, parent, layers, shared)?);
+    }
+    let mut exp_rows = Vec::with_capacity(columns.exp_parents.len());
+    for parent in &columns.exp_parents {
+        exp_rows.push(column_opening::<Tree, _>(sink, parent, layers, shared)?);
+    }
+
+    // The challenged node, a public input.
+    let node = proof.comm_d_proofs.path_index() as u64;
+    allocate_u64(sink, node);
+    pack_into_inputs(
+        sink,
+        &(0..64).map(|i| node >> i & 1 == 1).collect::<Vec<_>>(),
+    );
+
+    // The labels of the challenged column, layer by layer.
+    let mut labels = Vec::with_capacity(layers);
+    for layer in 1..=layers {
+        let mut parents: Vec<[Word; 8]> = Vec::with_capacity(14);
+        for rows in &drg_rows {
+            parents.push(decompose(sink, &rows[layer - 1]));
+        }
+        if layer > 1 {
+            for rows in &exp_rows {
+                parents.push(decompose(sink, &rows[layer - 2]));
+            }
+        }
+        let expanded = expand_parents(&parents, layer)?;
+
+        let mut message = Message::with_capacity(16 + expanded.len() * 8);
+        message.extend(&shared.replica_id);
+        message.push_constant(layer as u32);
+        message.push((node >> 32) as u32, 0);
+        message.push(node as u32, 0);
+        for _ in 0..5 {
+            message.push_constant(0);
+        }
+        for parent in expanded {
+            message.extend(parent);
+        }
+        let label = pack_digest(&sha256(sink, &message));
+        labels.push((sink.num(label), label));
+    }
+
+    // The encoded node, opened in comm_r_last.
+    let &(key_index, key) = labels.last().expect("at least one layer");
+    let key = sink.existing(key_index, key)?;
+    let data_leaf = sink.existing(data_leaf_index, data_leaf)?;
+    let encoded = encode(&mut *sink, &key, &data_leaf).context("the encoding")?;
+    let root = sink.existing(shared.comm_r_last.0, shared.comm_r_last.1)?;
+    inclusion::<Tree>(sink, proof.comm_r_last_proof.as_options(), root, encoded)
+        .context("the replica's path to comm_r_last")?;
+
+    // The challenged column's hash, opened in comm_c.
+    let labels = labels
+        .iter()
+        .map(|&(index, value)| sink.existing(index, value))
+        .collect::<Result<Vec<_>, _>>()?;
+    let column_hash = hash_column(sink, &labels)?;
+    let root = sink.existing(shared.comm_c.0, shared.comm_c.1)?;
+    let path = inclusion_path(&columns.c_x)?;
+    inclusion::<Tree>(sink, path.as_options(), root, column_hash)
+        .context("the challenged column's path to comm_c")?;
+    Ok(())
+}
+
+/// The 37 parents a label hashes: layer 1 has only the 6 base parents, repeated; later
+/// layers have 14, repeated to 37 (`Proof::synthesize`).
+fn expand_parents(parents: &[[Word; 8]], layer: usize) -> Result<Vec<&[Word; 8]>> {
+    let expanded: Vec<&[Word; 8]> = if layer > 1 {
+        ensure!(parents.len() >= 9, "a layer with {} parents", parents.len());
+        parents.iter().chain(parents).chain(&parents[..9]).collect()
+    } else {
+        ensure!(!parents.is_empty(), "a layer without parents");
+        let mut all: Vec<_> = (0..6).flat_map(|_| parents.iter()).collect();
+        all.push(&parents[0]);
+        all
+    };
+    ensure!(
+        expanded.len() == stacked::TOTAL_PARENTS,
+        "a label over {} parents, not {}",
+        expanded.len(),
+        stacked::TOTAL_PARENTS
+    );
+    Ok(expanded)
+}
+
+/// The data leaf's path to comm_d (`PoRCircuit` over the binary SHA-256 tree): per level
+/// the position bit, the sibling, the ordered pair (`insert_2`) and its hash.
+fn comm_d_inclusion(
+    sink: &mut Sink<'_>,
+    path: &[(Vec<Option<Fr>>, Option<usize>)],
+    leaf: Fr,
+) -> Result<()> {
+    let mut current = leaf;
+    let mut position_bits = Vec::with_capacity(path.len());
+    for (level, (siblings, position)) in path.iter().enumerate() {
+        let (sibling, position) = match (siblings.as_slice(), position) {
+            ([Some(sibling)], Some(position)) if *position < 2 => (*sibling, *position == 1),
+            _ => return Err(anyhow!("comm_d path level {level} is not a binary tree's")),
+        };
+        sink.bit(position);
+        sink.num(sibling);
+        let (left, right) = if position {
+            (sibling, current)
+        } else {
+            (current, sibling)
+        };
+        sink.num(left);
+        sink.num(right);
+        let mut message = Message::with_capacity(16);
+        message.extend(&decompose(sink, &left));
+        message.extend(&decompose(sink, &right));
+        current = pack_digest(&sha256(sink, &message));
+        sink.num(current);
+        position_bits.push(position);
+    }
+    pack_into_inputs(sink, &position_bits);
+    Ok(())
+}
+
+/// A parent's column: its rows allocated, hashed, and the hash opened in comm_c. Returns
+/// the rows.
+fn column_opening<Tree: 'static + MerkleTreeTrait, P: MerkleProofTrait<Hasher = Tree::Hasher>>(
+    sink: &mut Sink<'_>,
+    parent: &ColumnProof<P>,
+    layers: usize,
+    shared: &Shared,
+) -> Result<Vec<Fr>> {
+    let mut rows = Vec::with_capacity(layers);
+    let mut nums = Vec::with_capacity(layers);
+    for layer in 1..=layers {
+        let value: Fr = (*parent.get_node_at_layer(layer)?).into();
+        let index = sink.num(value);
+        nums.push(sink.existing(index, value)?);
+        rows.push(value);
+    }
+    let hash = hash_column(sink, &nums)?;
+    let root = sink.existing(shared.comm_c.0, shared.comm_c.1)?;
+    let path = inclusion_path(parent)?;
+    inclusion::<Tree>(sink, path.as_options(), root, hash).context("a parent's path to comm_c")?;
+    Ok(rows)
+}
+
+/// `hash_single_column`: Poseidon over a column (2 layers for the test sizes, 11 for
+/// production).
+fn hash_column(sink: &mut Sink<'_>, column: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>> {
+    let hash = match column.len() {
+        2 => neptune::circuit::poseidon_hash::<_, Fr, U2>(
+            sink,
+            column.to_vec(),
+            &POSEIDON_CONSTANTS_2,
+        ),
+        11 => neptune::circuit::poseidon_hash::<_, Fr, U11>(
+            sink,
+            column.to_vec(),
+            &POSEIDON_CONSTANTS_11,
+        ),
+        n => return Err(anyhow!("no column hash for {n} layers")),
+    };
+    Ok(hash?)
+}
+
+/// `enforce_inclusion`: `leaf`'s path to `root` in a tree of `Tree`'s shape, by the gadget.
+fn inclusion<Tree: 'static + MerkleTreeTrait>(
+    sink: &mut Sink<'_>,
+    path: Vec<(Vec<Option<Fr>>, Option<usize>)>,
+    root: AllocatedNum<Fr>,
+    leaf: AllocatedNum<Fr>,
+) -> Result<()>
+where
+    Tree::Arity: PoseidonArity,
+{
+    let path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
+        path.into();
+    PoRCircuit::<
+        MerkleTreeWrapper<
+            Tree::Hasher,
+            DiskStore<<Tree::Hasher as Hasher>::Domain>,
+            Tree::Arity,
+            Tree::SubTreeArity,
+            Tree::TopTreeArity,
+        >,
+    >::synthesize(
+        &mut *sink,
+        Root::from_allocated::<Sink>(leaf),
+        path,
+        Root::from_allocated::<Sink>(root),
+        true,
+    )?;
+    Ok(())
+}
+
+/// A column proof's inclusion path. storage-proofs-porep keeps the field to itself, so it is
+/// read back from the proof's serialized form (the same JSON a C1 file carries).
+fn inclusion_path<P: MerkleProofTrait>(proof: &ColumnProof<P>) -> Result<P> {
+    #[derive(serde::Deserialize)]
+    #[serde(bound = "P: MerkleProofTrait")]
+    struct Inclusion<P> {
+        inclusion_proof: P,
+    }
+    let json = serde_json::to_vec(proof).context("serializing a column proof")?;
+    let view: Inclusion<P> =
+        serde_json::from_slice(&json).context("reading a column proof's inclusion proof")?;
+    Ok(view.inclusion_proof)
+}
