@@ -135,7 +135,7 @@ impl RunSettings {
 pub fn default_synth_jobs(cores: usize, kind: ParamsKind) -> usize {
     match kind {
         ParamsKind::Resident { .. } => cores.max(1),
-        ParamsKind::Groth16 | ParamsKind::Supraseal => (cores / 4).max(1),
+        ParamsKind::Groth16 | ParamsKind::Supraseal { .. } => (cores / 4).max(1),
     }
 }
 
