@@ -8,10 +8,12 @@
 //!
 //! Claims are atomic renames, so two runs on one spool (or hosts sharing it over NFS) never
 //! take the same file, and a C1 file is always in exactly one directory: a crash loses
-//! nothing. Each run claims into its own owner directory, whose `.owner.json` names the host
-//! and process and whose modification time is a heartbeat. A restarted run takes back the
-//! work of dead runs: at once for a process of this host that is gone, after the lease for
-//! another host's run that stopped beating. Results are written through [`atomic_file`], so
+//! nothing. Each run claims into its own owner directory, `<host>-<pid>-<nonce>`, whose
+//! `.owner.json` names the process ([`ProcessIdentity`]: host, pid, a per-run nonce, the boot
+//! id and pid namespace) and whose modification time is a heartbeat. A restarted run takes
+//! back the work of dead runs: at once for a process of this boot and pid namespace that is
+//! gone, after the lease for any other run that stopped beating (another host's, or another
+//! container's, whose pid means nothing here). Results are written through [`atomic_file`], so
 //! the outbox never holds a partial proof, and each result records the digest of the C1 file
 //! it was proved from (see [`provenance`]). Which files to prove and when is the pipeline's
 //! business, not this module's.
@@ -27,7 +29,7 @@ use serde::Serialize;
 
 use crate::atomic_file::{self, remove_stale_temporaries, sync_dir};
 use crate::event::JobStage;
-use crate::process::{host_name, is_alive_here};
+use crate::process::{Liveness, ProcessIdentity};
 
 mod attempts;
 mod provenance;
@@ -122,10 +124,10 @@ pub enum FinishJobError {
 /// Who holds the claims in an owner directory of `work/`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Owner {
-    /// Host name.
-    pub host: String,
-    /// Process id on that host.
-    pub pid: u32,
+    /// The process: host and pid, and what tells it from another with the same two (see
+    /// [`ProcessIdentity`]).
+    #[serde(flatten)]
+    pub process: ProcessIdentity,
     /// When the run started, RFC 3339 UTC.
     pub started_at: String,
     /// The lease the run beats for: other runs wait at least this long before taking its
@@ -138,16 +140,29 @@ impl Owner {
     /// This process.
     pub fn current() -> Owner {
         Owner {
-            host: host_name(),
-            pid: std::process::id(),
+            process: ProcessIdentity::current(),
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             lease_secs: None,
         }
     }
 
-    /// The owner directory's name: `<host>-<pid>`.
+    /// The owner directory's name: `<host>-<pid>-<nonce>`, so that two runs with the same
+    /// host name and pid (containers) never share one.
     pub fn dir_name(&self) -> String {
-        format!("{}-{}", self.host, self.pid)
+        let ProcessIdentity {
+            host, pid, nonce, ..
+        } = &self.process;
+        if nonce.is_empty() {
+            format!("{host}-{pid}")
+        } else {
+            format!("{host}-{pid}-{nonce}")
+        }
+    }
+
+    /// True when the owner is known to be gone: a process of this boot and pid namespace
+    /// that no longer runs. Elsewhere only its heartbeat can tell.
+    pub fn is_gone(&self) -> bool {
+        self.process.liveness() == Liveness::Gone
     }
 }
 
@@ -513,7 +528,6 @@ impl Spool {
 
 /// The owner directories in `work/`, with whether each is dead.
 pub fn owner_states(work: &Path, lease: Duration) -> Result<Vec<OwnerState>> {
-    let this_host = host_name();
     let mut states = Vec::new();
     for entry in fs::read_dir(work).with_context(|| format!("listing {}", work.display()))? {
         let entry = entry.with_context(|| format!("listing {}", work.display()))?;
@@ -533,9 +547,9 @@ pub fn owner_states(work: &Path, lease: Duration) -> Result<Vec<OwnerState>> {
             .and_then(|m| m.modified())
             .unwrap_or(SystemTime::UNIX_EPOCH);
         let heartbeat_age = beat.elapsed().unwrap_or_default();
-        let is_gone = owner
-            .as_ref()
-            .is_some_and(|o| o.host == this_host && !is_alive_here(o.pid));
+        // A pid is looked at only where it is provably of this boot and pid namespace: a
+        // container's run with this host's name and pid is not this host's process.
+        let is_gone = owner.as_ref().is_some_and(Owner::is_gone);
         let owner_lease =
             Duration::from_secs(owner.as_ref().and_then(|o| o.lease_secs).unwrap_or(0));
         states.push(OwnerState {
@@ -859,33 +873,45 @@ mod tests {
             .expect("owner");
             fs::write(dir.join(file), b"{}").expect("c1");
         };
-        // A process of this host that is gone (pid beyond pid_max), one that is alive
-        // (pid 1), another host's run with a fresh heartbeat, and a loose file.
-        let dead = Owner {
-            host: host_name(),
-            pid: 4_999_999,
+        // A process of this boot and pid namespace that is gone (pid beyond pid_max), one
+        // that is alive (this test), another host's run with a fresh heartbeat, and a loose
+        // file.
+        let here = ProcessIdentity::current();
+        let owner = |process: ProcessIdentity, lease_secs: Option<u64>| Owner {
+            process,
             started_at: "x".into(),
-            lease_secs: None,
+            lease_secs,
         };
-        let alive = Owner {
-            host: host_name(),
-            pid: 1,
-            started_at: "x".into(),
-            lease_secs: None,
-        };
-        let remote = Owner {
-            host: "elsewhere".into(),
-            pid: 1,
-            started_at: "x".into(),
-            lease_secs: None,
-        };
+        let dead = owner(
+            ProcessIdentity {
+                pid: 4_999_999,
+                nonce: "dead".into(),
+                ..here.clone()
+            },
+            None,
+        );
+        let alive = owner(here.clone(), None);
+        let remote = owner(
+            ProcessIdentity {
+                host: "elsewhere".into(),
+                pid: 1,
+                nonce: "remote".into(),
+                boot_id: Some("another-boot".into()),
+                ..here.clone()
+            },
+            None,
+        );
         // Another host's run that beats for an hour's lease: judged by its lease, not ours.
-        let patient = Owner {
-            host: "elsewhere".into(),
-            pid: 2,
-            started_at: "x".into(),
-            lease_secs: Some(3600),
-        };
+        let patient = owner(
+            ProcessIdentity {
+                host: "elsewhere".into(),
+                pid: 2,
+                nonce: "patient".into(),
+                boot_id: Some("another-boot".into()),
+                ..here.clone()
+            },
+            Some(3600),
+        );
         plant(&dead, "a.json");
         plant(&alive, "b.json");
         plant(&remote, "c.json");
