@@ -221,7 +221,8 @@ pub struct ProveDirArgs {
     #[arg(long)]
     pub gen_test_params: bool,
     /// A claimed file that took the prover down (killed for memory, a driver fault) this
-    /// many times is moved to failed/ instead of being tried again.
+    /// many times while it was the only file in flight is moved to failed/ instead of being
+    /// tried again (files in flight together at a crash are proved alone to tell).
     #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS)]
     pub max_attempts: u32,
     /// Also take benchmark shape files made by `cuzk bench` (synthetic data of a real
@@ -309,6 +310,12 @@ pub struct TuningArgs {
     /// once to size SupraSeal's thread pool.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub prover_cpus: usize,
+    /// A prover whose calls fail this many times in a row stops, its GPU taken to be broken
+    /// (the run says which; when the last prover stops, the run ends with exit 2). A failed
+    /// partition's file goes back to the inbox to be proved alone; only a fault that follows
+    /// the file fails it.
+    #[arg(long, value_name = "N", default_value_t = crate::pipeline::DEFAULT_MAX_DEVICE_FAULTS)]
+    pub max_device_faults: u32,
 }
 
 impl TuningArgs {
@@ -481,6 +488,7 @@ pub struct ParamsSizeArgs {
 
 /// Runs the command line `cli`; the returned code is the process exit code.
 pub fn run(cli: Cli) -> Result<u8> {
+    crate::test_sizes::apply_from_env()?;
     if let Some(dir) = &cli.params {
         params::use_params_dir(dir);
     }
@@ -583,6 +591,7 @@ impl TuningArgs {
             is_precompiled: self.synthesis == Synthesis::Precompiled,
             synthesis_threads: self.synthesis_threads.unwrap_or(defaults.synthesis_threads),
             prover_cpus: self.prover_cpus,
+            max_device_faults: self.max_device_faults.max(1),
             ..defaults
         })
     }

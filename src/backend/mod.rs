@@ -207,6 +207,9 @@ pub enum ProveError {
         /// The prover.
         prover: String,
     },
+    /// A device fault injected by a test (`CUZK_TEST_DEVICE_FAULTS`), before the prover ran.
+    #[error("{0}")]
+    Injected(String),
 }
 
 /// A prover: one thread's way of proving partitions.
