@@ -114,9 +114,8 @@ fn prove_while_healthy(
                 }
             }
         }
-        let Some(batch) = next_batch(&links.rx, held, prover.batch_size()) else {
-            return None;
-        };
+        // The queue closed and empty: done.
+        let batch = next_batch(&links.rx, held, prover.batch_size())?;
         // A prover that uploads ahead gets the next partition now, if one is queued.
         if held.is_none() && prover.uploads_ahead() {
             *held = links.rx.try_recv().ok();
@@ -258,9 +257,7 @@ fn prove_batch(
         .into_iter()
         .filter(|m| !m.job.is_cancelled())
         .collect();
-    let Some(first) = batch.first() else {
-        return None;
-    };
+    let first = batch.first()?;
     for msg in &batch {
         links.events.emit(EventKind::ProverPickedUp {
             job: msg.job.name().to_owned(),
