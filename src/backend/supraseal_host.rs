@@ -25,10 +25,11 @@ use crate::params::load::{ParamsLayout, G1_BYTES, G2_BYTES};
 use crate::synth::SynthesizedPartition;
 
 /// The share of L, A and B points charged as the tail: SHA-256 and bit decompositions make
-/// most of PoRep's witness 0 or 1, the Poseidon and Merkle values do not. Measured at 2KiB
-/// on real sectors (the test suite asserts the estimate covers them), with room for larger
-/// sectors' circuits.
-pub const ESTIMATED_TAIL_SHARE: f64 = 0.25;
+/// most of PoRep's witness 0 or 1, the Poseidon and Merkle values do not. Real 2KiB sectors
+/// need 4.6% at most (B; the same positions in every partition, so two partitions to a call
+/// need no more); twice that and some, for larger sectors' circuits, until the 32GiB figure
+/// is measured (the test suite asserts the estimate covers the 2KiB sectors).
+pub const ESTIMATED_TAIL_SHARE: f64 = 0.10;
 
 /// Bytes of one scalar.
 const SCALAR_BYTES: u64 = 32;
@@ -133,6 +134,6 @@ mod tests {
         let pair = call_bytes(&layout, 2, all) as f64;
         assert!((pair - worst - 9.4e9).abs() < 0.2e9, "{pair}");
         let estimate = estimated_call_bytes(&layout, 1) as f64;
-        assert!((10.5e9..11.5e9).contains(&estimate), "{estimate}");
+        assert!((4.3e9..4.6e9).contains(&estimate), "{estimate}");
     }
 }
