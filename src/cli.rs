@@ -212,8 +212,8 @@ pub struct ProveDirArgs {
     /// Largest C1 file accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
     pub max_c1_bytes: u64,
-    /// Seconds without a heartbeat after which another host's claims are taken over (a
-    /// dead process on this host is taken over at once).
+    /// Seconds without a heartbeat after which another host's or container's claims are
+    /// taken over (a dead process of this boot and pid namespace is taken over at once).
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS)]
     pub lease_secs: f64,
     /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
