@@ -4,15 +4,18 @@
 //! constraints, parameters of a benchmark shape) is written under a temporary name, synced,
 //! renamed over its target (or, for recorded constraints, linked in only where no file is:
 //! [`write_new_with`]), and the directory synced. The temporary is
-//! `.<name>.tmp-<host>-<pid>-<n>`: unique to the process and the call, so two writers of one
+//! `.<name>.tmp-<host>-<pid>-<tag>-<n>`, where the tag stands for the writer's boot and pid
+//! namespace ([`ProcessIdentity::namespace_tag`]): unique to the process and the call, so two writers of one
 //! target (two runs on one spool recording the same constraints, threads writing one note)
 //! never write into one file, and a target that is memory-mapped is only ever replaced, never
 //! changed in place. A writer killed half-way leaves its temporary behind. The spool removes
 //! those of its outbox at start, and writers of large files (gigabytes of constraints) remove
 //! those of their target first, so neither stays on disk for ever; small writes skip that,
 //! since listing a directory of thousands of proofs for each proof would cost more than the
-//! leftovers. Only temporaries of processes of this host that are gone are removed: whether
-//! another host's writer still runs cannot be told here.
+//! leftovers. Only temporaries of processes of this boot and pid namespace that are gone are
+//! removed: whether another host's or another container's writer still runs cannot be told
+//! from its pid (a container's pid 1 is not this host's), and the names of older cuzk
+//! versions' temporaries, which carry no tag, are left alone for the same reason.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -22,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 
-use crate::process::{host_name, is_alive_here};
+use crate::process::{is_alive_here, ProcessIdentity};
 
 /// Writes `bytes` to `path` atomically.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -121,31 +124,59 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 fn temporary_path(dir: &Path, name: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let me = ProcessIdentity::current();
     dir.join(format!(
-        ".{name}.tmp-{}-{}-{n}",
-        host_name(),
-        std::process::id()
+        ".{name}.tmp-{}-{}-{}-{n}",
+        me.host,
+        me.pid,
+        me.namespace_tag()
     ))
 }
 
-/// A temporary's target name and writer (host, pid).
-fn parse_temporary(file_name: &str) -> Option<(&str, &str, u32)> {
+/// A temporary's writer, as its name says.
+#[derive(Debug, PartialEq, Eq)]
+struct Temporary<'a> {
+    /// The file it was to become.
+    target: &'a str,
+    /// The writer's pid.
+    pid: u32,
+    /// The writer's boot and pid namespace; `None` in an older cuzk's names.
+    tag: Option<&'a str>,
+}
+
+/// A temporary's target name and writer.
+fn parse_temporary(file_name: &str) -> Option<Temporary<'_>> {
     let rest = file_name.strip_prefix('.')?;
-    let (name, writer) = rest.rsplit_once(".tmp-")?;
-    let mut parts = writer.rsplitn(3, '-');
-    let (_n, pid, host) = (parts.next()?, parts.next()?, parts.next()?);
-    Some((name, host, pid.parse().ok()?))
+    let (target, writer) = rest.rsplit_once(".tmp-")?;
+    let parts: Vec<&str> = writer.split('-').collect();
+    let (pid, tag) = match parts.as_slice() {
+        [_host, pid, tag, _n] => (pid, Some(*tag)),
+        [_host, pid, _n] => (pid, None),
+        _ => return None,
+    };
+    Some(Temporary {
+        target,
+        pid: pid.parse().ok()?,
+        tag,
+    })
 }
 
 /// Lists `dir` once; a temporary that cannot be removed only costs disk space.
 fn remove_stale(dir: &Path, target: Option<&str>) -> std::io::Result<()> {
-    let this_host = host_name();
+    let here = ProcessIdentity::current().namespace_tag();
+    // Without a boot id and pid namespace of its own, this process can tell no writer gone.
+    if here == "x" {
+        return Ok(());
+    }
     for entry in fs::read_dir(dir)?.flatten() {
         let file_name = entry.file_name();
-        let Some((name, host, pid)) = file_name.to_str().and_then(parse_temporary) else {
+        let Some(temporary) = file_name.to_str().and_then(parse_temporary) else {
             continue;
         };
-        if target.is_none_or(|t| t == name) && host == this_host && !is_alive_here(pid) {
+        if target.is_none_or(|t| t == temporary.target)
+            && temporary.tag == Some(here.as_str())
+            && !is_alive_here(temporary.pid)
+        {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -234,18 +265,23 @@ mod tests {
     }
 
     #[test]
-    fn temporaries_of_gone_writers_of_this_host_are_removed_and_others_kept() {
+    fn temporaries_of_gone_writers_of_this_namespace_are_removed_and_others_kept() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (here, live) = (host_name(), std::process::id());
+        let me = ProcessIdentity::current();
+        let (here, live, tag) = (me.host.clone(), me.pid, me.namespace_tag());
         let kept = [
-            format!(".a.r1cs.tmp-{here}-{live}-9"),
-            format!(".a.r1cs.tmp-other.host-{GONE}-2"),
+            format!(".a.r1cs.tmp-{here}-{live}-{tag}-9"),
+            format!(".a.r1cs.tmp-other.host-{GONE}-0badc0de-2"),
+            // Another container of this host: its pid means nothing here.
+            format!(".a.r1cs.tmp-{here}-{GONE}-0badc0de-4"),
+            // An older cuzk's name, without a tag: whose pid it is cannot be told.
+            format!(".a.r1cs.tmp-{here}-{GONE}-5"),
             format!(".b.json.tmp-{GONE}"),
-            format!("c.tmp-{here}-{GONE}-1"),
+            format!("c.tmp-{here}-{GONE}-{tag}-1"),
         ];
         let stale = [
-            format!(".a.r1cs.tmp-{here}-{GONE}-3"),
-            format!(".b.json.tmp-{here}-{GONE}-0"),
+            format!(".a.r1cs.tmp-{here}-{GONE}-{tag}-3"),
+            format!(".b.json.tmp-{here}-{GONE}-{tag}-0"),
         ];
         for name in kept.iter().chain(&stale) {
             fs::write(dir.path().join(name), b"partial").expect("write");
@@ -262,7 +298,7 @@ mod tests {
         assert_eq!(
             names(dir.path()),
             sorted(expected),
-            "a.r1cs's writer removes only a.r1cs's stale temporary of this host"
+            "a.r1cs's writer removes only a.r1cs's stale temporary of this namespace"
         );
         remove_stale_temporaries(dir.path()).expect("tidy");
         let mut expected: Vec<String> = kept.to_vec();
@@ -270,7 +306,7 @@ mod tests {
         assert_eq!(
             names(dir.path()),
             sorted(expected),
-            "tidying removes every stale temporary of this host, and nothing else"
+            "tidying removes every stale temporary of this namespace, and nothing else"
         );
     }
 
@@ -278,10 +314,23 @@ mod tests {
     fn parses_the_temporary_names_it_writes() {
         let tmp = temporary_path(Path::new("/x"), "s-t01000-1.proof");
         let file_name = tmp.file_name().and_then(OsStr::to_str).expect("name");
-        let host = host_name();
+        let tag = ProcessIdentity::current().namespace_tag();
         assert_eq!(
             parse_temporary(file_name),
-            Some(("s-t01000-1.proof", host.as_str(), std::process::id()))
+            Some(Temporary {
+                target: "s-t01000-1.proof",
+                pid: std::process::id(),
+                tag: Some(tag.as_str()),
+            })
+        );
+        assert_eq!(
+            parse_temporary(".s-1.proof.tmp-host-42-7"),
+            Some(Temporary {
+                target: "s-1.proof",
+                pid: 42,
+                tag: None
+            }),
+            "an older cuzk's name"
         );
         assert_eq!(parse_temporary("s-1.proof"), None);
         assert_eq!(parse_temporary(".s-1.proof.tmp-x"), None);

@@ -212,8 +212,8 @@ pub struct ProveDirArgs {
     /// Largest C1 file accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
     pub max_c1_bytes: u64,
-    /// Seconds without a heartbeat after which another host's claims are taken over (a
-    /// dead process on this host is taken over at once).
+    /// Seconds without a heartbeat after which another host's or container's claims are
+    /// taken over (a dead process of this boot and pid namespace is taken over at once).
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS)]
     pub lease_secs: f64,
     /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
@@ -221,7 +221,8 @@ pub struct ProveDirArgs {
     #[arg(long)]
     pub gen_test_params: bool,
     /// A claimed file that took the prover down (killed for memory, a driver fault) this
-    /// many times is moved to failed/ instead of being tried again.
+    /// many times while it was the only file in flight is moved to failed/ instead of being
+    /// tried again (files in flight together at a crash are proved alone to tell).
     #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS)]
     pub max_attempts: u32,
     /// Also take benchmark shape files made by `cuzk bench` (synthetic data of a real
@@ -314,6 +315,12 @@ pub struct TuningArgs {
     /// once to size SupraSeal's thread pool.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub prover_cpus: usize,
+    /// A prover whose calls fail this many times in a row stops, its GPU taken to be broken
+    /// (the run says which; when the last prover stops, the run ends with exit 2). A failed
+    /// partition's file goes back to the inbox to be proved alone; only a fault that follows
+    /// the file fails it.
+    #[arg(long, value_name = "N", default_value_t = crate::pipeline::DEFAULT_MAX_DEVICE_FAULTS)]
+    pub max_device_faults: u32,
 }
 
 impl TuningArgs {
@@ -486,6 +493,7 @@ pub struct ParamsSizeArgs {
 
 /// Runs the command line `cli`; the returned code is the process exit code.
 pub fn run(cli: Cli) -> Result<u8> {
+    crate::test_sizes::apply_from_env()?;
     if let Some(dir) = &cli.params {
         params::use_params_dir(dir);
     }
@@ -589,6 +597,7 @@ impl TuningArgs {
             is_native_witness: self.synthesis == Synthesis::Native,
             synthesis_threads: self.synthesis_threads.unwrap_or(defaults.synthesis_threads),
             prover_cpus: self.prover_cpus,
+            max_device_faults: self.max_device_faults.max(1),
             ..defaults
         })
     }

@@ -155,6 +155,29 @@ pub enum EventKind {
         /// Which step failed, and why.
         reason: String,
     },
+    /// A partition failed on its prover in a way the device, not the file, may be to blame
+    /// for (a CUDA error, a batch that failed as a unit): its file goes back to the inbox, to
+    /// be proved alone, and the fault is counted apart from crashes.
+    DeviceFault {
+        /// The job.
+        job: String,
+        /// The partition.
+        partition: usize,
+        /// The prover.
+        worker: String,
+        /// What the prover said.
+        message: String,
+    },
+    /// A prover stopped after `--max-device-faults` faulty calls in a row: its device is
+    /// taken to be broken. The run goes on with the others, or stops if it was the last.
+    ProverStopped {
+        /// The prover.
+        worker: String,
+        /// Faulty calls in a row.
+        faults: u32,
+        /// What the last one said.
+        message: String,
+    },
     /// A GPU prover found bellperson's priority lock taken (a WindowPoSt or WinningPoSt is
     /// on the GPU) and waits, starting no GPU work, until it is free.
     PriorityWaitStarted {
@@ -302,6 +325,10 @@ pub enum EventName {
     GpuEnd,
     /// [`EventKind::CpuFallback`].
     CpuFallback,
+    /// [`EventKind::DeviceFault`].
+    DeviceFault,
+    /// [`EventKind::ProverStopped`].
+    ProverStopped,
     /// [`EventKind::GpuBusy`].
     GpuBusy,
     /// [`EventKind::VerifyStarted`].
@@ -326,7 +353,7 @@ pub enum EventName {
 
 impl EventName {
     /// Every name, in pipeline order.
-    pub const ALL: [EventName; 28] = [
+    pub const ALL: [EventName; 30] = [
         EventName::RunStart,
         EventName::Claim,
         EventName::Parsed,
@@ -345,6 +372,8 @@ impl EventName {
         EventName::GpuStart,
         EventName::GpuEnd,
         EventName::CpuFallback,
+        EventName::DeviceFault,
+        EventName::ProverStopped,
         EventName::GpuBusy,
         EventName::VerifyStart,
         EventName::VerifyEnd,
@@ -378,6 +407,8 @@ impl EventName {
             EventName::GpuStart => "GPU_START",
             EventName::GpuEnd => "GPU_END",
             EventName::CpuFallback => "CPU_FALLBACK",
+            EventName::DeviceFault => "DEVICE_FAULT",
+            EventName::ProverStopped => "PROVER_STOPPED",
             EventName::GpuBusy => "GPU_BUSY",
             EventName::VerifyStart => "VERIFY_START",
             EventName::VerifyEnd => "VERIFY_END",
@@ -423,6 +454,8 @@ impl EventKind {
             EventKind::ConstraintsReady { .. } => EventName::ConstraintsReady,
             EventKind::FullSynthesis { .. } => EventName::FullSynth,
             EventKind::CpuFallback { .. } => EventName::CpuFallback,
+            EventKind::DeviceFault { .. } => EventName::DeviceFault,
+            EventKind::ProverStopped { .. } => EventName::ProverStopped,
             EventKind::PriorityWaitStarted { .. } => EventName::PriorityWaitStart,
             EventKind::PriorityWaitFinished { .. } => EventName::PriorityWaitEnd,
             EventKind::ProveStarted { .. } => EventName::GpuStart,
@@ -453,6 +486,7 @@ impl EventKind {
             | EventKind::ProveStarted { job, .. }
             | EventKind::ProveFinished { job, .. }
             | EventKind::CpuFallback { job, .. }
+            | EventKind::DeviceFault { job, .. }
             | EventKind::VerifyStarted { job }
             | EventKind::VerifyFinished { job, .. }
             | EventKind::ProofWritten { job, .. }
@@ -469,6 +503,7 @@ impl EventKind {
             | EventKind::PriorityWaitStarted { .. }
             | EventKind::PriorityWaitFinished { .. }
             | EventKind::GpuBusy { .. }
+            | EventKind::ProverStopped { .. }
             | EventKind::StopRequested
             | EventKind::RunFinished { .. } => None,
         }
@@ -764,6 +799,17 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 partition: 3,
                 worker: worker(),
                 reason: "GPU quotient failed, done again on the CPU: out of memory".into(),
+            },
+            EventName::DeviceFault => EventKind::DeviceFault {
+                job: job(),
+                partition: 3,
+                worker: worker(),
+                message: "CUDA error 2: out of memory; a, b".into(),
+            },
+            EventName::ProverStopped => EventKind::ProverStopped {
+                worker: worker(),
+                faults: 3,
+                message: "CUDA error 999: unknown error; last=x".into(),
             },
             EventName::GpuBusy => EventKind::GpuBusy {
                 gpu: 1,

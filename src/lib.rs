@@ -55,6 +55,7 @@ pub mod shape;
 pub mod spool;
 pub mod status;
 pub mod synth;
+pub mod test_sizes;
 pub mod timeline;
 pub mod util;
 pub mod waterfall;

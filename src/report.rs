@@ -262,6 +262,21 @@ impl Display {
             } => self.line(&format!(
                 "[{secs:7.1}s] {job}: partition {partition} on {worker}: {reason}"
             )),
+            EventKind::DeviceFault {
+                job,
+                partition,
+                worker,
+                message,
+            } => self.line(&format!(
+                "[{secs:7.1}s] {job}: partition {partition} failed on {worker}, which may be the device's fault: {message}"
+            )),
+            EventKind::ProverStopped {
+                worker,
+                faults,
+                message,
+            } => self.line(&format!(
+                "[{secs:7.1}s] {worker} stopped proving after {faults} faulty calls in a row (--max-device-faults); its device is taken to be broken: {message} (hint: check it with nvidia-smi and the kernel log's Xid errors; files it failed went back to the inbox)"
+            )),
             EventKind::PriorityWaitStarted { worker, path } => self.line(&format!(
                 "[{secs:7.1}s] {worker} waits: the GPU priority lock {path} is taken (a WindowPoSt or WinningPoSt is proving on this machine); no new GPU work until it is free"
             )),

@@ -223,7 +223,7 @@ pub fn render(status: &SpoolStatus) -> String {
         let who = owner
             .owner
             .as_ref()
-            .map(|o| format!("{} pid {}", o.host, o.pid))
+            .map(|o| format!("{} pid {}", o.process.host, o.process.pid))
             .unwrap_or_else(|| owner.dir.display().to_string());
         let state = if owner.is_dead {
             "dead, will be taken over"

@@ -229,6 +229,28 @@ fn encode(kind: &EventKind) -> Fields<'_> {
         EventKind::FullSynthesis { path, reason } => {
             fields("", None, "", format!("{path}: {reason}"))
         }
+        EventKind::DeviceFault {
+            job,
+            partition,
+            worker,
+            message,
+        } => Fields {
+            job,
+            partition: Some(*partition),
+            worker,
+            detail: message.clone(),
+        },
+        EventKind::ProverStopped {
+            worker,
+            faults,
+            message,
+        } => Fields {
+            job: "",
+            partition: None,
+            worker,
+            // The message last: it may hold any character.
+            detail: format!("faults={faults};last={message}"),
+        },
         EventKind::CpuFallback {
             job,
             partition,
@@ -424,6 +446,21 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
             worker: worker()?,
             reason: detail(),
         },
+        EventName::DeviceFault => EventKind::DeviceFault {
+            job: job()?,
+            partition: partition()?,
+            worker: worker()?,
+            message: detail(),
+        },
+        EventName::ProverStopped => {
+            let rest = row.detail.strip_prefix("faults=").ok_or("no faults=")?;
+            let (faults, message) = rest.split_once(";last=").ok_or("no last=")?;
+            EventKind::ProverStopped {
+                worker: worker()?,
+                faults: faults.parse().map_err(|_| "faults is not a count")?,
+                message: message.to_owned(),
+            }
+        }
         EventName::ConstraintsReady => EventKind::ConstraintsReady {
             path: row
                 .detail

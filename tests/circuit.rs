@@ -70,3 +70,49 @@ fn wrong_miner_is_caught_before_proving() {
         "{text}"
     );
 }
+
+/// The memory budget charges SupraSeal's own buffers for a share of each point set
+/// (`supraseal_host::ESTIMATED_TAIL_SHARE`): the points whose scalar is neither 0 nor 1. The
+/// real circuit's witness must not need more, alone or two partitions to a call.
+#[test]
+fn supraseals_tail_on_real_sectors_is_within_what_the_budget_charges() {
+    use cuzk::backend::supraseal_host::{TailCounts, ESTIMATED_TAIL_SHARE};
+    let partitions: Vec<_> = ["s-t01000-1.json", "s-t01000-2.json"]
+        .iter()
+        .map(|name| {
+            let path = fixture(name);
+            let c1 = read_c1_file(&path, DEFAULT_MAX_C1_BYTES).expect("parse");
+            let identity = resolve_identity(&path, &c1, None).expect("identity");
+            let sector = bind(c1, identity).expect("bind");
+            sector
+                .circuits
+                .synthesize_partition(0, &Default::default())
+                .expect("synthesize")
+        })
+        .collect();
+    let (one, both) = (
+        TailCounts::of(&[&partitions[0]]),
+        TailCounts::of(&[&partitions[0], &partitions[1]]),
+    );
+    // The 2KiB parameter file's counts, as SupraSeal sees them.
+    let p = &partitions[0];
+    let layout = cuzk::params::load::ParamsLayout {
+        vk_bytes: 0,
+        ic: p.input_assignment.len() as u64,
+        h: (p.a.len() as u64).next_power_of_two() - 1,
+        l: p.aux_assignment.len() as u64,
+        a: p.input_assignment.len() as u64 + p.a_aux_density.get_total_density() as u64,
+        b: (p.b_input_density.get_total_density() + p.b_aux_density.get_total_density()) as u64,
+    };
+    eprintln!(
+        "SupraSeal's tail at 2KiB: one partition {one:?} ({:.1}% of the points at most), two {both:?} ({:.1}%)",
+        100.0 * one.share_of(&layout),
+        100.0 * both.share_of(&layout)
+    );
+    assert!(one.l > 0 && both.l >= one.l, "{one:?} {both:?}");
+    assert!(
+        both.share_of(&layout) <= ESTIMATED_TAIL_SHARE,
+        "the budget charges {ESTIMATED_TAIL_SHARE} of the points, the witness needs {}",
+        both.share_of(&layout)
+    );
+}

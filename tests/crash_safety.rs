@@ -165,7 +165,7 @@ fn kill_nine_at_random_moments_loses_nothing() {
 }
 
 #[test]
-fn a_file_that_keeps_killing_the_prover_is_quarantined() {
+fn a_file_that_keeps_killing_the_prover_alone_is_quarantined() {
     require_params();
     let (dir, inbox) = spool();
     let root = dir.path();
@@ -175,13 +175,17 @@ fn a_file_that_keeps_killing_the_prover_is_quarantined() {
     let record = || -> Option<serde_json::Value> {
         serde_json::from_slice(&fs::read(&record_path).ok()?).ok()
     };
-    for round in 1..=3u64 {
+    // The first kill finds it as a fresh claim, not known to be alone in flight: that crash
+    // is nobody's, and it is proved alone from then on. The next three are its own.
+    for round in 1..=4u64 {
         let mut child = spawn(&ONCE, root);
         // Kill the run once it has the file at the prover, as a driver fault or the
         // out-of-memory killer would.
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
-            if record().is_some_and(|r| r["runs"] == round && r["stage"] == "prove") {
+            if record().is_some_and(|r| {
+                r["runs"] == round && r["stage"] == "prove" && r["is_started"] == true
+            }) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -193,9 +197,11 @@ fn a_file_that_keeps_killing_the_prover_is_quarantined() {
         assert_eq!(seen["runs"], round, "{seen}");
         assert_eq!(seen["stage"], "prove", "{seen}");
         assert_eq!(seen["partition"], 0, "{seen}");
+        assert_eq!(seen["is_solo"], round > 1, "solo after the first: {seen}");
+        assert_eq!(seen["crashes"], round.saturating_sub(2), "{seen}");
         assert_nothing_lost(root, &[name], &format!("after kill {round}"));
     }
-    // The fourth run does not try again.
+    // The fifth run does not try again.
     let out = cuzk(&ONCE, root, &[]);
     assert_eq!(out.status.code(), Some(1), "the job failed");
     assert_eq!(
@@ -209,10 +215,68 @@ fn a_file_that_keeps_killing_the_prover_is_quarantined() {
     assert_eq!(reason["stage"], "crash");
     let message = reason["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("took the prover down 3 times: last seen at stage prove (partition 0)"),
+        message.contains("took the prover down 3 times while it was the only file in flight: last seen at stage prove (partition 0)"),
         "{message}"
     );
     assert!(record().is_none(), "the record left with the file");
+}
+
+/// Files in flight together when a run dies are not blamed: each is proved alone next, and a
+/// run aborted on purpose (a second Ctrl-C) blames nobody at all.
+#[test]
+fn a_crash_blames_no_file_in_flight_with_others_and_an_abort_blames_nobody() {
+    require_params();
+    let (dir, inbox) = spool();
+    let root = dir.path();
+    let files = ["s-t01000-1.json", "s-t01000-2.json"];
+    for name in files {
+        fs::copy(fixture(name), inbox.join(name)).expect("copy");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let record = |name: &str| -> Option<serde_json::Value> {
+        let path = root.join("work/.attempts").join(name);
+        serde_json::from_slice(&fs::read(path).ok()?).ok()
+    };
+    // Both in flight (one synthesizing, one at the prover or queued), then SIGKILL.
+    let mut child = spawn(&ONCE, root);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while Instant::now() < deadline
+        && !files
+            .iter()
+            .all(|f| record(f).is_some_and(|r| r["is_started"] == true))
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("wait");
+    show(&["prove-dir (killed with two files in flight)"], root, &out);
+    assert_nothing_lost(root, &files, "after the kill");
+    // Two Ctrl-Cs while the next run proves them alone: the abort leaves its marker.
+    let child = spawn(&ONCE, root);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while Instant::now() < deadline
+        && !files
+            .iter()
+            .any(|f| record(f).is_some_and(|r| r["runs"] == 2 && r["is_started"] == true))
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().expect("wait");
+    show(&["prove-dir (two SIGINTs)"], root, &out);
+    assert_eq!(out.status.code(), Some(130));
+    assert_nothing_lost(root, &files, "after the abort");
+    // With --max-attempts 1 a single crash blamed on either would fail it: none is.
+    let strict = [&ONCE[..], &["--max-attempts", "1"]].concat();
+    let out = cuzk(&strict, root, &[]);
+    assert_eq!(out.status.code(), Some(0), "both proved, neither blamed");
+    for name in files {
+        let job = name.trim_end_matches(".json");
+        let proof = fs::read(root.join("outbox").join(format!("{job}.proof"))).expect("proof");
+        assert!(verifies(&root.join("done").join(name), &proof), "{job}");
+    }
 }
 
 #[test]

@@ -33,6 +33,7 @@ pub mod groth16;
 pub mod quotient;
 pub mod residency;
 pub mod supraseal;
+pub mod supraseal_host;
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -106,8 +107,12 @@ impl clap::ValueEnum for BackendChoice {
 pub enum ParamsKind {
     /// bellperson's `Parameters`, in ordinary memory.
     Groth16,
-    /// SupraSeal's SRS, in pinned memory.
-    Supraseal,
+    /// SupraSeal's SRS, in pinned memory, and its own buffers for calls of `batch`
+    /// partitions ([`supraseal_host`]).
+    Supraseal {
+        /// Partitions per call.
+        batch: usize,
+    },
     /// The cuda backend's: the verifying key on the host, the bases on each GPU; what does
     /// not fit in `device_bytes` of a GPU stays in pinned host memory.
     Resident {
@@ -125,11 +130,11 @@ impl ParamsKind {
                 .map(|params| ProverParams::Groth16(Arc::new(params)))
                 .map_err(|e| e.to_string()),
             #[cfg(feature = "supraseal")]
-            ParamsKind::Supraseal => {
+            ParamsKind::Supraseal { .. } => {
                 supraseal::SuprasealParams::load(path).map(ProverParams::Supraseal)
             }
             #[cfg(not(feature = "supraseal"))]
-            ParamsKind::Supraseal => Err("this cuzk was built without SupraSeal".into()),
+            ParamsKind::Supraseal { .. } => Err("this cuzk was built without SupraSeal".into()),
             #[cfg(feature = "cuda")]
             ParamsKind::Resident { device_bytes } => cuda::ResidentParams::load(path, device_bytes)
                 .map(|params| ProverParams::Resident(Arc::new(params)))
@@ -141,11 +146,15 @@ impl ParamsKind {
 }
 
 impl ParamsKind {
-    /// Bytes of a set of `layout` the host keeps in this form: all of it, or for the cuda
-    /// backend the verifying key and the bases no GPU has room for.
+    /// Bytes of a set of `layout` the host keeps in this form: all of it (and for SupraSeal
+    /// the host buffers of its calls, which the run holds for as long as the set), or for
+    /// the cuda backend the verifying key and the bases no GPU has room for.
     pub fn host_bytes(self, layout: &ParamsLayout) -> u64 {
         match self {
-            ParamsKind::Groth16 | ParamsKind::Supraseal => layout.memory_bytes(),
+            ParamsKind::Groth16 => layout.memory_bytes(),
+            ParamsKind::Supraseal { batch } => {
+                layout.memory_bytes() + supraseal_host::estimated_call_bytes(layout, batch as u64)
+            }
             ParamsKind::Resident { device_bytes } => residency::host_bytes(layout, device_bytes),
         }
     }
@@ -155,7 +164,7 @@ impl ParamsKind {
     /// when the host must evaluate them.
     pub fn gpu_room_for_constraints(self, layout: &ParamsLayout) -> Option<u64> {
         match self {
-            ParamsKind::Groth16 | ParamsKind::Supraseal => None,
+            ParamsKind::Groth16 | ParamsKind::Supraseal { .. } => None,
             ParamsKind::Resident { device_bytes } => {
                 residency::room_for_constraints(layout, device_bytes)
             }
@@ -198,6 +207,9 @@ pub enum ProveError {
         /// The prover.
         prover: String,
     },
+    /// A device fault injected by a test (`CUZK_TEST_DEVICE_FAULTS`), before the prover ran.
+    #[error("{0}")]
+    Injected(String),
 }
 
 /// A prover: one thread's way of proving partitions.
@@ -258,7 +270,7 @@ impl Prover {
     pub fn params_kind(&self) -> ParamsKind {
         match self {
             Prover::Kernels(_) => ParamsKind::Groth16,
-            Prover::Supraseal { .. } => ParamsKind::Supraseal,
+            Prover::Supraseal { batch, .. } => ParamsKind::Supraseal { batch: *batch },
             #[cfg(feature = "cuda")]
             Prover::Cuda(_, kind) => *kind,
         }
@@ -344,6 +356,19 @@ impl Prover {
                 let (r, s): (Vec<_>, Vec<_>) =
                     batch.iter().map(|_| groth16::fresh_randomness()).unzip();
                 let refs: Vec<&SynthesizedPartition> = batch.iter().collect();
+                // What the budget charged for the call's own buffers, against what this
+                // batch makes it allocate (a pass over the witness: only when asked for).
+                if log::log_enabled!(log::Level::Debug) {
+                    let tail = supraseal_host::TailCounts::of(&refs);
+                    log::debug!(
+                        "supraseal call of {} partition(s): host buffers {} bytes (tail {:?}, {:.1}% of the points), {} charged",
+                        refs.len(),
+                        supraseal_host::call_bytes(&params.layout, refs.len() as u64, tail),
+                        tail,
+                        100.0 * tail.share_of(&params.layout),
+                        supraseal_host::estimated_call_bytes(&params.layout, refs.len() as u64)
+                    );
+                }
                 let proved = supraseal::prove_batch(&refs, params, &r, &s);
                 // Free a, b, c and the witness before reporting: the next batch needs the room.
                 drop(refs);
@@ -409,7 +434,7 @@ impl ProverPlan {
         let has_supraseal = self
             .provers
             .iter()
-            .any(|p| p.params_kind() == ParamsKind::Supraseal);
+            .any(|p| matches!(p.params_kind(), ParamsKind::Supraseal { .. }));
         (prover_cpus > 0 && !has_supraseal).then(|| {
             format!(
                 "--prover-cpus {prover_cpus} keeps CPUs for SupraSeal, and this run proves without it ({}): they stay idle (hint: leave --prover-cpus at 0 unless SupraSeal proves)",

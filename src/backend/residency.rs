@@ -203,7 +203,7 @@ impl Density {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -231,7 +231,7 @@ mod tests {
     }
 
     /// The 32GiB set: H 2^27 - 1, L and A about 130M, B about 33M.
-    fn layout_32gib() -> ParamsLayout {
+    pub(crate) fn layout_32gib() -> ParamsLayout {
         ParamsLayout {
             vk_bytes: 4000,
             ic: 329,

@@ -77,7 +77,10 @@ use crate::pipeline::{self, RunControl, RunSettings};
 use crate::spool::SpoolLayout;
 
 pub mod placement;
+mod private_spool;
 pub mod wire;
+
+use private_spool::PrivateSpool;
 
 use wire::{parse_request, request_id, Answer, BadRequest, C2Request, Retry};
 
@@ -86,9 +89,6 @@ pub const STAGE: &str = "c2";
 
 /// The line a processor prints when it is ready for requests.
 pub const READY_LINE: &str = "c2 processor ready";
-
-/// The name prefix of private spools, so a later processor can tidy those of dead ones.
-const SPOOL_PREFIX: &str = "cuzk-damocles-";
 
 /// Bytes a request line may hold beyond its C1 output: ids, prover id, punctuation.
 const LINE_OVERHEAD_BYTES: u64 = 64 << 10;
@@ -639,19 +639,10 @@ pub fn serve(
     writeln!(output, "{READY_LINE}")
         .and_then(|()| output.flush())
         .context("writing the ready line to stdout")?;
-    remove_stale_spools(&settings.tmp_dir);
-    note_other_processors(settings);
-    let spool_dir = tempfile::Builder::new()
-        .prefix(&format!("{SPOOL_PREFIX}{}-", std::process::id()))
-        .tempdir_in(&settings.tmp_dir)
-        .with_context(|| {
-            format!(
-                "{}: cannot make the processor's spool there (hint: give --tmp-dir a writable directory)",
-                settings.tmp_dir.display()
-            )
-        })?;
+    private_spool::remove_stale(&settings.tmp_dir);
+    let spool_dir = PrivateSpool::create(&settings.tmp_dir)?;
+    note_other_processors(settings, spool_dir.path());
     let inbox = spool_dir.path().join("inbox");
-    fs::create_dir(&inbox).with_context(|| format!("creating {}", inbox.display()))?;
     let layout = SpoolLayout::beside(&inbox);
     let run_settings = RunSettings {
         layout: layout.clone(),
@@ -713,50 +704,14 @@ pub fn serve(
     Ok(0)
 }
 
-/// The private spools in `dir`, with the pid of the processor that made each.
-fn processor_spools(dir: &Path) -> Vec<(PathBuf, u32)> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            let rest = name.to_str()?.strip_prefix(SPOOL_PREFIX)?;
-            let pid = rest.split('-').next()?.parse::<u32>().ok()?;
-            entry
-                .path()
-                .join("inbox")
-                .is_dir()
-                .then(|| (entry.path(), pid))
-        })
-        .collect()
-}
-
-/// Removes private spools that processors killed with SIGKILL (as damocles-worker stops
-/// them) left in `dir`: those whose process no longer runs.
-fn remove_stale_spools(dir: &Path) {
-    for (spool, pid) in processor_spools(dir) {
-        if pid != std::process::id() && !crate::process::is_alive_here(pid) {
-            match fs::remove_dir_all(&spool) {
-                Ok(()) => log::info!("removed {}, left by a processor that died", spool.display()),
-                Err(err) => log::warn!("{}: not removed: {err}", spool.display()),
-            }
-        }
-    }
-}
-
 /// Says so when other processors run beside this one without `--max-memory`: each budgets
 /// the memory available when its run starts, and several starting together each count
 /// all of it.
-fn note_other_processors(settings: &ProcessorSettings) {
+fn note_other_processors(settings: &ProcessorSettings, own: &Path) {
     if settings.run.max_memory.is_some() {
         return;
     }
-    let others = processor_spools(&settings.tmp_dir)
-        .into_iter()
-        .filter(|(_, pid)| *pid != std::process::id() && crate::process::is_alive_here(*pid))
-        .count();
+    let others = private_spool::live_others(&settings.tmp_dir, own);
     if others > 0 {
         eprintln!(
             "cuzk damocles-c2: note: {others} other cuzk C2 processor(s) run on this host (their spools are in {}); each budgets the memory available when its run starts, so together they may count the same memory twice (hint: give each --max-memory, its share of the machine, or serve every request from one processor with damocles' `concurrent`, which shares one set of parameters)",
@@ -808,28 +763,6 @@ mod tests {
                 miner_id: 1000,
                 sector_num: 1
             })
-        );
-    }
-
-    #[test]
-    fn stale_spools_of_dead_processors_are_removed() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        // A pid far above any pid_max is never alive.
-        let dead = dir.path().join(format!("{SPOOL_PREFIX}4999999-abc"));
-        let alive = dir
-            .path()
-            .join(format!("{SPOOL_PREFIX}{}-abc", std::process::id()));
-        let foreign = dir.path().join(format!("{SPOOL_PREFIX}4999999-notaspool"));
-        for spool in [&dead, &alive] {
-            fs::create_dir_all(spool.join("inbox")).expect("spool");
-        }
-        fs::create_dir_all(&foreign).expect("dir");
-        remove_stale_spools(dir.path());
-        assert!(!dead.exists());
-        assert!(alive.exists());
-        assert!(
-            foreign.exists(),
-            "only directories that look like spools go"
         );
     }
 }

@@ -6,6 +6,12 @@
 //! runs elsewhere and wakes it when done. So a stop signal is seen within a fraction of a
 //! second even while a ten-partition sector is being fed. Partitions start in job order:
 //! a sector already started goes before the next one, which bounds each sector's latency.
+//!
+//! A solo job (a file in flight with others when a run died, or one whose last try met a
+//! device fault: see [`crate::spool::AttemptRecord`]) starts only when no other job is in
+//! flight, and no other job starts until it is decided, so that what happens to it is its
+//! own doing. A draining run ends only once every job in flight is decided, since a file
+//! handed back after a device fault is claimed again.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -21,7 +27,7 @@ use crate::c1::{self, SectorSizeName};
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, Footprint, MemoryBudget};
 use crate::params::{self, ParamSets};
-use crate::spool::{ClaimedJob, Provenance, Spool};
+use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
 use crate::synth::Capacity;
 
 use super::constraints::ConstraintSets;
@@ -149,9 +155,6 @@ impl Feeder<'_> {
     /// Feeds the pipeline until the inbox is drained (`--once`), a stop signal, or a halt.
     /// Returns an error when the run cannot go on (missing parameters, an unreadable spool).
     pub fn feed(&mut self) -> Result<()> {
-        for claimed in self.spool.own_claims()? {
-            self.admit(claimed, true)?;
-        }
         let _watcher = self.watch_inbox();
         let mut announced_stop = false;
         loop {
@@ -170,8 +173,8 @@ impl Feeder<'_> {
             let mut is_scanned = false;
             if !is_stopping() && self.admitted.is_empty() {
                 // Work of runs that died, here or on another host sharing the spool.
-                for claimed in self.spool.take_over_orphans(self.settings.lease)? {
-                    self.admit(claimed, true)?;
+                for (claimed, previous) in self.spool.take_over_orphans(self.settings.lease)? {
+                    self.admit(claimed, Some(previous))?;
                 }
                 is_inbox_waiting = self.claim_from_inbox()?;
                 is_scanned = true;
@@ -186,7 +189,12 @@ impl Feeder<'_> {
                     // from a scan made now, not from the one before that job was claimed.
                     continue;
                 }
-                if is_draining && !is_inbox_waiting && !self.inbox.has_deferred() {
+                // A job in flight may still come back to the inbox (a device fault).
+                if is_draining
+                    && !is_inbox_waiting
+                    && !self.inbox.has_deferred()
+                    && !self.has_jobs_in_flight()
+                {
                     return Ok(());
                 }
             }
@@ -233,7 +241,7 @@ impl Feeder<'_> {
                 }
             };
             self.inbox.claimed(&path);
-            self.admit(claimed, false)?;
+            self.admit(claimed, None)?;
             self.start_partitions();
         }
         Ok(is_waiting)
@@ -257,11 +265,10 @@ impl Feeder<'_> {
     /// Sleeps until woken (a file arrived, a slot came back, parameters were made), the
     /// next rescan or settling file is due, or a stop signal arrives.
     fn wait(&self) {
-        let mut period = if self.admitted.is_empty() && self.generating.is_empty() {
-            self.settings.poll
-        } else {
-            TICK
-        };
+        let is_idle = self.admitted.is_empty()
+            && self.generating.is_empty()
+            && !(self.is_draining() && self.has_jobs_in_flight());
+        let mut period = if is_idle { self.settings.poll } else { TICK };
         // Only when the next loop scans the inbox (and so resets it): a due time in the
         // past would otherwise make this a busy loop while a job waits for memory.
         if let Some(due) = self
@@ -305,7 +312,9 @@ impl Feeder<'_> {
     }
 
     /// Takes a claimed file in: the job joins the queue, fails, or goes back to the inbox.
-    fn admit(&mut self, claimed: ClaimedJob, is_resumed: bool) -> Result<()> {
+    /// `previous` says how the run that held it before ended, for a file taken over.
+    fn admit(&mut self, claimed: ClaimedJob, previous: Option<PreviousEnd>) -> Result<()> {
+        let is_resumed = previous.is_some();
         self.events.emit(EventKind::JobClaimed {
             job: claimed.name.clone(),
             is_resumed,
@@ -343,11 +352,11 @@ impl Feeder<'_> {
             );
             return self.fail(&claimed, &JobError::Spool(message));
         }
-        let attempt = self.spool.start_attempt(&claimed, is_resumed)?;
-        if attempt.crashes() >= self.settings.max_attempts {
+        let attempt = self.spool.start_attempt(&claimed, previous)?;
+        if attempt.crashes >= self.settings.max_attempts {
             let message = format!(
-                "took the prover down {} times: last seen at {} in run {}; it is not tried again (hint: look for the out-of-memory killer or GPU driver errors in the system log at {}, then move the file back to the inbox to retry)",
-                attempt.crashes(),
+                "took the prover down {} times while it was the only file in flight: last seen at {} in run {}; it is not tried again (hint: look for the out-of-memory killer or GPU driver errors in the system log at {}, then move the file back to the inbox to retry)",
+                attempt.crashes,
                 attempt.last_seen(),
                 attempt.owner,
                 attempt.updated_at
@@ -366,7 +375,7 @@ impl Feeder<'_> {
             .take_deferral(&self.spool.layout().inbox.join(&claimed.file_name));
         let waited = deferral.map_or(Duration::ZERO, |seen| seen.since.elapsed());
         match intake::bind_claimed(&claimed, &rules, waited) {
-            Ok(bound) => self.enqueue(claimed, bound, started),
+            Ok(bound) => self.enqueue(claimed, bound, started, attempt),
             Err(IntakeError::Job(err)) => self.fail(&claimed, &err),
             Err(IntakeError::NotReady(reason)) => {
                 let back = self.spool.hand_back(&claimed)?;
@@ -390,13 +399,19 @@ impl Feeder<'_> {
                     return Err(missing.into());
                 }
                 self.generate_params(&missing.path, size);
-                self.enqueue(claimed, *bound, started)
+                self.enqueue(claimed, *bound, started, attempt)
             }
         }
     }
 
     /// Queues a bound job and, if the budget has room, starts loading its parameters.
-    fn enqueue(&mut self, claimed: ClaimedJob, bound: Bound, started: Instant) -> Result<()> {
+    fn enqueue(
+        &mut self,
+        claimed: ClaimedJob,
+        bound: Bound,
+        started: Instant,
+        attempt: AttemptRecord,
+    ) -> Result<()> {
         let Bound {
             sector,
             params_path,
@@ -413,7 +428,14 @@ impl Feeder<'_> {
                 }
             }
         };
-        let job = Arc::new(Job::new(claimed, sector, params_path, c1_digest, started));
+        let job = Arc::new(Job::new(
+            claimed,
+            sector,
+            params_path,
+            c1_digest,
+            started,
+            attempt,
+        ));
         self.in_flight.retain(|job| job.strong_count() > 0);
         self.in_flight.push(Arc::downgrade(&job));
         if let Some(footprint) = footprint {
@@ -542,6 +564,15 @@ impl Feeder<'_> {
                 self.admitted.pop_front();
                 continue;
             }
+            if front.next_partition == 0 {
+                let job = front.job.clone();
+                if !self.may_start(&job) {
+                    return;
+                }
+            }
+            let Some(front) = self.admitted.front() else {
+                return;
+            };
             let path = front.job.params_path.clone();
             if !self.has_params(&path) {
                 return;
@@ -605,6 +636,39 @@ impl Feeder<'_> {
                 self.admitted.pop_front();
             }
         }
+    }
+
+    /// True when `job` may start now: a solo job only with no other job in flight, any job
+    /// only while no solo job is.
+    fn may_start(&mut self, job: &Arc<Job>) -> bool {
+        let started = self.started_jobs();
+        let mut others = started.iter().filter(|other| other.id != job.id);
+        if job.is_solo() {
+            others.next().is_none()
+        } else {
+            !others.any(|other| other.is_solo())
+        }
+    }
+
+    /// Jobs that have started (a partition synthesized or beyond) and are not yet decided.
+    fn started_jobs(&mut self) -> Vec<Arc<Job>> {
+        self.in_flight.retain(|job| job.strong_count() > 0);
+        let waiting: HashSet<u64> = self
+            .admitted
+            .iter()
+            .filter(|a| a.next_partition == 0)
+            .map(|a| a.job.id)
+            .collect();
+        self.in_flight
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|job| !waiting.contains(&job.id))
+            .collect()
+    }
+
+    /// True while any admitted job is not decided yet.
+    fn has_jobs_in_flight(&self) -> bool {
+        self.in_flight.iter().any(|job| job.strong_count() > 0)
     }
 
     /// Gives back the room of parameter sets (and their constraints) that no job in flight

@@ -3,7 +3,10 @@
 //!
 //! Once a job is admitted, the finisher alone decides its fate, so a C1 file is moved exactly
 //! once. The first failure of a job decides it: the job is cancelled (its other partitions
-//! are skipped) and later outcomes of it are ignored.
+//! are skipped) and later outcomes of it are ignored. A fault of the prover's device hands
+//! the file back to the inbox with the fault counted in its attempt record
+//! ([`super::device_faults`]). Each decision wakes the feeder, which waits for the jobs in
+//! flight before it ends a draining run (a file handed back is claimed again).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -12,7 +15,7 @@ use std::time::{Instant, SystemTime};
 
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 
 use crate::c1::SectorSizeName;
@@ -23,6 +26,7 @@ use crate::spool::{FinishJobError, Spool};
 
 use super::job::{quarantine, Job, JobError, Outcome, VerifyFailure};
 use super::stop::Halt;
+use crate::backend::ProveError;
 
 /// Counts kept by the finisher.
 #[derive(Debug, Default)]
@@ -41,24 +45,40 @@ struct PendingJob {
     prove_ms: f64,
 }
 
-/// The finisher thread's loop; ends when every sender of `rx` is gone.
+/// The finisher thread's loop; ends when every sender of `rx` is gone. `wake` tells the
+/// feeder each time a job is decided.
 pub fn finish_jobs(
     rx: Receiver<Outcome>,
     spool: Spool,
     events: EventSink,
     run_id: String,
     halt: Halt,
+    wake: Sender<()>,
 ) -> FinishCounts {
     let mut pending: HashMap<u64, PendingJob> = HashMap::new();
     let mut decided: HashSet<u64> = HashSet::new();
     let mut counts = FinishCounts::default();
     for outcome in rx {
+        let _ = wake.try_send(());
         let (job, result) = match outcome {
             Outcome::Failed { job, error } => (job, Err(error)),
             Outcome::Abandoned { job } => {
                 if decided.insert(job.id) {
                     pending.remove(&job.id);
                     hand_back(&spool, &events, &job, "the run stopped before proving it");
+                }
+                continue;
+            }
+            Outcome::DeviceFault {
+                job,
+                partition,
+                prover,
+                error,
+            } => {
+                if decided.insert(job.id) {
+                    pending.remove(&job.id);
+                    job.cancel();
+                    hand_back_for_retry(&spool, &events, &job, partition, &prover, &error);
                 }
                 continue;
             }
@@ -162,6 +182,35 @@ fn hand_back(spool: &Spool, events: &EventSink, job: &Job, why: &str) {
     events.emit(EventKind::FileDeferred {
         job: job.claimed.name.clone(),
         reason: format!("not proved, C1 file {kept}: {why}"),
+    });
+}
+
+/// Puts a job's file back in the inbox after a fault of `prover`'s device, the fault counted
+/// in its attempt record, and says so: its next try is the only file in flight.
+fn hand_back_for_retry(
+    spool: &Spool,
+    events: &EventSink,
+    job: &Job,
+    partition: usize,
+    prover: &str,
+    error: &ProveError,
+) {
+    let faults = match spool.note_device_fault(&job.claimed, prover) {
+        Ok(record) => record.device_faults.to_string(),
+        Err(err) => {
+            log::warn!("{}: {err:#}", job.name());
+            "uncounted".to_owned()
+        }
+    };
+    let kept = match spool.hand_back_for_retry(&job.claimed) {
+        Ok(_) => "handed back to the inbox".to_owned(),
+        Err(err) => format!("left in {} ({err:#})", job.claimed.path.display()),
+    };
+    events.emit(EventKind::FileDeferred {
+        job: job.claimed.name.clone(),
+        reason: format!(
+            "not proved, C1 file {kept} after a fault on {prover} that may be the device's (partition {partition}: {error}); device faults of this file: {faults}; its next try is the only file in flight"
+        ),
     });
 }
 

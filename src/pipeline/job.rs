@@ -21,7 +21,7 @@ use crate::event::{EventKind, EventSink, JobStage};
 use crate::memory::{Footprint, Reservation};
 use crate::params::LoadParamsError;
 use crate::porep::{BindSectorError, Sector};
-use crate::spool::{C1Digest, ClaimedJob, FailureRecord, FinishJobError, Spool};
+use crate::spool::{AttemptRecord, C1Digest, ClaimedJob, FailureRecord, FinishJobError, Spool};
 use crate::synth::SynthesizedPartition;
 
 static NEXT_JOB_ID: AtomicU64 = AtomicU64::new(0);
@@ -45,19 +45,23 @@ pub struct Job {
     pub claimed_at: Instant,
     /// Milliseconds spent reading and binding the file.
     pub parse_ms: f64,
+    /// What earlier runs and tries did with the file, as this run started it: whether it is
+    /// proved alone in flight, the device faults it met.
+    pub attempt: AttemptRecord,
     /// Set when the job failed or was abandoned: its remaining partitions are skipped.
     cancelled: AtomicBool,
 }
 
 impl Job {
     /// A new job for `claimed`, bound to `sector`, proved with the parameters at
-    /// `params_path`; `c1_digest` is its C1 file's.
+    /// `params_path`; `c1_digest` is its C1 file's, `attempt` its record as this run started it.
     pub fn new(
         claimed: ClaimedJob,
         sector: Sector,
         params_path: PathBuf,
         c1_digest: C1Digest,
         claimed_at: Instant,
+        attempt: AttemptRecord,
     ) -> Job {
         Job {
             id: NEXT_JOB_ID.fetch_add(1, Ordering::Relaxed),
@@ -68,6 +72,7 @@ impl Job {
             footprint: OnceLock::new(),
             parse_ms: claimed_at.elapsed().as_secs_f64() * 1e3,
             claimed_at,
+            attempt,
             cancelled: AtomicBool::new(false),
         }
     }
@@ -101,6 +106,11 @@ impl Job {
     /// True once the job was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// True when the job is proved alone in flight (see [`crate::spool::AttemptRecord`]).
+    pub fn is_solo(&self) -> bool {
+        self.attempt.is_solo
     }
 }
 
@@ -147,6 +157,18 @@ pub enum Outcome {
         /// The job.
         job: Arc<Job>,
     },
+    /// A partition failed on its prover, and the device may be to blame: hand the file back
+    /// to be proved alone, and count the fault apart from crashes.
+    DeviceFault {
+        /// The job.
+        job: Arc<Job>,
+        /// The partition.
+        partition: usize,
+        /// The prover it failed on.
+        prover: String,
+        /// What the prover said.
+        error: ProveError,
+    },
 }
 
 /// Why a job failed, by stage. Each variant keeps the error of the stage it came from.
@@ -186,6 +208,24 @@ pub enum JobError {
         /// What the backend said.
         error: ProveError,
     },
+    /// A partition failed on its prover again when its file was proved alone, where the
+    /// device had proved other files or another device failed it too: the fault follows
+    /// the file.
+    #[error("proving partition {partition}: {error}; it failed before ({faults} time(s), on {provers}) and again on {prover} when proved alone, {why}, so the fault follows this file, not the device (hint: the C1 file's data makes the prover fail; check it against lotus' C1 output for the sector, then move it back to the inbox to retry)")]
+    ProveFollowsFile {
+        /// The partition.
+        partition: usize,
+        /// What the backend said this time.
+        error: ProveError,
+        /// Device faults the file met before.
+        faults: u32,
+        /// The provers they happened on.
+        provers: String,
+        /// The prover it failed on this time.
+        prover: String,
+        /// Why the device is not to blame.
+        why: &'static str,
+    },
     /// The assembled proof did not pass `verify_seal`, or the check could not run.
     #[error(transparent)]
     Verify(#[from] VerifyFailure),
@@ -206,9 +246,6 @@ pub enum SynthesisFailure {
     /// Synthesis panicked (storage-proofs asserts on some malformed inputs).
     #[error("{0}")]
     Panicked(String),
-    /// The run ended before a prover took the synthesized partition.
-    #[error("the provers stopped before taking this partition")]
-    ProversGone,
 }
 
 /// Why an assembled proof was not written.
@@ -218,7 +255,7 @@ pub enum VerifyFailure {
     #[error("encoding the proof: {0}")]
     Encode(std::io::Error),
     /// `verify_seal` rejected the proof.
-    #[error("the proof for {sector} did not pass verify_seal; it was not written (hint: check that the parameters in {} belong to the verifying key beside them, then move the C1 file back to the inbox)", .params_dir.display())]
+    #[error("the proof for {sector} did not pass verify_seal; it was not written (hint: a device that computed wrong, or parameters in {} that do not belong to the verifying key beside them; move the C1 file back to the inbox to prove it again, and if it fails again on another GPU or the CPU, check the parameters with `cuzk params check`)", .params_dir.display())]
     Rejected {
         /// The sector, `s-t0<miner>-<sector>`.
         sector: String,
@@ -240,7 +277,7 @@ impl JobError {
             JobError::Bind(_) => JobStage::Bind,
             JobError::Params(_) => JobStage::Params,
             JobError::Synthesis { .. } => JobStage::Synthesis,
-            JobError::Prove { .. } => JobStage::Prove,
+            JobError::Prove { .. } | JobError::ProveFollowsFile { .. } => JobStage::Prove,
             JobError::Verify(_) => JobStage::Verify,
             JobError::Write(_) => JobStage::Write,
             JobError::Crash(_) => JobStage::Crash,

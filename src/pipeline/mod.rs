@@ -24,6 +24,8 @@
 //! damocles processor) uses [`run_with`] and a [`RunControl`]: it sees every event as the
 //! timeline records it, and asks the run to [`Drain`] and end when its input ends.
 
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
@@ -41,6 +43,8 @@ use crate::spool::Spool;
 use crate::timeline::TimelineWriter;
 
 mod constraints;
+mod device_faults;
+mod fault_injection;
 mod feeder;
 mod finisher;
 mod inbox;
@@ -51,6 +55,8 @@ mod settings;
 mod stop;
 mod synthesis;
 
+pub use device_faults::{ProversStoppedError, DEFAULT_MAX_DEVICE_FAULTS};
+pub use fault_injection::VARIABLE as FAULT_INJECTION_VARIABLE;
 pub use job::JobError;
 pub use settings::RunSettings;
 pub use stop::{is_stopping, Drain};
@@ -121,6 +127,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         }
     };
     let spool = Spool::open(settings.layout.clone())?;
+    stop::set_abort_marker(&spool.abort_marker());
     let heartbeat = spool.keep_alive(settings.lease);
     let timeline = TimelineWriter::open(&settings.timeline, &run_id)?;
     let prover_names: Vec<String> = provers.iter().map(|p| p.name().to_owned()).collect();
@@ -150,6 +157,8 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let (synthesized_tx, synthesized_rx) = bounded::<SynthesizedMsg>(settings.queue_depth);
     let (outcome_tx, outcome_rx) = unbounded::<Outcome>();
     let param_sets = ParamSets::new(move |path: &std::path::Path| kind.load(path));
+    let halt = Halt::default();
+    let live_provers = Arc::new(AtomicUsize::new(provers.len()));
     let mut prover_threads = Vec::new();
     for prover in provers {
         let links = ProverLinks {
@@ -158,6 +167,9 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             outcome_tx: outcome_tx.clone(),
             events: events.clone(),
             params: param_sets.clone(),
+            max_device_faults: settings.max_device_faults,
+            live_provers: live_provers.clone(),
+            halt: halt.clone(),
         };
         prover_threads.push(
             std::thread::Builder::new()
@@ -167,13 +179,17 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         );
     }
     drop(synthesized_rx);
-    let halt = Halt::default();
     let finisher = {
-        let (events, spool, run_id, halt) =
-            (events.clone(), spool.clone(), run_id.clone(), halt.clone());
+        let (events, spool, run_id, halt, wake) = (
+            events.clone(),
+            spool.clone(),
+            run_id.clone(),
+            halt.clone(),
+            wake.0.clone(),
+        );
         std::thread::Builder::new()
             .name("finisher".into())
-            .spawn(move || finish_jobs(outcome_rx, spool, events, run_id, halt))
+            .spawn(move || finish_jobs(outcome_rx, spool, events, run_id, halt, wake))
             .context("starting the finisher thread")?
     };
 

@@ -2,21 +2,27 @@
 //! GPU), takes synthesized partitions from the shared queue, a batch at a time where the
 //! prover takes batches, and proves them with the run's shared parameters. A GPU prover
 //! gives way to a PoSt holding bellperson's GPU priority lock before each batch
-//! ([`priority_lock`]).
+//! ([`priority_lock`]). A failed partition is judged as [`super::device_faults`] says: its
+//! file goes back to the inbox when the device may be to blame, and a prover whose calls keep
+//! failing stops (the last one to stop halts the run).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::backend::gpu::priority_lock::{self, PriorityLockError};
-use crate::backend::{Prover, ProverParams};
+use crate::backend::{ProveError, Prover, ProverParams};
 use crate::event::{EventKind, EventSink, JobStage};
 use crate::params::ParamSets;
 use crate::spool::Spool;
 
+use super::device_faults::{CallFailure, DeviceHealth, ProversStoppedError, Verdict};
+use super::fault_injection;
 use super::job::{Job, JobError, Outcome, SynthesizedMsg};
+use super::stop::Halt;
 use crate::synth::SynthesizedPartition;
 
 /// How long a batching prover waits for the rest of a batch once it has one partition: a
@@ -35,12 +41,58 @@ pub struct ProverLinks {
     pub events: EventSink,
     /// The run's parameters.
     pub params: Arc<ParamSets<ProverParams>>,
+    /// Faulty calls in a row after which a prover stops (`--max-device-faults`).
+    pub max_device_faults: u32,
+    /// Provers still proving: the last to stop halts the run.
+    pub live_provers: Arc<AtomicUsize>,
+    /// Where the last prover to stop says why the run cannot go on.
+    pub halt: Halt,
 }
 
-/// Proves partitions until the queue is closed and empty.
-pub fn prove_partitions(mut prover: Prover, links: ProverLinks) {
+/// Proves partitions until the queue is closed and empty, or until the prover's device is
+/// taken to be broken.
+pub fn prove_partitions(prover: Prover, links: ProverLinks) {
     let worker = prover.name().to_owned();
-    let mut held: Option<SynthesizedMsg> = None;
+    let mut held = None;
+    let Some(health) = prove_while_healthy(prover, &links, &mut held) else {
+        return;
+    };
+    let (faults, message) = health.streak();
+    links.events.emit(EventKind::ProverStopped {
+        worker: worker.clone(),
+        faults,
+        message: message.to_owned(),
+    });
+    let is_last = links.live_provers.fetch_sub(1, Ordering::SeqCst) == 1;
+    if is_last {
+        links.halt.set(ProversStoppedError {
+            worker,
+            faults,
+            message: message.to_owned(),
+        });
+    }
+    // Its partition is handed back with its file; the last prover also takes every partition
+    // still coming until the queue closes, so that no file is left without an outcome.
+    let abandon = |msg: SynthesizedMsg| {
+        msg.job.cancel();
+        let _ = links.outcome_tx.send(Outcome::Abandoned { job: msg.job });
+    };
+    held.into_iter().for_each(abandon);
+    if is_last {
+        links.rx.iter().for_each(abandon);
+    }
+}
+
+/// Proves partitions until the queue is closed and empty (`None`), or until the prover's
+/// calls failed `--max-device-faults` times in a row (its record); `held` is a partition it
+/// had taken and not proved.
+fn prove_while_healthy(
+    mut prover: Prover,
+    links: &ProverLinks,
+    held: &mut Option<SynthesizedMsg>,
+) -> Option<DeviceHealth> {
+    let worker = prover.name().to_owned();
+    let mut health = DeviceHealth::new(links.max_device_faults);
     let mut gate = prover.is_gpu().then(PriorityGate::default);
     // Sets uploaded ahead once already: a failed upload is not retried while idle.
     let mut uploaded_ahead = std::collections::HashSet::new();
@@ -50,7 +102,7 @@ pub fn prove_partitions(mut prover: Prover, links: ProverLinks) {
             // device's first partition does not wait for its bases.
             loop {
                 match links.rx.recv_timeout(IDLE_POLL) {
-                    Ok(msg) => break held = Some(msg),
+                    Ok(msg) => break *held = Some(msg),
                     Err(RecvTimeoutError::Timeout) => {
                         for (path, params) in links.params.loaded() {
                             if uploaded_ahead.insert(path.clone()) {
@@ -58,20 +110,37 @@ pub fn prove_partitions(mut prover: Prover, links: ProverLinks) {
                             }
                         }
                     }
-                    Err(RecvTimeoutError::Disconnected) => return,
+                    Err(RecvTimeoutError::Disconnected) => return None,
                 }
             }
         }
-        let Some(batch) = next_batch(&links.rx, &mut held, prover.batch_size()) else {
-            return;
-        };
+        // The queue closed and empty: done.
+        let batch = next_batch(&links.rx, held, prover.batch_size())?;
         // A prover that uploads ahead gets the next partition now, if one is queued.
         if held.is_none() && prover.uploads_ahead() {
-            held = links.rx.try_recv().ok();
+            *held = links.rx.try_recv().ok();
         }
         let next = held.as_ref().map(|msg| &msg.synthesized);
-        prove_batch(&mut prover, &worker, batch, next, &links, gate.as_mut());
+        let call = Call {
+            worker: &worker,
+            links,
+            health: &health,
+        };
+        let Some(failure) = prove_batch(&mut prover, call, batch, next, gate.as_mut()) else {
+            continue;
+        };
+        if health.record_call(failure) {
+            return Some(health);
+        }
     }
+}
+
+/// What one call of a prover works with.
+struct Call<'a> {
+    worker: &'a str,
+    links: &'a ProverLinks,
+    /// The prover's record before this call, to judge its failures by.
+    health: &'a DeviceHealth,
 }
 
 /// How often an idle prover looks for parameter sets to upload ahead of their partitions.
@@ -168,22 +237,27 @@ fn next_batch(
     Some(batch)
 }
 
+/// Proves a batch and sends each partition's outcome to the finisher. Returns `None` when
+/// the prover was not called (nothing left to prove, the parameters failed), else what went
+/// wrong in the call, `Some(None)` when nothing did.
 fn prove_batch(
     prover: &mut Prover,
-    worker: &str,
+    call: Call<'_>,
     batch: Vec<SynthesizedMsg>,
     next: Option<&SynthesizedPartition>,
-    links: &ProverLinks,
     gate: Option<&mut PriorityGate>,
-) {
+) -> Option<Option<CallFailure>> {
+    let Call {
+        worker,
+        links,
+        health,
+    } = call;
     // A partition whose sibling failed is not proved for nothing; dropping it frees its memory.
     let batch: Vec<SynthesizedMsg> = batch
         .into_iter()
         .filter(|m| !m.job.is_cancelled())
         .collect();
-    let Some(first) = batch.first() else {
-        return;
-    };
+    let first = batch.first()?;
     for msg in &batch {
         links.events.emit(EventKind::ProverPickedUp {
             job: msg.job.name().to_owned(),
@@ -204,7 +278,7 @@ fn prove_batch(
                     error: JobError::Params(error.clone()),
                 });
             }
-            return;
+            return None;
         }
     };
     // A set's first batch on a device uploads it there, unless the prover did while idle.
@@ -238,7 +312,18 @@ fn prove_batch(
         done.push((msg.job, msg.partition, msg.synth_ms));
     }
     let started = Instant::now();
-    let results = prover.prove(partitions, &params, next);
+    let injected = fault_injection::fault_for(
+        worker,
+        health.next_call(),
+        done.iter().map(|(job, _, _)| job.name()),
+    );
+    let results = match injected {
+        Some(fault) => partitions
+            .iter()
+            .map(|_| Err(ProveError::Injected(fault.clone())))
+            .collect(),
+        None => prover.prove(partitions, &params, next),
+    };
     let prove_ms = share_of_call(started.elapsed().as_secs_f64() * 1e3, results.len());
     // Only provers of one partition per call fall back step by step: the first is the one.
     if let Some((job, partition, _)) = done.first() {
@@ -251,6 +336,7 @@ fn prove_batch(
             });
         }
     }
+    let mut failure: Option<CallFailure> = None;
     for ((job, partition, synth_ms), result) in done.into_iter().zip(results) {
         let outcome = match result {
             Ok((proof, timings)) => {
@@ -269,12 +355,62 @@ fn prove_batch(
                     prove_ms,
                 }
             }
-            Err(error) => Outcome::Failed {
-                job: cancelled(job),
-                error: JobError::Prove { partition, error },
-            },
+            Err(error) => {
+                failure
+                    .get_or_insert_with(|| CallFailure {
+                        message: error.to_string(),
+                        jobs: Vec::new(),
+                    })
+                    .jobs
+                    .push(job.id);
+                judged(job, partition, worker, error, health, &links.events)
+            }
         };
         let _ = links.outcome_tx.send(outcome);
+    }
+    Some(failure)
+}
+
+/// The outcome of a partition of `job` that failed on `worker` with `error`: handed back as
+/// a device fault, or failed when the fault follows the file ([`device_faults`]).
+fn judged(
+    job: Arc<Job>,
+    partition: usize,
+    worker: &str,
+    error: ProveError,
+    health: &DeviceHealth,
+    events: &EventSink,
+) -> Outcome {
+    match health.judge(&job, worker) {
+        Verdict::HandBack => {
+            events.emit(EventKind::DeviceFault {
+                job: job.name().to_owned(),
+                partition,
+                worker: worker.to_owned(),
+                message: error.to_string(),
+            });
+            Outcome::DeviceFault {
+                job: cancelled(job),
+                partition,
+                prover: worker.to_owned(),
+                error,
+            }
+        }
+        Verdict::FollowsFile(why) => {
+            let attempt = &job.attempt;
+            let error = JobError::ProveFollowsFile {
+                partition,
+                error,
+                faults: attempt.device_faults,
+                provers: attempt.fault_provers.join(", "),
+                prover: worker.to_owned(),
+                why,
+            };
+            Outcome::Failed {
+                job: cancelled(job),
+                error,
+            }
+        }
     }
 }
 

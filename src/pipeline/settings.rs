@@ -53,8 +53,12 @@ pub struct RunSettings {
     pub max_memory: Option<u64>,
     /// GPU memory the cuda backend may take per GPU (`--gpu-memory`); `None`: its free memory.
     pub gpu_memory: Option<u64>,
-    /// Runs a claimed file may take down (killed, crashed) before it is quarantined.
+    /// Runs a claimed file may take down (killed, crashed) while alone in flight before it is
+    /// quarantined.
     pub max_attempts: u32,
+    /// Faulty calls in a row after which a prover stops, its device taken to be broken
+    /// (`--max-device-faults`).
+    pub max_device_faults: u32,
     /// Accept benchmark shape files (synthetic data): timed, never written as proofs.
     pub benchmark: bool,
     /// Synthesize with pre-compiled constraints (a witness-only pass) once they are ready.
@@ -111,6 +115,7 @@ impl RunSettings {
             max_memory: None,
             gpu_memory: None,
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+            max_device_faults: super::device_faults::DEFAULT_MAX_DEVICE_FAULTS,
             benchmark: false,
             is_precompiled: true,
             is_native_witness: true,
@@ -139,7 +144,7 @@ impl RunSettings {
 pub fn default_synth_jobs(cores: usize, kind: ParamsKind) -> usize {
     match kind {
         ParamsKind::Resident { .. } => cores.max(1),
-        ParamsKind::Groth16 | ParamsKind::Supraseal => (cores / 4).max(1),
+        ParamsKind::Groth16 | ParamsKind::Supraseal { .. } => (cores / 4).max(1),
     }
 }
 

@@ -4,20 +4,54 @@
 //!
 //! The first SIGINT or SIGTERM stops claiming and lets the work in flight finish; the second
 //! exits at once with code 130, leaving claimed files in `work/` to be resumed by the next
-//! run. A halt stops claiming too, and hands back the files it has not started on. A drain
+//! run, and a marker beside them ([`set_abort_marker`]) that tells that run the files were
+//! not what ended this one. A halt stops claiming too, and hands back the files it has not started on. A drain
 //! turns a watching run into a `--once` run: it proves what the inbox holds, then ends.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::ffi::{c_char, CString};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Stop signals received so far.
 static STOP_SIGNALS: AtomicUsize = AtomicUsize::new(0);
 
+/// The file a second stop signal creates before exiting (a NUL-terminated path, leaked so
+/// the handler can read it without allocating); null for none.
+static ABORT_MARKER: AtomicPtr<c_char> = AtomicPtr::new(std::ptr::null_mut());
+
 extern "C" fn on_stop_signal(_: libc::c_int) {
     if STOP_SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
+        let marker = ABORT_MARKER.load(Ordering::SeqCst);
+        if !marker.is_null() {
+            // SAFETY: open and close are async-signal-safe; `marker` is a leaked CString
+            // that is never freed.
+            unsafe {
+                let fd = libc::open(
+                    marker,
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o644,
+                );
+                if fd >= 0 {
+                    libc::close(fd);
+                }
+            }
+        }
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(130) };
     }
+}
+
+/// Sets the file a second stop signal creates before the process exits: the run's own
+/// claims directory holds it, so the run that takes the claims over counts the abort
+/// against none of them. A later call replaces it (a process that runs one run after
+/// another); the earlier path's few bytes are leaked, since a handler may be reading them.
+pub fn set_abort_marker(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = CString::new(path.as_os_str().as_bytes()) else {
+        return;
+    };
+    ABORT_MARKER.store(path.into_raw(), Ordering::SeqCst);
 }
 
 /// Installs the SIGINT and SIGTERM handlers.

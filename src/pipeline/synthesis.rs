@@ -243,8 +243,13 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         synth_ms: started.elapsed().as_secs_f64() * 1e3,
         memory,
     };
-    if synthesized_tx.send(msg).is_err() {
-        let _ = outcome_tx.send(failed(SynthesisFailure::ProversGone));
+    if let Err(unsent) = synthesized_tx.send(msg) {
+        // Every prover stopped (their devices failed, and the run halts): the file is
+        // handed back, not failed.
+        job.cancel();
+        let _ = outcome_tx.send(Outcome::Abandoned {
+            job: unsent.into_inner().job,
+        });
         return;
     }
     events.emit(EventKind::PartitionQueued {

@@ -1,12 +1,19 @@
-//! Attempts: how many runs started a claimed file, across restarts, and where the last one
-//! was seen, so that a file that takes the prover down again and again (killed for memory, a
-//! driver fault, a panic inside a dependency) is quarantined instead of killing every run
-//! after it under a service manager.
+//! Attempts: what happened to a claimed file across runs, so that a file that takes the
+//! prover down again and again (killed for memory, a driver fault, a panic inside a
+//! dependency) is quarantined instead of killing every run after it under a service manager,
+//! and so that nobody else is blamed for it.
 //!
-//! One small record per claimed job, `work/.attempts/<job>.json`, written atomically. A fresh
-//! claim from the inbox starts it at one run; a resume or a take-over adds one, because the
-//! run that held the file before ended without finishing it. The record goes when the file
-//! leaves `work/`.
+//! One small record per claimed job, `work/.attempts/<job>.json`, written atomically. A run
+//! that dies takes down every file in flight, and only one of them (if any) was the cause.
+//! So a crash counts against a file only when the file was alone in flight: a file that was
+//! in flight with others when its run died is marked solo, and the next run proves it alone
+//! (no other file in flight) until it has passed or failed by itself. A run ended on purpose
+//! (a second stop signal leaves a marker, [`super::PreviousEnd::Aborted`]) counts for nobody.
+//!
+//! Faults of the prover's device (a GPU's transient error, a batch that failed as a unit) are
+//! counted apart, in `device_faults`: the file goes back to the inbox with its record kept,
+//! marked solo, so that its next try is alone and tells the file's fault from the device's.
+//! The record goes when the file leaves `work/` for good (done or failed).
 
 use std::fs;
 use std::path::PathBuf;
@@ -17,33 +24,44 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::JobStage;
 
-use super::{ClaimedJob, Spool};
+use super::{ClaimedJob, PreviousEnd, Spool};
 use crate::atomic_file;
 
 /// The attempts directory inside `work/`; a dotfile, so never taken for a claim.
 const ATTEMPTS_DIR: &str = ".attempts";
 
 /// What is known of the runs that started a claimed file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttemptRecord {
     /// Runs that started the file, this one included.
     pub runs: u32,
+    /// Runs that died while the file was alone in flight: the crashes it is blamed for.
+    #[serde(default)]
+    pub crashes: u32,
+    /// The file is proved alone in flight: it was in flight with others when a run died, or
+    /// its last try failed on the prover's device.
+    #[serde(default)]
+    pub is_solo: bool,
+    /// This run has started the file's synthesis: it is in flight.
+    #[serde(default)]
+    pub is_started: bool,
+    /// Prove-stage faults that handed the file back (not counted as crashes).
+    #[serde(default)]
+    pub device_faults: u32,
+    /// The provers those faults happened on (`gpu-0`, `supraseal`), each once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_provers: Vec<String>,
     /// The stage it was last seen in.
     pub stage: Option<String>,
     /// The partition, when the stage works on one.
     pub partition: Option<usize>,
-    /// The run (`<host>-<pid>`) that saw it last.
+    /// The run (`<host>-<pid>-<nonce>`) that saw it last.
     pub owner: String,
     /// When, RFC 3339 UTC.
     pub updated_at: String,
 }
 
 impl AttemptRecord {
-    /// Runs before this one, all of which ended without finishing the file.
-    pub fn crashes(&self) -> u32 {
-        self.runs.saturating_sub(1)
-    }
-
     /// `stage prove (partition 3)` or `stage claim`.
     pub fn last_seen(&self) -> String {
         let stage = self.stage.as_deref().unwrap_or("claim");
@@ -51,6 +69,21 @@ impl AttemptRecord {
             Some(p) => format!("stage {stage} (partition {p})"),
             None => format!("stage {stage}"),
         }
+    }
+
+    /// The record after a run's end that left the file claimed, as the next run starts it.
+    fn after(mut self, previous: PreviousEnd) -> AttemptRecord {
+        self.runs += 1;
+        if previous == PreviousEnd::Crashed && self.is_started {
+            // Alone in flight, the crash was this file's doing; with others, it may have
+            // been theirs: prove it alone to tell.
+            if self.is_solo {
+                self.crashes += 1;
+            }
+            self.is_solo = true;
+        }
+        self.is_started = false;
+        self
     }
 }
 
@@ -81,34 +114,45 @@ impl Spool {
         atomic_file::write(&path, &bytes)
     }
 
-    /// Counts this run's start of `job`: a fresh claim starts at one, a resume adds one to
-    /// what earlier runs left. Returns the record as it now stands.
-    pub fn start_attempt(&self, job: &ClaimedJob, is_resumed: bool) -> Result<AttemptRecord> {
-        let before = if is_resumed {
-            self.read_attempts(&job.name)
-        } else {
-            None
+    /// Counts this run's start of `job`: a fresh claim starts at one run (keeping the device
+    /// faults of a file handed back for one); a file left claimed by an earlier run that
+    /// ended as `previous` says adds one run, and a crash while it was alone in flight. Returns
+    /// the record as it now stands.
+    pub fn start_attempt(
+        &self,
+        job: &ClaimedJob,
+        previous: Option<PreviousEnd>,
+    ) -> Result<AttemptRecord> {
+        let before = self.read_attempts(&job.name);
+        let record = match (before, previous) {
+            (Some(before), Some(previous)) => before.after(previous),
+            // Only a file handed back for a device fault keeps its record in the inbox.
+            (Some(before), None) => AttemptRecord {
+                runs: 1,
+                is_started: false,
+                ..before
+            },
+            (None, _) => AttemptRecord {
+                runs: 1,
+                owner: self.owner.dir_name(),
+                ..AttemptRecord::default()
+            },
         };
         let record = AttemptRecord {
-            runs: before.as_ref().map_or(0, |r| r.runs) + 1,
-            // Keep where the last run was seen: that is what the operator needs.
-            stage: before.as_ref().and_then(|r| r.stage.clone()),
-            partition: before.as_ref().and_then(|r| r.partition),
-            owner: before
-                .as_ref()
-                .map_or_else(|| self.owner.dir_name(), |r| r.owner.clone()),
             updated_at: now(),
+            ..record
         };
         self.write_attempts(&job.name, &record)?;
         Ok(record)
     }
 
-    /// Notes that this run has `job` at `stage` now. Best effort: the record only explains a
-    /// crash, so failing to write it must not fail the job.
+    /// Notes that this run has `job` at `stage` now: it is in flight. Best effort: the record
+    /// only explains a crash, so failing to write it must not fail the job.
     pub fn note_attempt_stage(&self, job: &ClaimedJob, stage: JobStage, partition: Option<usize>) {
         let Some(mut record) = self.read_attempts(&job.name) else {
             return;
         };
+        record.is_started = true;
         record.stage = Some(stage.as_str().to_owned());
         record.partition = partition;
         record.owner = self.owner.dir_name();
@@ -116,6 +160,29 @@ impl Spool {
         if let Err(err) = self.write_attempts(&job.name, &record) {
             log::warn!("{}: {err:#}", job.name);
         }
+    }
+
+    /// Counts a fault of the prover's device on `job` (proved by `prover`) and marks the file
+    /// solo for its next try; returns the record as it now stands. The record is kept when
+    /// the file goes back to the inbox ([`Spool::hand_back_for_retry`]).
+    pub fn note_device_fault(&self, job: &ClaimedJob, prover: &str) -> Result<AttemptRecord> {
+        let mut record = self
+            .read_attempts(&job.name)
+            .unwrap_or_else(|| AttemptRecord {
+                runs: 1,
+                ..AttemptRecord::default()
+            });
+        record.device_faults += 1;
+        if !record.fault_provers.iter().any(|p| p == prover) {
+            record.fault_provers.push(prover.to_owned());
+        }
+        record.is_solo = true;
+        record.is_started = false;
+        record.stage = Some(JobStage::Prove.as_str().to_owned());
+        record.owner = self.owner.dir_name();
+        record.updated_at = now();
+        self.write_attempts(&job.name, &record)?;
+        Ok(record)
     }
 
     /// Removes the attempts directory once it holds no record (another run may still be
@@ -128,8 +195,57 @@ impl Spool {
     pub(super) fn forget_attempts(&self, job: &str) {
         let _ = fs::remove_file(self.attempts_path(job));
     }
+
+    /// Drops the record of a job whose file went back to the inbox, unless it counts device
+    /// faults: those decide how the file's next try is proved.
+    pub(super) fn forget_attempts_unless_faulted(&self, job: &str) {
+        if self.read_attempts(job).is_none_or(|r| r.device_faults == 0) {
+            self.forget_attempts(job);
+        }
+    }
 }
 
 fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started(is_solo: bool) -> AttemptRecord {
+        AttemptRecord {
+            runs: 1,
+            is_solo,
+            is_started: true,
+            ..AttemptRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_crash_counts_only_against_a_file_alone_in_flight() {
+        // In flight with others: not blamed, but proved alone from now on.
+        let shared = started(false).after(PreviousEnd::Crashed);
+        assert_eq!((shared.runs, shared.crashes, shared.is_solo), (2, 0, true));
+        assert!(!shared.is_started, "not in flight in the new run yet");
+        // Alone in flight: blamed.
+        let alone = started(true).after(PreviousEnd::Crashed);
+        assert_eq!((alone.crashes, alone.is_solo), (1, true));
+        // Claimed but never started: not in flight, nothing changes but the run count.
+        let waiting = AttemptRecord {
+            is_started: false,
+            ..started(false)
+        }
+        .after(PreviousEnd::Crashed);
+        assert_eq!((waiting.crashes, waiting.is_solo), (0, false));
+    }
+
+    #[test]
+    fn a_deliberate_abort_counts_for_nobody() {
+        for is_solo in [false, true] {
+            let aborted = started(is_solo).after(PreviousEnd::Aborted);
+            assert_eq!(aborted.crashes, 0);
+            assert_eq!(aborted.is_solo, is_solo, "nothing learnt about the file");
+        }
+    }
 }

@@ -8,10 +8,12 @@
 //!
 //! Claims are atomic renames, so two runs on one spool (or hosts sharing it over NFS) never
 //! take the same file, and a C1 file is always in exactly one directory: a crash loses
-//! nothing. Each run claims into its own owner directory, whose `.owner.json` names the host
-//! and process and whose modification time is a heartbeat. A restarted run takes back the
-//! work of dead runs: at once for a process of this host that is gone, after the lease for
-//! another host's run that stopped beating. Results are written through [`atomic_file`], so
+//! nothing. Each run claims into its own owner directory, `<host>-<pid>-<nonce>`, whose
+//! `.owner.json` names the process ([`ProcessIdentity`]: host, pid, a per-run nonce, the boot
+//! id and pid namespace) and whose modification time is a heartbeat. A restarted run takes
+//! back the work of dead runs: at once for a process of this boot and pid namespace that is
+//! gone, after the lease for any other run that stopped beating (another host's, or another
+//! container's, whose pid means nothing here). Results are written through [`atomic_file`], so
 //! the outbox never holds a partial proof, and each result records the digest of the C1 file
 //! it was proved from (see [`provenance`]). Which files to prove and when is the pipeline's
 //! business, not this module's.
@@ -27,7 +29,7 @@ use serde::Serialize;
 
 use crate::atomic_file::{self, remove_stale_temporaries, sync_dir};
 use crate::event::JobStage;
-use crate::process::{host_name, is_alive_here};
+use crate::process::{Liveness, ProcessIdentity};
 
 mod attempts;
 mod provenance;
@@ -122,10 +124,10 @@ pub enum FinishJobError {
 /// Who holds the claims in an owner directory of `work/`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Owner {
-    /// Host name.
-    pub host: String,
-    /// Process id on that host.
-    pub pid: u32,
+    /// The process: host and pid, and what tells it from another with the same two (see
+    /// [`ProcessIdentity`]).
+    #[serde(flatten)]
+    pub process: ProcessIdentity,
     /// When the run started, RFC 3339 UTC.
     pub started_at: String,
     /// The lease the run beats for: other runs wait at least this long before taking its
@@ -138,16 +140,29 @@ impl Owner {
     /// This process.
     pub fn current() -> Owner {
         Owner {
-            host: host_name(),
-            pid: std::process::id(),
+            process: ProcessIdentity::current(),
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             lease_secs: None,
         }
     }
 
-    /// The owner directory's name: `<host>-<pid>`.
+    /// The owner directory's name: `<host>-<pid>-<nonce>`, so that two runs with the same
+    /// host name and pid (containers) never share one.
     pub fn dir_name(&self) -> String {
-        format!("{}-{}", self.host, self.pid)
+        let ProcessIdentity {
+            host, pid, nonce, ..
+        } = &self.process;
+        if nonce.is_empty() {
+            format!("{host}-{pid}")
+        } else {
+            format!("{host}-{pid}-{nonce}")
+        }
+    }
+
+    /// True when the owner is known to be gone: a process of this boot and pid namespace
+    /// that no longer runs. Elsewhere only its heartbeat can tell.
+    pub fn is_gone(&self) -> bool {
+        self.process.liveness() == Liveness::Gone
     }
 }
 
@@ -167,6 +182,19 @@ pub struct OwnerState {
 }
 
 const OWNER_FILE: &str = ".owner.json";
+
+/// Left in an owner directory by a run aborted on purpose (a second stop signal): its files
+/// were not taken down by any of them.
+const ABORT_MARKER: &str = ".aborted";
+
+/// How the run that held a claim before this one ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreviousEnd {
+    /// It died (killed, crashed, lost its host): the files in flight may be to blame.
+    Crashed,
+    /// It was aborted on purpose (a second Ctrl-C): nobody is to blame.
+    Aborted,
+}
 
 /// The outbox's lock, held while a result is written.
 const FINISH_LOCK: &str = ".finish.lock";
@@ -265,26 +293,16 @@ impl Spool {
         list_candidates(&self.layout.inbox)
     }
 
-    /// The claims in this run's own directory: at start-up, what an earlier process with
-    /// the same host and pid left behind.
-    pub fn own_claims(&self) -> Result<Vec<ClaimedJob>> {
-        Ok(list_candidates(&self.claims)?
-            .into_iter()
-            .filter_map(|path| {
-                let file_name = path.file_name()?.to_str()?.to_owned();
-                Some(ClaimedJob {
-                    name: job_name(&file_name),
-                    file_name,
-                    path,
-                })
-            })
-            .collect())
+    /// Where a second stop signal leaves its marker ([`PreviousEnd::Aborted`]): inside this
+    /// run's own directory, so the run that takes its claims over knows.
+    pub fn abort_marker(&self) -> PathBuf {
+        self.claims.join(ABORT_MARKER)
     }
 
     /// Takes over the claims of dead runs (see [`Spool::owners`]) and any file lying loose
-    /// in `work/`, moving each into this run's directory. A rename that fails because
-    /// another run took the file first is skipped.
-    pub fn take_over_orphans(&self, lease: Duration) -> Result<Vec<ClaimedJob>> {
+    /// in `work/`, moving each into this run's directory, with how the run that held it
+    /// ended. A rename that fails because another run took the file first is skipped.
+    pub fn take_over_orphans(&self, lease: Duration) -> Result<Vec<(ClaimedJob, PreviousEnd)>> {
         let mut sources = vec![self.layout.work.clone()];
         for state in owner_states(&self.layout.work, lease)? {
             if state.dir != self.claims && state.is_dead {
@@ -293,6 +311,11 @@ impl Spool {
         }
         let mut taken = Vec::new();
         for dir in sources {
+            let previous = if dir.join(ABORT_MARKER).exists() {
+                PreviousEnd::Aborted
+            } else {
+                PreviousEnd::Crashed
+            };
             for path in list_owner_claims(&dir)? {
                 // Directly under work/, directories are owner directories, not claims.
                 if dir == self.layout.work && path.is_dir() {
@@ -319,11 +342,14 @@ impl Spool {
                         })
                     }
                 }
-                taken.push(ClaimedJob {
-                    name: job_name(file_name),
-                    file_name: file_name.to_owned(),
-                    path: target,
-                });
+                taken.push((
+                    ClaimedJob {
+                        name: job_name(file_name),
+                        file_name: file_name.to_owned(),
+                        path: target,
+                    },
+                    previous,
+                ));
             }
             if dir != self.layout.work {
                 remove_owner_dir(&dir);
@@ -395,7 +421,7 @@ impl Spool {
         }))
     }
 
-    /// Puts a claimed file back into the inbox, for a file that was not ready, and says where.
+    /// Puts a claimed file back into the inbox (not ready yet, or the run stops), and says where.
     /// A file of the same name that arrived meanwhile is kept: the one handed back then takes
     /// a free name.
     pub fn hand_back(&self, job: &ClaimedJob) -> Result<PathBuf> {
@@ -408,7 +434,29 @@ impl Spool {
                 target.display()
             );
         }
-        self.forget_attempts(&job.name);
+        // A file that met a device fault keeps its record: its next try is proved alone.
+        self.forget_attempts_unless_faulted(&job.name);
+        sync_dir(&self.layout.inbox)?;
+        Ok(target)
+    }
+
+    /// Puts a claimed file back into the inbox after a fault of the prover's device, keeping
+    /// its attempt record (see [`attempts`]): its next claim proves it alone. Its
+    /// modification time becomes now, so that the files already waiting (oldest first) are
+    /// claimed before it and can show whether the device works.
+    pub fn hand_back_for_retry(&self, job: &ClaimedJob) -> Result<PathBuf> {
+        if let Err(err) = File::options()
+            .write(true)
+            .open(&job.path)
+            .and_then(|file| file.set_modified(SystemTime::now()))
+        {
+            log::warn!(
+                "{}: not stamped for the back of the queue: {err}",
+                job.path.display()
+            );
+        }
+        let target = move_to_free_name(&job.path, &self.layout.inbox, &job.file_name)
+            .with_context(|| format!("handing {} back to the inbox", job.path.display()))?;
         sync_dir(&self.layout.inbox)?;
         Ok(target)
     }
@@ -513,7 +561,6 @@ impl Spool {
 
 /// The owner directories in `work/`, with whether each is dead.
 pub fn owner_states(work: &Path, lease: Duration) -> Result<Vec<OwnerState>> {
-    let this_host = host_name();
     let mut states = Vec::new();
     for entry in fs::read_dir(work).with_context(|| format!("listing {}", work.display()))? {
         let entry = entry.with_context(|| format!("listing {}", work.display()))?;
@@ -533,9 +580,9 @@ pub fn owner_states(work: &Path, lease: Duration) -> Result<Vec<OwnerState>> {
             .and_then(|m| m.modified())
             .unwrap_or(SystemTime::UNIX_EPOCH);
         let heartbeat_age = beat.elapsed().unwrap_or_default();
-        let is_gone = owner
-            .as_ref()
-            .is_some_and(|o| o.host == this_host && !is_alive_here(o.pid));
+        // A pid is looked at only where it is provably of this boot and pid namespace: a
+        // container's run with this host's name and pid is not this host's process.
+        let is_gone = owner.as_ref().is_some_and(Owner::is_gone);
         let owner_lease =
             Duration::from_secs(owner.as_ref().and_then(|o| o.lease_secs).unwrap_or(0));
         states.push(OwnerState {
@@ -756,7 +803,6 @@ mod tests {
         assert!(!c1.exists() && job.path.exists());
         // A second claimant finds nothing.
         assert_eq!(spool.claim(&c1).expect("claim"), None);
-        assert_eq!(spool.own_claims().expect("own claims"), vec![job.clone()]);
         // A live run's own claims are never "orphans".
         assert!(spool
             .take_over_orphans(Duration::ZERO)
@@ -859,33 +905,45 @@ mod tests {
             .expect("owner");
             fs::write(dir.join(file), b"{}").expect("c1");
         };
-        // A process of this host that is gone (pid beyond pid_max), one that is alive
-        // (pid 1), another host's run with a fresh heartbeat, and a loose file.
-        let dead = Owner {
-            host: host_name(),
-            pid: 4_999_999,
+        // A process of this boot and pid namespace that is gone (pid beyond pid_max), one
+        // that is alive (this test), another host's run with a fresh heartbeat, and a loose
+        // file.
+        let here = ProcessIdentity::current();
+        let owner = |process: ProcessIdentity, lease_secs: Option<u64>| Owner {
+            process,
             started_at: "x".into(),
-            lease_secs: None,
+            lease_secs,
         };
-        let alive = Owner {
-            host: host_name(),
-            pid: 1,
-            started_at: "x".into(),
-            lease_secs: None,
-        };
-        let remote = Owner {
-            host: "elsewhere".into(),
-            pid: 1,
-            started_at: "x".into(),
-            lease_secs: None,
-        };
+        let dead = owner(
+            ProcessIdentity {
+                pid: 4_999_999,
+                nonce: "dead".into(),
+                ..here.clone()
+            },
+            None,
+        );
+        let alive = owner(here.clone(), None);
+        let remote = owner(
+            ProcessIdentity {
+                host: "elsewhere".into(),
+                pid: 1,
+                nonce: "remote".into(),
+                boot_id: Some("another-boot".into()),
+                ..here.clone()
+            },
+            None,
+        );
         // Another host's run that beats for an hour's lease: judged by its lease, not ours.
-        let patient = Owner {
-            host: "elsewhere".into(),
-            pid: 2,
-            started_at: "x".into(),
-            lease_secs: Some(3600),
-        };
+        let patient = owner(
+            ProcessIdentity {
+                host: "elsewhere".into(),
+                pid: 2,
+                nonce: "patient".into(),
+                boot_id: Some("another-boot".into()),
+                ..here.clone()
+            },
+            Some(3600),
+        );
         plant(&dead, "a.json");
         plant(&alive, "b.json");
         plant(&remote, "c.json");
@@ -895,7 +953,7 @@ mod tests {
             .take_over_orphans(lease)
             .expect("take over")
             .into_iter()
-            .map(|j| j.file_name)
+            .map(|(j, _)| j.file_name)
             .collect();
         taken.sort();
         assert_eq!(taken, vec!["a.json", "d.json"]);
@@ -906,9 +964,80 @@ mod tests {
         assert!(work.join(alive.dir_name()).join("b.json").exists());
         // Once the lease runs out, the silent remote run's work is taken too.
         let taken = spool.take_over_orphans(Duration::ZERO).expect("take over");
-        assert!(taken.iter().any(|j| j.file_name == "c.json"));
-        assert!(!taken.iter().any(|j| j.file_name == "e.json"));
+        assert!(taken.iter().any(|(j, _)| j.file_name == "c.json"));
+        assert!(!taken.iter().any(|(j, _)| j.file_name == "e.json"));
         assert!(work.join(patient.dir_name()).join("e.json").exists());
+    }
+
+    /// Two runs with one host name and pid (containers with host networking, cuzk as PID 1
+    /// in each) in two pid namespaces: neither is taken for dead while it beats, and their
+    /// directories are their own.
+    #[test]
+    fn a_run_with_this_host_and_pid_in_another_namespace_is_left_alone_while_it_beats() {
+        let (_dir, spool) = spool();
+        let work = spool.layout().work.clone();
+        let here = ProcessIdentity::current();
+        let twin = Owner {
+            process: ProcessIdentity {
+                nonce: "twin".into(),
+                pid_ns: here.pid_ns.map(|ns| ns + 1),
+                ..here.clone()
+            },
+            started_at: "x".into(),
+            lease_secs: None,
+        };
+        assert_ne!(
+            twin.dir_name(),
+            spool.owner().dir_name(),
+            "a directory each"
+        );
+        let dir = work.join(twin.dir_name());
+        fs::create_dir_all(&dir).expect("owner dir");
+        fs::write(
+            dir.join(OWNER_FILE),
+            serde_json::to_vec(&twin).expect("json"),
+        )
+        .expect("owner");
+        fs::write(dir.join("a.json"), b"{}").expect("c1");
+        assert!(spool
+            .take_over_orphans(Duration::from_secs(3600))
+            .expect("take over")
+            .is_empty());
+        assert!(dir.join("a.json").exists(), "its claim is its own");
+        // Silent beyond the lease, it is taken over as any run elsewhere would be.
+        let taken = spool.take_over_orphans(Duration::ZERO).expect("take over");
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].1, PreviousEnd::Crashed);
+    }
+
+    #[test]
+    fn the_claims_of_a_run_aborted_on_purpose_say_so() {
+        let (_dir, spool) = spool();
+        let work = spool.layout().work.clone();
+        let gone = Owner {
+            process: ProcessIdentity {
+                pid: 4_999_999,
+                nonce: "aborted".into(),
+                ..ProcessIdentity::current()
+            },
+            started_at: "x".into(),
+            lease_secs: None,
+        };
+        let dir = work.join(gone.dir_name());
+        fs::create_dir_all(&dir).expect("owner dir");
+        fs::write(
+            dir.join(OWNER_FILE),
+            serde_json::to_vec(&gone).expect("json"),
+        )
+        .expect("owner");
+        fs::write(dir.join("a.json"), b"{}").expect("c1");
+        fs::write(dir.join(ABORT_MARKER), b"").expect("marker");
+        let taken = spool
+            .take_over_orphans(Duration::from_secs(3600))
+            .expect("take over");
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].1, PreviousEnd::Aborted);
+        assert!(!dir.exists(), "its directory, marker and all, is gone");
     }
 
     #[test]

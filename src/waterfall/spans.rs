@@ -179,8 +179,9 @@ impl JobSpans {
                 self.failed
                     .get_or_insert_with(|| (t, format!("{stage}: {message}")));
             }
-            // A fallback changes how long a step took, which the spans already show.
-            EventKind::CpuFallback { .. } => {}
+            // A fallback changes how long a step took, which the spans already show; a device
+            // fault ends the try, and the file's next claim starts another.
+            EventKind::CpuFallback { .. } | EventKind::DeviceFault { .. } => {}
             // Run-level events never reach a job; see `RunSpans::from_events`.
             EventKind::RunStarted { .. }
             | EventKind::RunFinished { .. }
@@ -192,6 +193,7 @@ impl JobSpans {
             | EventKind::PriorityWaitStarted { .. }
             | EventKind::PriorityWaitFinished { .. }
             | EventKind::GpuBusy { .. }
+            | EventKind::ProverStopped { .. }
             | EventKind::FileDeferred { .. }
             | EventKind::FileSkipped { .. }
             | EventKind::ResultSuperseded { .. }

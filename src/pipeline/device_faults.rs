@@ -1,0 +1,162 @@
+//! Device faults: whose fault a failed partition is.
+//!
+//! A partition can fail on its prover for the device's sake (a CUDA error, out of memory
+//! when a PoSt took the GPU mid-call, a driver hiccup; SupraSeal fails a whole batch as a
+//! unit) or for its file's (data the prover cannot take). The error alone rarely tells
+//! which, so a failure is judged by what happens around it:
+//!
+//! - the first failure of a file hands it back to the inbox, counted in its attempt record
+//!   apart from crashes, and marks it solo: its next try is the only file in flight;
+//! - a solo try that fails again follows the file, and quarantines it, when the device is
+//!   known to work (this prover proved partitions in this run, and every call that failed
+//!   since its last good one was this file's) or another prover failed the file before;
+//!   otherwise it is handed back again, behind the files already waiting;
+//! - a prover whose calls fail `--max-device-faults` times in a row stops: its device is
+//!   taken to be broken. When the last prover stops, the run halts and hands every file in
+//!   flight back ([`ProversStoppedError`]).
+//!
+//! So a broken device never sends a good file to `failed/`: at worst the run stops, naming
+//! the prover.
+
+use std::collections::HashSet;
+
+use super::job::Job;
+
+/// What went wrong in a prover's call.
+#[derive(Debug)]
+pub struct CallFailure {
+    /// What a failed partition said.
+    pub message: String,
+    /// The jobs whose partitions failed.
+    pub jobs: Vec<u64>,
+}
+
+/// `--max-device-faults`' default: faulty calls in a row after which a prover stops.
+pub const DEFAULT_MAX_DEVICE_FAULTS: u32 = 3;
+
+/// What is done with a partition that failed on its prover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The device may be to blame: the file goes back to the inbox, to be proved alone.
+    HandBack,
+    /// The fault follows the file: it fails, and why the device is not to blame.
+    FollowsFile(&'static str),
+}
+
+/// One prover's record of its calls, for judging its failures and stopping it.
+#[derive(Debug)]
+pub struct DeviceHealth {
+    /// Calls made so far.
+    calls: u32,
+    /// Calls in a row that had a failed partition, up to the last.
+    streak: u32,
+    /// The jobs whose partitions failed in those calls.
+    streak_jobs: HashSet<u64>,
+    /// True once a call proved every partition it was given.
+    has_proved: bool,
+    /// Faulty calls in a row after which the prover stops.
+    max_faults: u32,
+    /// What the last failed call said.
+    last_error: String,
+}
+
+impl DeviceHealth {
+    /// A prover's record before its first call; it stops after `max_faults` faulty calls in a
+    /// row (at least one).
+    pub fn new(max_faults: u32) -> DeviceHealth {
+        DeviceHealth {
+            calls: 0,
+            streak: 0,
+            streak_jobs: HashSet::new(),
+            has_proved: false,
+            max_faults: max_faults.max(1),
+            last_error: String::new(),
+        }
+    }
+
+    /// The number the next call will have, from 1.
+    pub fn next_call(&self) -> u32 {
+        self.calls + 1
+    }
+
+    /// Judges a partition of `job` that failed on `worker` in the call being recorded (call
+    /// before [`DeviceHealth::record_call`]).
+    pub fn judge(&self, job: &Job, worker: &str) -> Verdict {
+        let attempt = &job.attempt;
+        if !(attempt.is_solo && attempt.device_faults > 0) {
+            return Verdict::HandBack;
+        }
+        if attempt.fault_provers.iter().any(|p| p != worker) {
+            Verdict::FollowsFile("after it failed on another prover too")
+        } else if self.has_proved && self.streak_jobs.iter().all(|&id| id == job.id) {
+            Verdict::FollowsFile("where that prover proves other files' partitions")
+        } else {
+            Verdict::HandBack
+        }
+    }
+
+    /// Records a call: `failure` is what went wrong in it, `None` when every partition was
+    /// proved. True when the prover must stop.
+    pub fn record_call(&mut self, failure: Option<CallFailure>) -> bool {
+        self.calls += 1;
+        match failure {
+            None => {
+                self.streak = 0;
+                self.streak_jobs.clear();
+                self.has_proved = true;
+            }
+            Some(failure) => {
+                self.streak += 1;
+                self.streak_jobs.extend(failure.jobs);
+                self.last_error = failure.message;
+            }
+        }
+        self.streak >= self.max_faults
+    }
+
+    /// Faulty calls in a row, and what the last one said.
+    pub fn streak(&self) -> (u32, &str) {
+        (self.streak, &self.last_error)
+    }
+}
+
+/// Every prover stopped after faults of its device: the run cannot go on.
+#[derive(Debug, thiserror::Error)]
+#[error("every prover stopped after faults of its device: {worker}, the last, failed {faults} calls in a row (--max-device-faults), the last with: {message} (hint: check the device with nvidia-smi and the kernel log's Xid errors, or leave it out with --gpus or CUDA_VISIBLE_DEVICES; the start-up note names the physical GPU behind {worker}; the C1 files in flight went back to the inbox, none was failed for it)")]
+pub struct ProversStoppedError {
+    /// The last prover that stopped.
+    pub worker: String,
+    /// Its faulty calls in a row.
+    pub faults: u32,
+    /// What its last one said.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(message: &str, job: u64) -> Option<CallFailure> {
+        Some(CallFailure {
+            message: message.into(),
+            jobs: vec![job],
+        })
+    }
+
+    #[test]
+    fn a_prover_stops_after_its_limit_of_faulty_calls_in_a_row() {
+        let mut health = DeviceHealth::new(3);
+        assert!(!health.record_call(failed("a", 1)));
+        assert!(!health.record_call(failed("b", 2)));
+        assert!(!health.record_call(None), "a good call ends the streak");
+        assert!(!health.record_call(failed("c", 1)));
+        assert!(!health.record_call(failed("d", 1)));
+        assert!(health.record_call(failed("e", 3)));
+        assert_eq!(health.streak(), (3, "e"));
+        assert_eq!(health.next_call(), 7);
+        assert!(
+            DeviceHealth::new(0).record_call(failed("x", 1)),
+            "at least one"
+        );
+    }
+}

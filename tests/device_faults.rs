@@ -1,0 +1,193 @@
+//! Faults of the prover's device, injected into the real binary (`CUZK_TEST_DEVICE_FAULTS`,
+//! since a CPU build has no GPU to fail): a fault that may be the device's hands the file
+//! back to be proved alone, a fault that follows the file fails it with a reason that does
+//! not blame the parameters, and a device whose calls keep failing stops the run naming the
+//! prover, failing no file.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use common::{
+    c1_locations, cuzk_command, fixture, names, require_params, show, verifies_for_sector,
+};
+
+const FILES: [&str; 3] = ["s-t01000-1.json", "s-t01000-2.json", "s-t02000-7.json"];
+
+/// A spool with the three fixtures, oldest first.
+fn spool_with_fixtures() -> tempfile::TempDir {
+    let (dir, inbox) = common::spool();
+    for name in FILES {
+        fs::copy(fixture(name), inbox.join(name)).expect("copy");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    dir
+}
+
+/// `cuzk prove-dir inbox --once` with `faults` injected.
+fn run_with_faults(root: &Path, faults: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "prove-dir",
+        "inbox",
+        "--once",
+        "--settle-secs",
+        "0",
+        "--incomplete-grace-secs",
+        "0",
+        "--backend",
+        "cpu",
+    ];
+    args.extend_from_slice(extra);
+    let out = cuzk_command(&args, root)
+        .env(cuzk::pipeline::FAULT_INJECTION_VARIABLE, faults)
+        .output()
+        .expect("run cuzk");
+    show(&args, root, &out);
+    out
+}
+
+fn rows<'a>(timeline: &'a str, event: &str) -> Vec<&'a str> {
+    timeline
+        .lines()
+        .filter(|l| l.contains(&format!(",{event},")))
+        .collect()
+}
+
+fn assert_proved(root: &Path, name: &str) {
+    let job = name.trim_end_matches(".json");
+    let proof = fs::read(root.join(format!("outbox/{job}.proof"))).expect("proof");
+    assert!(
+        verifies_for_sector(&root.join("done").join(name), &proof, 0),
+        "{job} verifies"
+    );
+}
+
+#[test]
+fn a_passing_device_fault_hands_the_file_back_and_it_is_proved_alone() {
+    require_params();
+    let dir = spool_with_fixtures();
+    let root = dir.path();
+    // The prover's first call fails, as a CUDA error while a PoSt held the GPU would.
+    let out = run_with_faults(root, "call=1", &[]);
+    assert_eq!(out.status.code(), Some(0), "every file proved");
+    assert!(names(&root.join("failed")).is_empty(), "nothing failed");
+    for name in FILES {
+        assert_proved(root, name);
+    }
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    let faults = rows(&timeline, "DEVICE_FAULT");
+    assert_eq!(faults.len(), 1, "{timeline}");
+    assert!(
+        faults[0].contains(",s-t01000-1,0,cpu-0,"),
+        "the oldest file's partition, on cpu-0: {}",
+        faults[0]
+    );
+    let handed_back: Vec<_> = rows(&timeline, "DEFERRED")
+        .into_iter()
+        .filter(|l| l.contains("device faults of this file: 1"))
+        .collect();
+    assert_eq!(handed_back.len(), 1, "handed back, counted: {timeline}");
+    assert_eq!(rows(&timeline, "FAILED").len(), 0);
+    assert!(
+        !timeline.contains(",PROVER_STOPPED,"),
+        "one fault does not stop the prover"
+    );
+    // It was claimed again and proved by itself, after the files that were waiting.
+    let claims: Vec<_> = rows(&timeline, "CLAIM")
+        .into_iter()
+        .filter(|l| l.contains(",s-t01000-1,"))
+        .collect();
+    assert_eq!(claims.len(), 2, "claimed twice: {timeline}");
+    assert!(names(&root.join("work")).iter().all(|n| n.starts_with('.')));
+}
+
+#[test]
+fn a_fault_that_follows_the_file_fails_it_without_blaming_the_parameters() {
+    require_params();
+    let dir = spool_with_fixtures();
+    let root = dir.path();
+    // Every call with a partition of s-t01000-2 fails; the other files prove on the same
+    // prover, so the device works.
+    let out = run_with_faults(root, "job=s-t01000-2", &[]);
+    assert_eq!(out.status.code(), Some(1), "one file failed");
+    assert_proved(root, "s-t01000-1.json");
+    assert_proved(root, "s-t02000-7.json");
+    assert_eq!(
+        names(&root.join("failed")),
+        ["s-t01000-2.error.json", "s-t01000-2.json"]
+    );
+    let reason: serde_json::Value = serde_json::from_slice(
+        &fs::read(root.join("failed/s-t01000-2.error.json")).expect("reason"),
+    )
+    .expect("JSON");
+    assert_eq!(reason["stage"], "prove", "{reason}");
+    let message = reason["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("when proved alone") && message.contains("the fault follows this file"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("parameters"),
+        "the parameters are not blamed: {message}"
+    );
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    assert_eq!(
+        rows(&timeline, "DEVICE_FAULT").len(),
+        1,
+        "handed back once, then failed: {timeline}"
+    );
+}
+
+#[test]
+fn a_device_that_keeps_failing_stops_the_run_naming_it_and_fails_no_file() {
+    require_params();
+    let dir = spool_with_fixtures();
+    let root = dir.path();
+    let out = run_with_faults(root, "all", &["--max-device-faults", "2"]);
+    assert_eq!(out.status.code(), Some(2), "the run cannot go on");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("every prover stopped after faults of its device: cpu-0")
+            && stderr.contains("--max-device-faults"),
+        "{stderr}"
+    );
+    assert!(
+        names(&root.join("failed")).is_empty(),
+        "no file failed for it"
+    );
+    assert!(
+        c1_locations(root).iter().all(|(_, at)| at == "inbox"),
+        "every file back in the inbox: {:?}",
+        c1_locations(root)
+    );
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    let stopped = rows(&timeline, "PROVER_STOPPED");
+    assert_eq!(stopped.len(), 1, "{timeline}");
+    assert!(
+        stopped[0].contains(",cpu-0,faults=2;last=injected device fault"),
+        "{}",
+        stopped[0]
+    );
+    // The device faults were counted in the files' records, apart from crashes: the next
+    // run, on a working device, proves each alone and fails none.
+    let out = common::cuzk(
+        &[
+            "prove-dir",
+            "inbox",
+            "--once",
+            "--settle-secs",
+            "0",
+            "--backend",
+            "cpu",
+        ],
+        root,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    for name in FILES {
+        assert_proved(root, name);
+    }
+}
