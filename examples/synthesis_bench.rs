@@ -40,14 +40,6 @@ struct Args {
     threads: usize,
 }
 
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(usage.ru_utime) + t(usage.ru_stime)
-}
-
 fn main() -> Result<()> {
     let args = Args::parse();
     let identity = SectorIdentity {
@@ -105,7 +97,7 @@ fn main() -> Result<()> {
         defer_evaluation: args.path.ends_with("deferred"),
         native_witness: args.path.starts_with("native"),
     };
-    let (started, cpu) = (Instant::now(), cpu_seconds());
+    let (started, cpu) = (Instant::now(), cuzk::bench::process_cpu_seconds());
     let mut spent = cuzk::synth::SynthesisProfile::default();
     for k in 0..args.partitions {
         let partition = sector
@@ -136,7 +128,7 @@ fn main() -> Result<()> {
         cuzk::c1::SectorSizeName(args.sector_size),
         args.path,
         started.elapsed().as_secs_f64() / n,
-        (cpu_seconds() - cpu) / n,
+        (cuzk::bench::process_cpu_seconds() - cpu) / n,
         per(spent.witness_ms),
         per(spent.witness_cpu_ms),
         per(spent.evaluate_ms),

@@ -31,14 +31,6 @@ struct Args {
     native_only: bool,
 }
 
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(usage.ru_utime) + t(usage.ru_stime)
-}
-
 fn main() -> Result<()> {
     let args = Args::parse();
     let identity = SectorIdentity {
@@ -53,17 +45,17 @@ fn main() -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
         .build()?;
-    let (wall, cpu) = (Instant::now(), cpu_seconds());
+    let (wall, cpu) = (Instant::now(), cuzk::bench::process_cpu_seconds());
     let (native, _) = sector
         .circuits
         .native_witness(0, Some(0..args.challenges), &pool)?;
     let native_wall = wall.elapsed().as_secs_f64();
-    let native_cpu = cpu_seconds() - cpu;
+    let native_cpu = cuzk::bench::process_cpu_seconds() - cpu;
     let n = args.challenges as f64;
     let (gadget_wall, gadget_cpu) = if args.native_only {
         (f64::NAN, f64::NAN)
     } else {
-        let cpu = cpu_seconds();
+        let cpu = cuzk::bench::process_cpu_seconds();
         let check = sector
             .circuits
             .check_native_witness(0, Some(0..args.challenges), &pool)?;
@@ -73,7 +65,7 @@ fn main() -> Result<()> {
             check.mismatch.unwrap_or_default()
         );
         // check_native_witness computes the native witness again: take it out.
-        let gadget_cpu = cpu_seconds() - cpu - native_cpu;
+        let gadget_cpu = cuzk::bench::process_cpu_seconds() - cpu - native_cpu;
         (check.gadget_ms / 1e3, gadget_cpu)
     };
     println!(

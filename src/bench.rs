@@ -227,6 +227,15 @@ fn run_stamp() -> String {
         .replace(['-', ':'], "")
 }
 
+/// CPU seconds this process has used, user and system, over all its threads.
+pub fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes into the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(usage.ru_utime) + t(usage.ru_stime)
+}
+
 /// The peak resident memory of this process (`VmHWM`), if the platform says.
 pub fn peak_rss_bytes() -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;

@@ -40,6 +40,7 @@ use crate::synth::{
     next_witness_id, thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile,
     SynthesizedPartition, WitnessPath,
 };
+use crate::witness::sink::Sink;
 use crate::witness::Witness;
 
 mod identity;
@@ -316,11 +317,8 @@ impl R1cs {
         defer: bool,
     ) -> Result<SynthesizedPartition> {
         let (started, cpu_started) = (Instant::now(), thread_cpu_ms());
-        let mut cs = WitnessOnly {
-            inputs: Vec::with_capacity(capacity.inputs.max(self.counts.inputs as usize)),
-            aux: Vec::with_capacity(capacity.aux.max(self.counts.aux as usize)),
-        };
-        cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        let mut cs = Sink::new(0, 0, capacity.aux.max(self.counts.aux as usize));
+        cs.input(Fr::ONE);
         circuit.synthesize(&mut cs)?;
         let profile = SynthesisProfile {
             witness_ms: started.elapsed().as_secs_f64() * 1e3,
@@ -329,8 +327,8 @@ impl R1cs {
             ..SynthesisProfile::default()
         };
         let witness = Witness {
+            aux: cs.take_aux(),
             inputs: cs.inputs,
-            aux: cs.aux,
         };
         self.check_witness(&witness)?;
         Ok(self.assemble(witness, profile, pool, capacity, defer))
@@ -672,61 +670,6 @@ impl ConstraintSystem<Fr> for Recorder {
             self.push_row(2, &c(LinearCombination::zero()));
         }
         self.constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
-/// The witness-only constraint system: it assigns variables and ignores constraints, so no
-/// linear combination is ever built.
-struct WitnessOnly {
-    inputs: Vec<Fr>,
-    aux: Vec<Fr>,
-}
-
-impl ConstraintSystem<Fr> for WitnessOnly {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux.push(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs.push(f()?);
-        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-        // The recorded matrices hold the constraints.
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
