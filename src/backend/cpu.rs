@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
-use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, FullDensity, QueryDensity, SourceBuilder};
+use ec_gpu_gen::multiexp_cpu::{FullDensity, QueryDensity, SourceBuilder};
 use ec_gpu_gen::threadpool::Worker;
 use ff::PrimeField;
 use group::prime::PrimeCurveAffine;
@@ -23,6 +23,7 @@ use super::ec_gpu;
 use super::gpu::env::GpuEnv;
 use super::gpu::free_memory::GpuDescription;
 use super::gpu::GpuSelection;
+use super::msm;
 use super::quotient::{self, Domain};
 
 /// Exponents of a multiexp, in the representation the kernels take.
@@ -62,7 +63,7 @@ impl QuotientExponents {
 pub enum MultiexpError {
     /// The CPU's multiexp failed.
     #[error("multiexp on the CPU: {0}")]
-    Cpu(#[source] ec_gpu_gen::EcError),
+    Cpu(#[source] msm::TooFewBasesError),
     /// The H multiexp over a quotient left on the GPU failed there; the quotient is not on
     /// the host for the CPU to take over.
     #[cfg(feature = "cuda")]
@@ -234,38 +235,36 @@ impl ProverKernels {
                 Err(err) => self.fall_back("multiexp", &err),
             }
         }
-        cpu_multiexp(worker, bases, density, exps)
+        let _ = worker;
+        cpu_multiexp(bases, density, exps)
     }
 }
 
 /// A group a Groth16 proof has multiexps in (G1 or G2).
 #[cfg(feature = "cuda")]
 pub(crate) trait ProverGroup:
-    PrimeCurveAffine<Scalar = Fr> + ec_gpu::GpuGroup + ::ec_gpu::GpuName
+    PrimeCurveAffine<Scalar = Fr> + msm::AffinePoint + ec_gpu::GpuGroup + ::ec_gpu::GpuName
 {
 }
 
 /// A group a Groth16 proof has multiexps in (G1 or G2).
 #[cfg(not(feature = "cuda"))]
-pub(crate) trait ProverGroup: PrimeCurveAffine<Scalar = Fr> {}
+pub(crate) trait ProverGroup: PrimeCurveAffine<Scalar = Fr> + msm::AffinePoint {}
 
 impl ProverGroup for G1Affine {}
 impl ProverGroup for G2Affine {}
 
 fn cpu_multiexp<G, D, Q>(
-    worker: &Worker,
     bases: (Arc<Vec<G>>, usize),
     density: D,
     exps: Exponents,
 ) -> Result<G::Curve, MultiexpError>
 where
-    G: PrimeCurveAffine<Scalar = Fr>,
+    G: ProverGroup,
     for<'a> &'a Q: QueryDensity,
     D: Send + Sync + 'static + Clone + AsRef<Q>,
 {
-    multiexp_cpu(worker, bases, density, exps)
-        .wait()
-        .map_err(MultiexpError::Cpu)
+    msm::multiexp(&bases.0, bases.1, density.as_ref(), &exps).map_err(MultiexpError::Cpu)
 }
 
 /// The kernels a run proves with, and what the user should hear about them.

@@ -28,8 +28,10 @@ pub mod cpu;
 pub mod cuda;
 #[cfg(feature = "cuda")]
 pub mod ec_gpu;
+pub mod fft;
 pub mod gpu;
 pub mod groth16;
+pub mod msm;
 pub mod quotient;
 pub mod residency;
 pub mod supraseal;

@@ -11,10 +11,11 @@
 //! [`Domain`] without the vectors leaving the device (`backend/ec_gpu/device_quotient.rs`).
 
 use blstrs::Scalar as Fr;
-use ec_gpu_gen::fft_cpu;
 use ec_gpu_gen::threadpool::Worker;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
+
+use super::fft::{self, Direction, Twiddles};
 
 /// The evaluation domain of a partition and the constants its quotient needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,6 +69,10 @@ impl Domain {
 }
 
 /// The steps on the CPU: `h`'s `m - 1` coefficients.
+///
+/// Each interpolation runs as a DIF, leaving coefficients in bit-reversed order, where the
+/// coset shift multiplies them by `g^rev(j)`, and each evaluation as a DIT, which takes
+/// that order: the seven transforms permute once, at the end ([`fft`]).
 pub fn on_cpu(
     worker: &Worker,
     domain: &Domain,
@@ -75,19 +80,20 @@ pub fn on_cpu(
     mut b: Vec<Fr>,
     mut c: Vec<Fr>,
 ) -> Vec<Fr> {
-    let Domain { m, log_m, .. } = *domain;
+    let _ = worker;
+    let m = domain.m;
     for v in [&mut a, &mut b, &mut c] {
         v.resize(m, Fr::ZERO);
     }
-    // iFFT: evaluations -> coefficients.
+    let twiddles = Twiddles::new(domain.omega, m);
+    // iFFT, then evaluation on the coset g * roots (the 1/m of the iFFT folded in).
+    let to_coset = fft::bit_reversed_powers(domain.g, domain.m_inv, m);
     for v in [&mut a, &mut b, &mut c] {
-        fft(worker, v, domain.omega_inv, log_m);
+        fft::dif(v, &twiddles, Direction::Inverse);
+        scale(v, &to_coset);
+        fft::dit(v, &twiddles, Direction::Forward);
     }
-    // Coset FFT: coefficients -> evaluations on g * roots (the 1/m of the iFFT folded in).
-    for v in [&mut a, &mut b, &mut c] {
-        distribute_powers(v, domain.m_inv, domain.g);
-        fft(worker, v, domain.omega, log_m);
-    }
+    drop(to_coset);
     // (a*b - c) / Z on the coset.
     let z_inv = domain.z_inv;
     a.par_iter_mut()
@@ -96,33 +102,22 @@ pub fn on_cpu(
         .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
     drop(b);
     drop(c);
-    // Coset iFFT: evaluations on the coset -> coefficients of h.
-    fft(worker, &mut a, domain.omega_inv, log_m);
-    distribute_powers(&mut a, domain.m_inv, domain.g_inv);
+    // Coset iFFT: evaluations on the coset -> coefficients of h, back in natural order.
+    fft::dif(&mut a, &twiddles, Direction::Inverse);
+    scale(
+        &mut a,
+        &fft::bit_reversed_powers(domain.g_inv, domain.m_inv, m),
+    );
+    fft::bit_reverse(&mut a);
     a.pop();
     a
 }
 
-/// A radix-2 FFT in place: `v` (of length `2^log_n`) evaluated at the powers of `omega`.
-fn fft(worker: &Worker, v: &mut [Fr], omega: Fr, log_n: u32) {
-    let log_cpus = worker.log_num_threads();
-    if log_n <= log_cpus {
-        fft_cpu::serial_fft::<Fr>(v, &omega, log_n);
-    } else {
-        fft_cpu::parallel_fft::<Fr>(v, worker, &omega, log_n, log_cpus);
-    }
-}
-
-/// `v[i] *= scale * g^i`, in parallel chunks.
-fn distribute_powers(v: &mut [Fr], scale: Fr, g: Fr) {
-    const CHUNK: usize = 1 << 14;
-    v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
-        let mut power = scale * g.pow_vartime([(i * CHUNK) as u64]);
-        for x in chunk {
-            *x *= power;
-            power *= g;
-        }
-    });
+/// `v[i] *= by[i]`, in parallel.
+fn scale(v: &mut [Fr], by: &[Fr]) {
+    v.par_iter_mut()
+        .zip(by.par_iter())
+        .for_each(|(x, s)| *x *= s);
 }
 
 #[cfg(test)]

@@ -1,0 +1,105 @@
+//! The CPU multiexp (`backend::msm`) against ec-gpu-gen's, which bellperson's CPU prover
+//! uses, side by side in one run, on a dense quotient-like vector and a witness-like one
+//! (mostly bits), in G1 and G2. Both results are compared; the table shows seconds.
+//!
+//! ```text
+//! cargo run --release --example msm_bench -- --log-size 20
+//! ```
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{ensure, Result};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use clap::Parser;
+use cuzk::backend::msm::{self, AffinePoint};
+use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, FullDensity};
+use ec_gpu_gen::threadpool::Worker;
+use ff::{Field, PrimeField};
+use group::Group;
+use rand::{Rng, SeedableRng};
+
+/// Time both multiexps.
+#[derive(Debug, Parser)]
+struct Args {
+    /// log2 of the number of G1 terms (G2 gets a quarter as many).
+    #[arg(long, default_value_t = 20)]
+    log_size: u32,
+}
+
+/// Distinct points `g, 2g, 3g, ...` (cheap to make in bulk: one addition each).
+fn points<P>(n: usize, rng: &mut impl Rng) -> Vec<P::Affine>
+where
+    P: group::prime::PrimeCurve,
+{
+    let g = P::random(&mut *rng);
+    let mut acc = g;
+    let projective: Vec<P> = (0..n)
+        .map(|_| {
+            let p = acc;
+            acc += g;
+            p
+        })
+        .collect();
+    let mut out = vec![<P::Affine as group::prime::PrimeCurveAffine>::identity(); n];
+    P::batch_normalize(&projective, &mut out);
+    out
+}
+
+/// A witness's shape: zeros and ones for most, some 32-bit words, some field elements.
+fn witness_like(n: usize, rng: &mut impl Rng) -> Vec<Fr> {
+    (0..n)
+        .map(|_| match rng.gen_range(0..100) {
+            0..=44 => Fr::ZERO,
+            45..=89 => Fr::ONE,
+            90..=94 => Fr::from(rng.gen::<u32>() as u64),
+            _ => Fr::random(&mut *rng),
+        })
+        .collect()
+}
+
+fn time<G: AffinePoint>(bases: &[G], scalars: &[Fr]) -> Result<(f64, f64)> {
+    let exps: Vec<_> = scalars.iter().map(|s| s.to_repr()).collect();
+    let started = Instant::now();
+    let ours = msm::multiexp(bases, 0, &FullDensity, &exps)?;
+    let ours_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let theirs = multiexp_cpu(
+        &Worker::new(),
+        (Arc::new(bases.to_vec()), 0),
+        FullDensity,
+        Arc::new(exps),
+    )
+    .wait()?;
+    let theirs_s = started.elapsed().as_secs_f64();
+    ensure!(ours == theirs, "the two multiexps disagree");
+    Ok((ours_s, theirs_s))
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let n = 1usize << args.log_size;
+    let g1 = points::<G1Projective>(n, &mut rng);
+    let g2 = points::<G2Projective>(n / 4, &mut rng);
+    println!("| multiexp | terms | cuzk msm s | ec-gpu-gen s | speedup |\n|---|---|---|---|---|");
+    let dense: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+    let witness = witness_like(n, &mut rng);
+    let rows: [(&str, Result<(f64, f64)>, usize); 3] = [
+        ("G1, dense (H)", time::<G1Affine>(&g1, &dense), n),
+        ("G1, witness (L, A)", time::<G1Affine>(&g1, &witness), n),
+        (
+            "G2, witness (B)",
+            time::<G2Affine>(&g2, &witness[..n / 4]),
+            n / 4,
+        ),
+    ];
+    for (name, result, terms) in rows {
+        let (ours, theirs) = result?;
+        println!(
+            "| {name} | {terms} | {ours:.2} | {theirs:.2} | {:.2}x |",
+            theirs / ours
+        );
+    }
+    Ok(())
+}
