@@ -25,7 +25,7 @@ use cuzk::backend::gpu::GpuSelection;
 use cuzk::backend::groth16::prove_partition;
 use cuzk::backend::{BackendChoice, Prover};
 #[cfg(feature = "cuda")]
-use cuzk::porep::SynthesisPlan;
+use cuzk::sector::SynthesisPlan;
 use cuzk::synth::synthesize;
 use ff::Field;
 use rand::SeedableRng;
@@ -335,7 +335,7 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
                 .write(&mut proof)?;
         }
         ensure!(
-            sector.verify_seal(&proof)?,
+            sector.verify(&proof)?,
             "real sector: verify_seal rejected the cuda backend's proof"
         );
     }

@@ -19,8 +19,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Parser;
 use cuzk::c1::{parse_c1, SectorIdentity};
-use cuzk::porep::{bind, SynthesisPlan};
+use cuzk::porep::bind;
 use cuzk::r1cs::{r1cs_path, R1cs};
+use cuzk::sector::SynthesisPlan;
 use cuzk::synth::Capacity;
 use rand::SeedableRng;
 

@@ -143,6 +143,12 @@ struct Commit2In {
 
 /// Reads and checks the C1 file at `path`.
 pub fn read_c1_file(path: &Path, max_bytes: u64) -> Result<C1File, ParseC1Error> {
+    let data = read_capped(path, max_bytes)?;
+    parse_c1(path, &data)
+}
+
+/// The bytes of the input file at `path`, refused unread when larger than `max_bytes`.
+pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ParseC1Error> {
     let read_err = |source| ParseC1Error::Read {
         path: path.to_owned(),
         source,
@@ -160,34 +166,18 @@ pub fn read_c1_file(path: &Path, max_bytes: u64) -> Result<C1File, ParseC1Error>
     file.take(max_bytes + 1)
         .read_to_end(&mut data)
         .map_err(read_err)?;
-    parse_c1(path, &data)
+    Ok(data)
 }
 
 /// The sector size of the C1 file at `path`, read from a few hundred bytes at its ends
 /// without parsing it: the wrapper's `SectorSize` comes last, the bare form's
 /// `registered_proof` first. `None` when it cannot be told that way; parsing will tell.
 pub fn peek_sector_size(path: &Path) -> Option<u64> {
-    use std::io::{Seek, SeekFrom};
-    const WINDOW: u64 = 512;
-    // Never open anything but a regular file here: opening a FIFO blocks until a writer comes.
-    if !std::fs::symlink_metadata(path).ok()?.is_file() {
-        return None;
-    }
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let mut head = vec![0u8; WINDOW.min(len) as usize];
-    file.read_exact(&mut head).ok()?;
-    let head = String::from_utf8_lossy(&head);
-    if let Some(rest) = head.split("\"registered_proof\"").nth(1) {
-        let name = rest.split('"').nth(1)?;
+    let (head, tail) = read_ends(path)?;
+    if let Some(name) = peek_string_after(&head, "\"registered_proof\"") {
         let proof: RegisteredSealProof = serde_json::from_str(&format!("\"{name}\"")).ok()?;
         return Some(u64::from(proof.sector_size()));
     }
-    file.seek(SeekFrom::Start(len.saturating_sub(WINDOW)))
-        .ok()?;
-    let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
-    let tail = String::from_utf8_lossy(&tail);
     let rest = tail
         .rsplit("\"SectorSize\"")
         .next()
@@ -200,34 +190,69 @@ pub fn peek_sector_size(path: &Path) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The string value after the first `key` in `text` (`"key": "value"`).
+pub fn peek_string_after<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    text.split(key).nth(1)?.split('"').nth(1)
+}
+
+/// The first and last few hundred bytes of the regular file at `path` (lossy UTF-8), for
+/// telling what a file is without parsing it.
+pub fn read_ends(path: &Path) -> Option<(String, String)> {
+    use std::io::{Seek, SeekFrom};
+    const WINDOW: u64 = 512;
+    // Never open anything but a regular file here: opening a FIFO blocks until a writer comes.
+    if !std::fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut head = vec![0u8; WINDOW.min(len) as usize];
+    file.read_exact(&mut head).ok()?;
+    file.seek(SeekFrom::Start(len.saturating_sub(WINDOW)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    Some((
+        String::from_utf8_lossy(&head).into_owned(),
+        String::from_utf8_lossy(&tail).into_owned(),
+    ))
+}
+
 /// Parses C1 bytes; `path` only names the file in errors.
 pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
-    let json_err = |source: serde_json::Error| {
-        if source.is_eof() {
-            ParseC1Error::Incomplete {
-                path: path.to_owned(),
-                line: source.line(),
-                column: source.column(),
-            }
-        } else {
-            ParseC1Error::NotJson {
-                path: path.to_owned(),
-                source,
-            }
-        }
-    };
-    // A first pass into a generic JSON map tells the two forms apart by their keys; the
-    // typed parse then reads that map, so the bytes are tokenized once.
-    let probe: serde_json::Map<String, serde_json::Value> = match serde_json::from_slice(data) {
-        Ok(serde_json::Value::Object(map)) => map,
-        Ok(_) => {
-            return Err(ParseC1Error::Inconsistent {
-                path: path.to_owned(),
-                message: "the JSON is not an object; expected a lotus-bench Commit2In wrapper or a SealCommitPhase1Output".into(),
-            })
-        }
-        Err(e) => return Err(json_err(e)),
-    };
+    parse_c1_object(path, json_object(path, data)?)
+}
+
+/// The JSON object an input file holds; a file that ends early is told apart (it may still
+/// be being written). Every input form is one object, so the bytes are tokenized once and
+/// the forms are told apart by their keys.
+pub fn json_object(
+    path: &Path,
+    data: &[u8],
+) -> Result<serde_json::Map<String, serde_json::Value>, ParseC1Error> {
+    match serde_json::from_slice(data) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ParseC1Error::Inconsistent {
+            path: path.to_owned(),
+            message: "the JSON is not an object; expected a lotus-bench Commit2In wrapper, a SealCommitPhase1Output or an update input".into(),
+        }),
+        Err(source) if source.is_eof() => Err(ParseC1Error::Incomplete {
+            path: path.to_owned(),
+            line: source.line(),
+            column: source.column(),
+        }),
+        Err(source) => Err(ParseC1Error::NotJson {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Parses a C1 file's JSON object (see [`json_object`]).
+pub fn parse_c1_object(
+    path: &Path,
+    probe: serde_json::Map<String, serde_json::Value>,
+) -> Result<C1File, ParseC1Error> {
     let is_benchmark = probe.contains_key(BENCHMARK_KEY);
     let mut c1 = if probe.contains_key("Phase1Out") {
         let wrapper: Commit2In =
@@ -257,7 +282,7 @@ pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
     } else {
         return Err(ParseC1Error::Inconsistent {
             path: path.to_owned(),
-            message: "neither a lotus-bench Commit2In wrapper (no \"Phase1Out\") nor a SealCommitPhase1Output (no \"registered_proof\")".into(),
+            message: "neither a lotus-bench Commit2In wrapper (no \"Phase1Out\"), a SealCommitPhase1Output (no \"registered_proof\") nor an update input (no \"comm_r_old\")".into(),
         });
     };
     c1.is_benchmark = is_benchmark;

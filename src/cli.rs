@@ -16,6 +16,7 @@ use crate::backend::BackendChoice;
 use crate::c1::{self, parse_sector_size, SectorSizeName};
 use crate::params;
 use crate::pipeline::{self, RunSettings};
+use crate::proof_kind::{CircuitId, ProofKind};
 use crate::spool::SpoolLayout;
 use crate::{damocles, prometheus, reference, status, waterfall};
 
@@ -67,8 +68,22 @@ recomputed from them before any proving, so a wrong miner or sector fails at onc
     /// one answer line each on stdout, proved by cuzk's pipeline.
     #[command(name = "damocles-c2")]
     DamoclesC2(DamoclesC2Args),
-    /// `cuzk processor c2`: what damocles-worker runs when its processor has no `args`; the
-    /// same as `cuzk damocles-c2`.
+    /// Serve damocles-worker as its external snap_prove processor: SnapDeals update proofs
+    /// (ProveReplicaUpdate2), requests and answers as for damocles-c2.
+    #[command(
+        name = "damocles-snap",
+        after_help = "In damocles-worker's configuration:
+
+  [[processors.snap_prove]]
+  bin = \"/usr/local/bin/cuzk\"
+  args = [\"damocles-snap\", \"--params\", \"/var/tmp/filecoin-proof-parameters\"]
+  envs = { CUDA_VISIBLE_DEVICES = \"0\" }
+
+stdout carries protocol lines only; progress and logs go to stderr."
+    )]
+    DamoclesSnap(DamoclesC2Args),
+    /// `cuzk processor c2` and `cuzk processor snap_prove`: what damocles-worker runs when
+    /// its processor has no `args`; the same as `cuzk damocles-c2` and `cuzk damocles-snap`.
     #[command(hide = true)]
     Processor(ProcessorArgs),
     /// Print a shell completion script: bash, zsh or fish.
@@ -156,8 +171,8 @@ pub struct DamoclesC2Args {
 /// Arguments of the hidden `cuzk processor STAGE`.
 #[derive(Debug, Args)]
 pub struct ProcessorArgs {
-    /// The damocles stage; cuzk serves c2 only.
-    #[arg(value_parser = [crate::damocles::STAGE])]
+    /// The damocles stage: c2 or snap_prove.
+    #[arg(value_parser = ["c2", "snap_prove"])]
     pub stage: String,
     /// As for `damocles-c2`.
     #[command(flatten)]
@@ -482,13 +497,27 @@ pub struct ParamsCheckArgs {
     pub sector_size: Option<u64>,
 }
 
-/// The sector size argument of `cuzk params gen` and `cuzk params path`.
+/// The circuit argument of `cuzk params gen`, `path` and `constraints`.
 #[derive(Debug, Args)]
 pub struct ParamsSizeArgs {
     /// Sector size: 2KiB, 8MiB or 512MiB for `gen`; also 32GiB and 64GiB for `path` and
     /// `constraints`.
     #[arg(long, value_parser = parse_sector_size, default_value = "2KiB")]
     pub sector_size: u64,
+    /// The SnapDeals update circuit's parameters (ProveReplicaUpdate2), not PoRep's.
+    #[arg(long)]
+    pub update: bool,
+}
+
+impl ParamsSizeArgs {
+    /// The circuit named.
+    pub fn circuit(&self) -> CircuitId {
+        if self.update {
+            CircuitId::update(self.sector_size)
+        } else {
+            CircuitId::seal(self.sector_size)
+        }
+    }
 }
 
 /// Runs the command line `cli`; the returned code is the process exit code.
@@ -507,8 +536,12 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Params(ParamsCommand::Path(args)) => params_path(args),
         Command::Params(ParamsCommand::Constraints(args)) => params_constraints(args),
         Command::Params(ParamsCommand::Check(args)) => params_check(args),
-        Command::DamoclesC2(args) | Command::Processor(ProcessorArgs { c2: args, .. }) => {
-            damocles_c2(args)
+        Command::DamoclesC2(args) => serve_damocles(damocles::Stage::C2, args),
+        Command::DamoclesSnap(args) => serve_damocles(damocles::Stage::SnapProve, args),
+        Command::Processor(ProcessorArgs { stage, c2: args }) => {
+            let stage = damocles::Stage::from_name(&stage)
+                .with_context(|| format!("damocles stage {stage:?} is not served by cuzk"))?;
+            serve_damocles(stage, args)
         }
         Command::Completions(args) => print_completions(args),
     }
@@ -649,14 +682,21 @@ fn note_temporary_files(inbox: &Path) {
     }
 }
 
-/// The top-level entry point for `cuzk damocles-c2` (and `cuzk processor c2`).
-fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
+/// The top-level entry point for `cuzk damocles-c2` and `cuzk damocles-snap` (and `cuzk
+/// processor c2|snap_prove`).
+fn serve_damocles(stage: damocles::Stage, args: DamoclesC2Args) -> Result<u8> {
     // damocles' cpuset and NUMA node first: every thread started later inherits them, and
     // `--prover-cpus` then splits the CPUs damocles gave.
     let placement = damocles::placement::Placement::from_env()?;
     if !placement.is_empty() {
         let applied = placement.apply()?;
-        eprintln!("cuzk damocles-c2: note: damocles' processor settings: {applied}");
+        eprintln!(
+            "cuzk damocles-{}: note: damocles' processor settings: {applied}",
+            match stage {
+                damocles::Stage::C2 => "c2",
+                damocles::Stage::SnapProve => "snap",
+            }
+        );
     }
     // It may restart the process, which must happen before stdout is rearranged.
     args.tuning.split_cpus()?;
@@ -665,6 +705,7 @@ fn damocles_c2(args: DamoclesC2Args) -> Result<u8> {
     let tmp_dir = args.tmp_dir.unwrap_or_else(std::env::temp_dir);
     let layout = SpoolLayout::beside(&tmp_dir.join("inbox"));
     let settings = damocles::ProcessorSettings {
+        stage,
         run: RunSettings {
             metrics: args
                 .metrics
@@ -764,10 +805,11 @@ fn run_bench(args: BenchArgs) -> Result<u8> {
 /// The top-level entry point for `cuzk params gen`.
 fn params_gen(args: ParamsSizeArgs) -> Result<u8> {
     let size = SectorSizeName(args.sector_size);
-    let (params_path, vk_path) = params::param_paths(args.sector_size)?;
+    let circuit = args.circuit();
+    let (params_path, vk_path) = params::param_paths_of(circuit)?;
     if params_path.is_file() && vk_path.is_file() {
         eprintln!(
-            "parameters for {size} already present: {}",
+            "parameters for {circuit} already present: {}",
             params_path.display()
         );
         return Ok(0);
@@ -778,14 +820,18 @@ fn params_gen(args: ParamsSizeArgs) -> Result<u8> {
             format!("refusing to generate parameters for {size} sectors: random parameters make proofs the chain rejects (hint: fetch the official ones with `lotus fetch-params {size}`)")
         })?;
     eprintln!(
-        "generating INSECURE random Groth16 parameters for {size} sectors into {}\n\
+        "generating INSECURE random Groth16 parameters for {} into {}\n\
          these are for tests and private networks only: the chain rejects proofs made with them.\n\
-         this takes a while (2KiB: about 18 minutes on 2 cores, 5 GB of memory)",
+         this takes a while (2KiB: about 3 minutes on 2 cores, 2 GB of memory)",
+        match circuit.kind {
+            ProofKind::Seal => format!("{size} sectors"),
+            ProofKind::Update => format!("{size} sector updates"),
+        },
         params::params_dir().display()
     );
     let started = Instant::now();
-    let progress = Spinner::start(format!("generating {size} parameters"));
-    let result = params::generate(args.sector_size);
+    let progress = Spinner::start(format!("generating {circuit} parameters"));
+    let result = params::generate_for(circuit);
     progress.finish();
     let (params_path, vk_path) = result?;
     eprintln!(
@@ -799,7 +845,7 @@ fn params_gen(args: ParamsSizeArgs) -> Result<u8> {
 
 /// The top-level entry point for `cuzk params path`.
 fn params_path(args: ParamsSizeArgs) -> Result<u8> {
-    let (params_path, vk_path) = params::param_paths(args.sector_size)?;
+    let (params_path, vk_path) = params::param_paths_of(args.circuit())?;
     print(&format!(
         "{}\n{}\n",
         params_path.display(),
@@ -810,12 +856,15 @@ fn params_path(args: ParamsSizeArgs) -> Result<u8> {
 
 /// The top-level entry point for `cuzk params constraints`.
 fn params_constraints(args: ParamsSizeArgs) -> Result<u8> {
-    let size = SectorSizeName(args.sector_size);
-    let (params_path, _) = params::param_paths(args.sector_size)?;
+    let circuit = args.circuit();
+    let (params_path, _) = params::param_paths_of(circuit)?;
     let file = crate::r1cs::r1cs_path(&params_path)?;
     let started = Instant::now();
-    let progress = Spinner::start(format!("recording the {size} circuit's constraints"));
-    let recorded = crate::porep::record_constraints(args.sector_size);
+    let progress = Spinner::start(format!("recording the {circuit} circuit's constraints"));
+    let recorded = match circuit.kind {
+        ProofKind::Seal => crate::porep::record_constraints(args.sector_size),
+        ProofKind::Update => crate::update::record_constraints(args.sector_size),
+    };
     progress.finish();
     let r1cs = recorded?;
     if !r1cs.save(&file)? {

@@ -2,9 +2,10 @@
 //! for a sealed sector, `baga6ea4seaq...` for unsealed data), as go-fil-commcid makes them.
 //!
 //! A commitment CID is CIDv1 with the filecoin commitment codec and the hash function that
-//! made the 32 bytes, written in base32 (lowercase, no padding, multibase prefix `b`). Only
-//! encoding is here: cuzk writes these beside the hex in `outbox/<job>.json` so that a proof
-//! can be matched to what `lotus-miner sectors status` prints.
+//! made the 32 bytes, written in base32 (lowercase, no padding, multibase prefix `b`). cuzk
+//! writes these beside the hex in `outbox/<job>.json` so that a proof can be matched to what
+//! `lotus-miner sectors status` prints, and reads them where an update input names its
+//! commitments the way lotus does ([`parse_commitment_cid`]).
 
 /// multicodec `fil-commitment-unsealed`.
 const FIL_COMMITMENT_UNSEALED: u64 = 0xf101;
@@ -23,6 +24,73 @@ pub fn sealed_cid(comm_r: &[u8; 32]) -> String {
 /// The CID of unsealed data's `comm_d` (a piece CID when it covers one piece).
 pub fn unsealed_cid(comm_d: &[u8; 32]) -> String {
     commitment_cid(FIL_COMMITMENT_UNSEALED, SHA2_256_TRUNC254_PADDED, comm_d)
+}
+
+/// Which commitment a CID must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitmentKind {
+    /// A comm_r (`fil-commitment-sealed`, Poseidon).
+    Sealed,
+    /// A comm_d (`fil-commitment-unsealed`, truncated SHA-256).
+    Unsealed,
+}
+
+/// The 32 bytes of a commitment CID of `kind` (`bagboea4b...` or `baga6ea4sea...`).
+pub fn parse_commitment_cid(text: &str, kind: CommitmentKind) -> Result<[u8; 32], String> {
+    let (codec, hash, name) = match kind {
+        CommitmentKind::Sealed => (
+            FIL_COMMITMENT_SEALED,
+            POSEIDON_BLS12_381_A2_FC1,
+            "a sealed-sector CID (bagboea4b...)",
+        ),
+        CommitmentKind::Unsealed => (
+            FIL_COMMITMENT_UNSEALED,
+            SHA2_256_TRUNC254_PADDED,
+            "an unsealed-data CID (baga6ea4sea...)",
+        ),
+    };
+    let not_it = || format!("{text:?} is not {name}, 64 hex digits or 32 bytes");
+    let body = text.trim().strip_prefix('b').ok_or_else(not_it)?;
+    let bytes = base32_lower_decode(body).ok_or_else(not_it)?;
+    let mut rest = &bytes[..];
+    for want in [1, codec, hash, 32] {
+        if take_varint(&mut rest) != Some(want) {
+            return Err(not_it());
+        }
+    }
+    rest.try_into().map_err(|_| not_it())
+}
+
+fn take_varint(bytes: &mut &[u8]) -> Option<u64> {
+    let mut n = 0u64;
+    for (i, &byte) in bytes.iter().enumerate().take(10) {
+        n |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            *bytes = &bytes[i + 1..];
+            return Some(n);
+        }
+    }
+    None
+}
+
+fn base32_lower_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 5 / 8);
+    let (mut buffer, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let value = match c {
+            b'a'..=b'z' => c - b'a',
+            b'2'..=b'7' => c - b'2' + 26,
+            _ => return None,
+        };
+        buffer = (buffer << 5) | u32::from(value);
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
 }
 
 fn commitment_cid(codec: u64, hash: u64, digest: &[u8; 32]) -> String {
@@ -84,6 +152,25 @@ mod tests {
     }
 
     #[test]
+    fn cids_read_back_as_their_commitment_and_only_as_their_kind() {
+        let digest: [u8; 32] = std::array::from_fn(|i| (i * 7) as u8);
+        let sealed = sealed_cid(&digest);
+        let unsealed = unsealed_cid(&digest);
+        assert_eq!(
+            parse_commitment_cid(&sealed, CommitmentKind::Sealed),
+            Ok(digest)
+        );
+        assert_eq!(
+            parse_commitment_cid(&unsealed, CommitmentKind::Unsealed),
+            Ok(digest)
+        );
+        assert!(parse_commitment_cid(&sealed, CommitmentKind::Unsealed).is_err());
+        assert!(parse_commitment_cid(&unsealed, CommitmentKind::Sealed).is_err());
+        assert!(parse_commitment_cid(&sealed[..sealed.len() - 2], CommitmentKind::Sealed).is_err());
+        assert!(parse_commitment_cid("bafy", CommitmentKind::Sealed).is_err());
+    }
+
+    #[test]
     fn base32_matches_rfc4648_vectors() {
         for (input, want) in [
             ("", ""),
@@ -95,6 +182,7 @@ mod tests {
             ("foobar", "mzxw6ytboi"),
         ] {
             assert_eq!(base32_lower(input.as_bytes()), want, "{input:?}");
+            assert_eq!(base32_lower_decode(want).as_deref(), Some(input.as_bytes()));
         }
     }
 }

@@ -14,6 +14,7 @@ use std::time::{Instant, SystemTime};
 
 use crossbeam_channel::Sender;
 
+use crate::proof_kind::ProofKind;
 use crate::synth::SynthesisProfile;
 
 /// The worker name of parameter loads started ahead of the provers (while the first
@@ -35,14 +36,16 @@ pub enum EventKind {
         /// True when the claim was left over from an earlier run.
         is_resumed: bool,
     },
-    /// The C1 file parsed and matched its sector.
+    /// The input file parsed and bound to its circuits.
     JobParsed {
         /// The job.
         job: String,
-        /// `s-t0<miner>-<sector>`.
+        /// `s-t0<miner>-<sector>` (`unnamed sector` for an update input that does not say).
         sector: String,
         /// Sector size in bytes.
         sector_size: u64,
+        /// A C2 or an update.
+        kind: ProofKind,
         /// Partitions to prove.
         partitions: usize,
         /// A benchmark shape file: timed like a real one, never written as a proof.
@@ -703,6 +706,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 job: job(),
                 sector: "s-t01000-1".into(),
                 sector_size: 32 << 30,
+                kind: ProofKind::Update,
                 partitions: 10,
                 is_benchmark: true,
             },

@@ -1,9 +1,10 @@
-//! PoRep binding: turns a parsed C1 file and its sector identity into the sector's partition
-//! circuits, their public inputs, the parameter file they need, and the final `verify_seal`.
+//! PoRep binding: turns a parsed C1 file and its sector identity into a
+//! [`Sector`](crate::sector::Sector): the partition circuits, their public inputs, the
+//! parameter file they need, and what `verify_seal` checks.
 //!
-//! This is the only module that knows the Merkle tree shape of a sector size: [`bind`]
-//! dispatches on the size once and hides the shape behind [`SectorCircuits`], so the pipeline
-//! handles every size the same way. Circuits come from storage-proofs-porep exactly as
+//! This is the only module that knows the PoRep circuit's Merkle tree shape of a sector
+//! size: [`bind`] dispatches on the size once and hides the shape behind
+//! [`SectorCircuits`], so the pipeline handles every size the same way. Circuits come from storage-proofs-porep exactly as
 //! filecoin-proofs' `seal_commit_phase2` builds them; synthesis itself is `synth`'s job.
 
 use std::ops::Range;
@@ -19,120 +20,20 @@ use filecoin_proofs::{
     DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
 use crate::c1::{C1File, SectorIdentity};
 use crate::params::registered_proof_for;
+use crate::proof_kind::CircuitId;
 use crate::r1cs::{self, R1cs, ShapeCounts};
-use crate::synth::{
-    synthesize_with_capacity, Capacity, SynthesisProfile, SynthesizedPartition, WitnessPath,
-};
+use crate::sector::{BindSectorError, Commitments, Sector, SectorCircuits, SynthesisPlan};
+use crate::synth::{synthesize_with_capacity, SynthesisProfile, SynthesizedPartition, WitnessPath};
 use crate::witness;
 use crate::witness::check::WitnessCheck;
 use crate::witness::Witness;
-
-/// How to synthesize a partition.
-#[derive(Clone, Copy, Default)]
-pub struct SynthesisPlan<'a> {
-    /// Vector lengths to allocate up front.
-    pub capacity: Capacity,
-    /// The recorded constraints and the pool that evaluates them: a witness-only pass.
-    /// `None`: full synthesis.
-    pub precompiled: Option<(&'a Arc<R1cs>, &'a rayon::ThreadPool)>,
-    /// With pre-compiled constraints: leave `A·w`, `B·w`, `C·w` to the prover (which
-    /// evaluates them on its GPU), so the partition holds only its witness.
-    pub defer_evaluation: bool,
-    /// With pre-compiled constraints: compute the witness natively (`witness`), falling
-    /// back to the gadgets (and saying so) if that fails or does not fit the circuit.
-    pub native_witness: bool,
-}
-
-/// One sector's proof obligations, whatever its size.
-pub trait SectorCircuits: Send + Sync {
-    /// Number of partitions (1 for test sizes, 10 for 32GiB and 64GiB).
-    fn partition_count(&self) -> usize;
-    /// Builds partition `k`'s circuit and synthesizes it as `plan` says.
-    fn synthesize_partition(
-        &self,
-        k: usize,
-        plan: &SynthesisPlan<'_>,
-    ) -> Result<SynthesizedPartition>;
-    /// Records the constraints every partition of this sector shares (from the blank
-    /// circuit; about as long as one synthesis).
-    fn record_constraints(&self) -> Result<R1cs>;
-    /// The public inputs partition `k`'s proof is checked against.
-    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
-    /// Where the Groth16 parameters for this circuit live in the parameter cache.
-    fn params_path(&self) -> Result<PathBuf>;
-    /// Where the verifying key for this circuit lives in the parameter cache.
-    fn verifying_key_path(&self) -> Result<PathBuf>;
-    /// Partition `k`'s witness computed natively (on `pool`) and by the circuit's gadgets,
-    /// compared element for element; `challenges` limits both to a sample of the
-    /// partition's challenges (the same gadgets, fewer of them).
-    fn check_native_witness(
-        &self,
-        k: usize,
-        challenges: Option<Range<usize>>,
-        pool: &rayon::ThreadPool,
-    ) -> Result<WitnessCheck>;
-    /// Partition `k`'s witness (or that of a sample of its challenges) computed natively on
-    /// `pool`, and the CPU milliseconds it took over all threads.
-    fn native_witness(
-        &self,
-        k: usize,
-        challenges: Option<Range<usize>>,
-        pool: &rayon::ThreadPool,
-    ) -> Result<(Witness, f64)>;
-}
-
-/// A C1 file bound to its sector: everything needed to prove it and check the proof.
-pub struct Sector {
-    /// Miner and sector number.
-    pub identity: SectorIdentity,
-    /// The registered seal proof from the C1 file.
-    pub registered_proof: RegisteredSealProof,
-    /// Sector size in bytes.
-    pub sector_size: u64,
-    /// The partition circuits.
-    pub circuits: Box<dyn SectorCircuits>,
-    /// A benchmark shape file: its proofs cannot verify and are never written as proofs.
-    pub is_benchmark: bool,
-    comm_r: [u8; 32],
-    comm_d: [u8; 32],
-    ticket: [u8; 32],
-    seed: [u8; 32],
-}
-
-/// Why a C1 file cannot be proved for the sector it claims to be.
-#[derive(Debug, thiserror::Error)]
-pub enum BindSectorError {
-    /// The replica id does not match the miner, sector, ticket, comm_d and porep id.
-    #[error("replica id in the C1 file does not match {identity} ({proof:?}): expected {expected}, found {found} (hint: the file was sealed for another miner or sector; name it s-t0<miner>-<sector>.json after the sector it holds, or pass the right --miner-addr or --miner-id)")]
-    ReplicaIdMismatch {
-        /// Who we thought the file belonged to.
-        identity: SectorIdentity,
-        /// The registered proof (its porep id enters the replica id).
-        proof: RegisteredSealProof,
-        /// The replica id computed from the identity.
-        expected: String,
-        /// The replica id inside the file.
-        found: String,
-    },
-    /// Non-interactive PoRep (FIP-0090): its proof is an aggregate, which cuzk does not make.
-    #[error("{proof:?} is non-interactive PoRep, which cuzk does not prove: its proof is one SnarkPack aggregate of {partitions} partition proofs, where interactive PoRep's is the partition proofs themselves; cuzk would have to prove those {partitions} partitions (the same circuit and parameters as interactive PoRep) and aggregate them with SnarkPack v2 against the inner-product parameters v28-fil-inner-product-v1.srs, and it does not aggregate (hint: prove non-interactive sectors with filecoin-proofs' seal_commit_phase2, which lotus, curio and damocles' own C2 processor call)")]
-    NonInteractive {
-        /// The registered proof.
-        proof: RegisteredSealProof,
-        /// Partitions its proof aggregates.
-        partitions: usize,
-    },
-    /// The C1 data itself is unusable.
-    #[error("invalid C1 data: {0:#}")]
-    Invalid(anyhow::Error),
-}
 
 /// Binds `c1` to `identity`, checking the replica id before any proving work.
 pub fn bind(c1: C1File, identity: SectorIdentity) -> Result<Sector, BindSectorError> {
@@ -151,47 +52,21 @@ pub fn bind(c1: C1File, identity: SectorIdentity) -> Result<Sector, BindSectorEr
         });
     }
     let sector_size = u64::from(proof.sector_size());
-    let (comm_r, comm_d, ticket, seed) = (output.comm_r, output.comm_d, output.ticket, output.seed);
-    let circuits = with_shape!(sector_size, bind_shape, output, &config, identity)?;
-    Ok(Sector {
+    let commitments = Commitments::Seal {
         identity,
         registered_proof: proof,
-        sector_size,
+        comm_r: output.comm_r,
+        comm_d: output.comm_d,
+        ticket: output.ticket,
+        seed: output.seed,
+    };
+    let circuits = with_shape!(sector_size, bind_shape, output, &config, identity)?;
+    Ok(Sector {
+        circuit: CircuitId::seal(sector_size),
         circuits,
         is_benchmark,
-        comm_r,
-        comm_d,
-        ticket,
-        seed,
+        commitments,
     })
-}
-
-impl Sector {
-    /// The sealed sector's commitment.
-    pub fn comm_r(&self) -> [u8; 32] {
-        self.comm_r
-    }
-
-    /// The commitment to the sector's unsealed data.
-    pub fn comm_d(&self) -> [u8; 32] {
-        self.comm_d
-    }
-
-    /// Checks a whole proof (partition proofs concatenated) with filecoin-proofs'
-    /// `verify_seal`, the same check the chain's actors make.
-    pub fn verify_seal(&self, proof: &[u8]) -> Result<bool> {
-        filecoin_proofs_api::seal::verify_seal(
-            self.registered_proof,
-            self.comm_r,
-            self.comm_d,
-            self.identity.prover_id(),
-            SectorId::from(self.identity.sector_num),
-            self.ticket,
-            self.seed,
-            proof,
-        )
-        .with_context(|| format!("verify_seal for {}", self.identity))
-    }
 }
 
 type PublicInputs<Tree> = stacked::PublicInputs<
@@ -212,7 +87,7 @@ fn bind_shape<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
     identity: SectorIdentity,
 ) -> Result<Box<dyn SectorCircuits>, BindSectorError> {
-    let invalid = BindSectorError::Invalid;
+    let invalid = BindSectorError::invalid_c1;
     let expected = generate_replica_id::<Tree::Hasher, _>(
         &identity.prover_id(),
         identity.sector_num,

@@ -457,6 +457,27 @@ impl ConstraintMatrices for R1cs {
     }
 }
 
+/// The variable a matrix entry refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    /// Public input `i` (0 is the constant one).
+    Input(usize),
+    /// Aux variable `i`.
+    Aux(usize),
+}
+
+/// The variable and coefficient id of a matrix entry (as [`ConstraintMatrices::matrix`]
+/// lays them out).
+pub fn decode_entry(e: u64) -> (Column, u32) {
+    let column = e & 0xffff_ffff;
+    let variable = if column & INPUT_BIT != 0 {
+        Column::Input((column ^ INPUT_BIT) as usize)
+    } else {
+        Column::Aux(column as usize)
+    };
+    (variable, (e >> 32) as u32)
+}
+
 fn entry(column: u64, coeff_id: u32) -> u64 {
     column | (u64::from(coeff_id) << 32)
 }

@@ -170,10 +170,15 @@ impl Display {
                 job,
                 sector,
                 sector_size,
+                kind,
                 partitions,
                 is_benchmark,
             } => self.line(&format!(
-                "[{secs:7.1}s] {job}: {sector}, {}, {partitions} partition(s){}",
+                "[{secs:7.1}s] {job}: {}{sector}, {}, {partitions} partition(s){}",
+                match kind {
+                    crate::proof_kind::ProofKind::Seal => "",
+                    crate::proof_kind::ProofKind::Update => "update of ",
+                },
                 crate::c1::SectorSizeName(*sector_size),
                 if *is_benchmark {
                     " [BENCHMARK shape: timed only, its proof cannot verify and is not written]"

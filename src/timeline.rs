@@ -24,6 +24,7 @@ use anyhow::{bail, Context, Result};
 use crate::c1::{parse_sector_size, SectorSizeName};
 use crate::event::ProveTimings;
 use crate::event::{Event, EventKind, EventName, JobStage};
+use crate::proof_kind::ProofKind;
 use crate::synth::{SynthesisProfile, WitnessPath};
 
 /// The header line, also the column order.
@@ -134,15 +135,21 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             job,
             sector,
             sector_size,
+            kind,
             partitions,
             is_benchmark,
         } => Fields {
             job,
             partition: None,
             worker: "",
+            // A C2 says nothing of its kind, as timelines always had it.
             detail: format!(
-                "sector={sector};size={};partitions={partitions}{}",
+                "sector={sector};size={};partitions={partitions}{}{}",
                 SectorSizeName(*sector_size),
+                match kind {
+                    ProofKind::Seal => String::new(),
+                    ProofKind::Update => format!(";kind={kind}"),
+                },
                 if *is_benchmark { ";benchmark=true" } else { "" }
             ),
         },
@@ -387,6 +394,9 @@ fn decode(name: EventName, row: &TimelineRow) -> Result<EventKind, &'static str>
                 .to_owned(),
             sector_size: detail_value(&row.detail, "size")
                 .and_then(|s| parse_sector_size(s).ok())
+                .unwrap_or_default(),
+            kind: detail_value(&row.detail, "kind")
+                .and_then(ProofKind::from_name)
                 .unwrap_or_default(),
             partitions: number("partitions")?,
             is_benchmark: detail_value(&row.detail, "benchmark") == Some("true"),

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use cuzk::c1::{read_c1_file, resolve_identity, C1Form, SectorIdentity, DEFAULT_MAX_C1_BYTES};
-use cuzk::porep::{bind, BindSectorError};
+use cuzk::porep::bind;
+use cuzk::sector::BindSectorError;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -9,7 +9,8 @@ mod common;
 use std::ops::Range;
 
 use cuzk::c1::{parse_c1, read_c1_file, resolve_identity, SectorIdentity, DEFAULT_MAX_C1_BYTES};
-use cuzk::porep::{bind, Sector};
+use cuzk::porep::bind;
+use cuzk::sector::Sector;
 use rand::SeedableRng;
 
 use common::fixture;

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
-use cuzk::porep::{bind, Sector, SynthesisPlan};
+use cuzk::porep::bind;
 use cuzk::r1cs::{check_counts, r1cs_path, R1cs};
+use cuzk::sector::{Sector, SynthesisPlan};
 use cuzk::synth::SynthesizedPartition;
 
 use common::{cuzk, fixture, prove_inbox_once, require_params, verifies_for_sector};

@@ -1,16 +1,22 @@
-//! damocles (venus-cluster) external C2 processor: damocles-worker starts `cuzk damocles-c2`
-//! (or `cuzk processor c2`, its default arguments) as a child process and sends it
-//! commit-phase-2 requests; cuzk proves them with its own pipeline and answers each one.
+//! damocles (venus-cluster) external processors: damocles-worker starts `cuzk damocles-c2`
+//! (or `cuzk processor c2`, its default arguments) for commit phase 2, and `cuzk
+//! damocles-snap` (`cuzk processor snap_prove`) for SnapDeals update proofs, as a child
+//! process and sends it requests; cuzk proves them with its own pipeline and answers each one.
 //!
 //! # The protocol (vc-processors v1)
 //!
-//! Line-delimited JSON over the child's stdin and stdout ([`wire`]):
+//! Line-delimited JSON over the child's stdin and stdout ([`wire`]), the same for both
+//! stages ([`Stage`]):
 //!
-//! 1. the child prints `c2 processor ready` as its first stdout line, at once (damocles-worker
-//!    waits `stable_wait`, 5 s by default), before any parameter is loaded;
+//! 1. the child prints `c2 processor ready` (`snap_prove processor ready`) as its first
+//!    stdout line, at once (damocles-worker waits `stable_wait`, 5 s by default), before any
+//!    parameter is loaded;
 //! 2. each request is one line, `{"id":N,"task":{"c1out":<SealCommitPhase1Output>,
-//!    "prover_id":[32 bytes],"sector_id":S,"miner_id":M}}`; several are in flight at once;
-//! 3. each answer is one line, `{"id":N,"err_msg":null,"output":{"proof":[bytes]}}` or
+//!    "prover_id":[32 bytes],"sector_id":S,"miner_id":M}}` for c2, `{"id":N,"task":
+//!    {"registered_proof":..,"vannilla_proofs":[[bytes],..],"comm_r_old":[32 bytes],
+//!    "comm_r_new":..,"comm_d_new":..}}` for snap_prove; several are in flight at once;
+//! 3. each answer is one line, `{"id":N,"err_msg":null,"output":{"proof":[bytes]}}` (c2),
+//!    `{"id":N,"err_msg":null,"output":[bytes]}` (snap_prove) or
 //!    `{"id":N,"err_msg":"why","output":null}`, in whatever order the proofs finish.
 //!
 //! The child applies the processor's settings damocles passes in its environment (its
@@ -32,9 +38,10 @@
 //! A request becomes a job of the ordinary `prove-dir` pipeline, so it gets everything a C1
 //! file dropped into an inbox gets: the bounded synthesis pool, the provers, `verify_seal`
 //! before the answer, the timeline. The processor keeps a spool of its own in a fresh
-//! temporary directory; each request's `c1out` is written, bytes as received, to its inbox
+//! temporary directory; each c2 request's `c1out` is written, bytes as received, to its inbox
 //! as `s-t0<miner>-<sector>.r<id>.json` (the bare SealCommitPhase1Output form; the lotus
-//! sector name gives the miner and sector, the id keeps requests for one sector apart), and
+//! sector name gives the miner and sector, the id keeps requests for one sector apart), each
+//! snap_prove request's task as `update.r<id>.json` (it is an update input as it stands), and
 //! the pipeline runs over that spool in watch mode, steered by a
 //! [`RunControl`](crate::pipeline::RunControl): its observer hands this module each event
 //! as the timeline records it, and a `DONE` or `FAILED` event of a request's job is its
@@ -82,13 +89,8 @@ pub mod wire;
 
 use private_spool::PrivateSpool;
 
-use wire::{parse_request, request_id, Answer, BadRequest, C2Request, Retry};
-
-/// The stage name damocles-worker gives commit phase 2.
-pub const STAGE: &str = "c2";
-
-/// The line a processor prints when it is ready for requests.
-pub const READY_LINE: &str = "c2 processor ready";
+pub use wire::Stage;
+use wire::{parse_request, request_id, Answer, BadRequest, Request, Retry};
 
 /// Bytes a request line may hold beyond its C1 output: ids, prover id, punctuation.
 const LINE_OVERHEAD_BYTES: u64 = 64 << 10;
@@ -96,6 +98,8 @@ const LINE_OVERHEAD_BYTES: u64 = 64 << 10;
 /// How the processor runs.
 #[derive(Clone, Debug)]
 pub struct ProcessorSettings {
+    /// The stage it serves.
+    pub stage: Stage,
     /// The pipeline's settings; the spool's directories are replaced by the private spool's.
     pub run: RunSettings,
     /// Where the private spool is made (a fresh directory inside, removed at exit).
@@ -131,10 +135,7 @@ impl AnswerWriter {
         let mut out = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(err) = out.write_all(&line).and_then(|()| out.flush()) {
             // damocles-worker is gone or closed our stdout: nobody waits for answers.
-            eprintln!(
-                "cuzk damocles-c2: cannot answer request {}: {err}",
-                answer.id
-            );
+            eprintln!("cuzk damocles: cannot answer request {}: {err}", answer.id);
         }
     }
 }
@@ -144,7 +145,8 @@ impl AnswerWriter {
 struct Pending {
     id: u64,
     attempt: u32,
-    /// `s-t0<miner>-<sector>.r<id>`; later tries add `.a<try>`.
+    /// `s-t0<miner>-<sector>.r<id>` (`update.r<id>` for snap_prove); later tries add
+    /// `.a<try>`.
     base: String,
 }
 
@@ -187,6 +189,7 @@ enum RunEnd {
 
 /// What the processor's threads share.
 struct Shared {
+    stage: Stage,
     answers: AnswerWriter,
     in_flight: Mutex<InFlight>,
     layout: SpoolLayout,
@@ -235,7 +238,7 @@ impl Shared {
         };
         let answer = match outcome {
             Ok(path) => match fs::read(path) {
-                Ok(proof) => Answer::proof(pending.id, proof),
+                Ok(proof) => Answer::proof(pending.id, proof, self.stage),
                 Err(err) => Answer::error(
                     pending.id,
                     &format!("cuzk: reading the proof {path}: {err}"),
@@ -253,7 +256,7 @@ impl Shared {
                             return;
                         }
                         Err(err) => eprintln!(
-                            "cuzk damocles-c2: request {}: cannot try again: {err:#}",
+                            "cuzk damocles: request {}: cannot try again: {err:#}",
                             pending.id
                         ),
                     }
@@ -278,7 +281,7 @@ impl Shared {
                 .with_context(|| format!("moving {} to {}", from.display(), to.display()));
         }
         eprintln!(
-            "cuzk damocles-c2: request {}: try {} of {} failed, trying again: {why}",
+            "cuzk damocles: request {}: try {} of {} failed, trying again: {why}",
             pending.id, pending.attempt, self.attempts
         );
         Ok(())
@@ -333,7 +336,7 @@ impl Shared {
                                 continue;
                             }
                             Err(err) => eprintln!(
-                                "cuzk damocles-c2: request {}: cannot try again: {err:#}",
+                                "cuzk damocles: request {}: cannot try again: {err:#}",
                                 pending.id
                             ),
                         }
@@ -418,7 +421,7 @@ impl Run {
                 let _ = answering.join();
                 let end = match &result {
                     Err(err) => {
-                        eprintln!("cuzk damocles-c2: the pipeline stopped: {err:#}");
+                        eprintln!("cuzk damocles: the pipeline stopped: {err:#}");
                         RunEnd::Fault(format!("{err:#}"))
                     }
                     Ok(_) if pipeline::is_stopping() => RunEnd::Stopped,
@@ -470,7 +473,7 @@ fn read_lines(mut input: Box<dyn BufRead + Send>, cap: u64) -> Receiver<Input> {
                 Input::TooLong(line)
             }
             Err(err) => {
-                eprintln!("cuzk damocles-c2: reading stdin: {err}");
+                eprintln!("cuzk damocles: reading stdin: {err}");
                 Input::End
             }
         };
@@ -484,6 +487,7 @@ fn read_lines(mut input: Box<dyn BufRead + Send>, cap: u64) -> Receiver<Input> {
 
 /// The processor: the private spool, its current run and the answers.
 struct Processor {
+    stage: Stage,
     settings: RunSettings,
     retry_pause: Duration,
     shared: Arc<Shared>,
@@ -517,12 +521,12 @@ impl Processor {
             Err(BadRequest {
                 id: request_id(&text),
                 reason: format!(
-                    "request line longer than {} bytes; not read (hint: a C1 output of any sector size is far smaller)",
+                    "request line longer than {} bytes; not read (hint: a C1 output or an update's vanilla proofs of any sector size are far smaller)",
                     line.len()
                 ),
             })
         } else {
-            parse_request(text.trim_end())
+            parse_request(text.trim_end(), self.stage)
         };
         let request = match parsed {
             Ok(request) => request,
@@ -536,10 +540,10 @@ impl Processor {
                         ))
                     }
                     Some(id) => eprintln!(
-                        "cuzk damocles-c2: skipped a bad request with the id {id} of a request in flight (its answer is still to come): {bad}"
+                        "cuzk damocles: skipped a bad request with the id {id} of a request in flight (its answer is still to come): {bad}"
                     ),
                     None => eprintln!(
-                        "cuzk damocles-c2: skipped a line without a request id, which no answer can be matched to: {bad}"
+                        "cuzk damocles: skipped a line without a request id, which no answer can be matched to: {bad}"
                     ),
                 }
                 return Ok(());
@@ -547,7 +551,7 @@ impl Processor {
         };
         if self.shared.is_in_flight(request.id) {
             eprintln!(
-                "cuzk damocles-c2: skipped a request with the id {} of a request in flight (its answer is still to come)",
+                "cuzk damocles: skipped a request with the id {} of a request in flight (its answer is still to come)",
                 request.id
             );
             return Ok(());
@@ -555,19 +559,20 @@ impl Processor {
         self.submit(&request)
     }
 
-    /// Writes the request's C1 output into the private inbox, where the run claims it.
-    fn submit(&mut self, request: &C2Request<'_>) -> Result<()> {
+    /// Writes the request's input file (its C1 output, or its update task) into the private
+    /// inbox, where the run claims it.
+    fn submit(&mut self, request: &Request<'_>) -> Result<()> {
         let pending = Pending {
             id: request.id,
             attempt: 1,
-            base: format!("{}.r{}", request.sector, request.id),
+            base: request.base_name.clone(),
         };
         let job = pending.job();
         let inbox = self.shared.layout.inbox.clone();
         // A dotfile first, which the run never claims; renamed once whole.
         let hidden = inbox.join(format!(".{job}.json.part"));
         let path = inbox.join(format!("{job}.json"));
-        if let Err(err) = fs::write(&hidden, request.c1out.as_bytes()) {
+        if let Err(err) = fs::write(&hidden, request.input.as_bytes()) {
             let _ = fs::remove_file(&hidden);
             let message = format!(
                 "cuzk: cannot write the request to {}: {err} (hint: free space there, or give damocles-c2 --tmp-dir elsewhere)",
@@ -636,7 +641,7 @@ pub fn serve(
     mut output: Box<dyn Write + Send>,
     settings: &ProcessorSettings,
 ) -> Result<u8> {
-    writeln!(output, "{READY_LINE}")
+    writeln!(output, "{}", settings.stage.ready_line())
         .and_then(|()| output.flush())
         .context("writing the ready line to stdout")?;
     private_spool::remove_stale(&settings.tmp_dir);
@@ -660,9 +665,11 @@ pub fn serve(
         .max_c1_bytes
         .saturating_add(LINE_OVERHEAD_BYTES);
     let mut processor = Processor {
+        stage: settings.stage,
         settings: run_settings,
         retry_pause: settings.retry_pause,
         shared: Arc::new(Shared {
+            stage: settings.stage,
             answers: AnswerWriter(Mutex::new(output)),
             in_flight: Mutex::default(),
             layout,
@@ -714,7 +721,7 @@ fn note_other_processors(settings: &ProcessorSettings, own: &Path) {
     let others = private_spool::live_others(&settings.tmp_dir, own);
     if others > 0 {
         eprintln!(
-            "cuzk damocles-c2: note: {others} other cuzk C2 processor(s) run on this host (their spools are in {}); each budgets the memory available when its run starts, so together they may count the same memory twice (hint: give each --max-memory, its share of the machine, or serve every request from one processor with damocles' `concurrent`, which shares one set of parameters)",
+            "cuzk damocles: note: {others} other cuzk processor(s) run on this host (their spools are in {}); each budgets the memory available when its run starts, so together they may count the same memory twice (hint: give each --max-memory, its share of the machine, or serve every request from one processor with damocles' `concurrent`, which shares one set of parameters)",
             settings.tmp_dir.display()
         );
     }

@@ -1,5 +1,6 @@
-//! The protocol's lines: a request as damocles sends it, checked; an answer as it reads it;
-//! and what an error answer says about trying again.
+//! The protocol's lines, for each stage cuzk serves ([`Stage`]: `c2` and `snap_prove`): a
+//! request as damocles sends it, checked; an answer as it reads it; and what an error
+//! answer says about trying again.
 //!
 //! damocles-worker takes every C2 error as final and pauses the sealing thread that asked, so
 //! an operator reads each `err_msg`. Every error answer therefore ends by saying whether
@@ -30,15 +31,27 @@ struct WireTask<'a> {
     miner_id: u64,
 }
 
+/// A `snap_prove` request as damocles sends it; the task is kept as the bytes received.
+#[derive(Deserialize)]
+struct WireSnapRequest<'a> {
+    id: u64,
+    #[serde(borrow)]
+    task: &'a RawValue,
+}
+
 /// A request that is well formed and consistent.
 #[derive(Debug)]
-pub struct C2Request<'a> {
+pub struct Request<'a> {
     /// damocles' id, which its answer must carry.
     pub id: u64,
-    /// The SealCommitPhase1Output, as received.
-    pub c1out: &'a str,
-    /// The sector it claims to be.
-    pub sector: SectorIdentity,
+    /// The input file it becomes, as received: a c2 request's SealCommitPhase1Output, or a
+    /// snap_prove request's task (which is an update input as it stands).
+    pub input: &'a str,
+    /// The job name its file gets: `s-t0<miner>-<sector>.r<id>` for a C2 (the lotus
+    /// sector name gives the miner and sector), `update.r<id>` for an update.
+    pub base_name: String,
+    /// The sector it claims to be (c2 requests; snap_prove requests do not say).
+    pub sector: Option<SectorIdentity>,
 }
 
 /// Why a request line cannot be taken, and its id if one could be read.
@@ -60,19 +73,25 @@ pub struct Answer {
     output: Option<ProofOutput>,
 }
 
-/// `SealCommitPhase2Output`: the proof's bytes, which serde writes as a number array.
+/// A stage's output: c2's `SealCommitPhase2Output` (`{"proof": [bytes]}`), or snap_prove's
+/// `SnapProveOutput` (the proof's bytes themselves); serde writes bytes as a number array.
 #[derive(Debug, Serialize)]
-struct ProofOutput {
-    proof: Vec<u8>,
+#[serde(untagged)]
+enum ProofOutput {
+    Seal { proof: Vec<u8> },
+    Update(Vec<u8>),
 }
 
 impl Answer {
-    /// The proof for request `id`.
-    pub fn proof(id: u64, proof: Vec<u8>) -> Answer {
+    /// The proof for request `id` of `stage`.
+    pub fn proof(id: u64, proof: Vec<u8>, stage: Stage) -> Answer {
         Answer {
             id,
             err_msg: None,
-            output: Some(ProofOutput { proof }),
+            output: Some(match stage {
+                Stage::C2 => ProofOutput::Seal { proof },
+                Stage::SnapProve => ProofOutput::Update(proof),
+            }),
         }
     }
 
@@ -135,8 +154,70 @@ impl std::fmt::Display for Retry {
     }
 }
 
-/// Reads a request line: well formed, with a prover id that is the miner's.
-pub fn parse_request(line: &str) -> Result<C2Request<'_>, BadRequest> {
+/// The damocles stages cuzk serves, each a processor of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Commit phase 2 (`c2`): a PoRep proof from a C1 output.
+    C2,
+    /// `snap_prove`: a SnapDeals update proof from ProveReplicaUpdate1's output.
+    SnapProve,
+}
+
+impl Stage {
+    /// The stage's name, as damocles-worker passes it (`processor c2`, `processor snap_prove`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::C2 => "c2",
+            Stage::SnapProve => "snap_prove",
+        }
+    }
+
+    /// The stage named `name`.
+    pub fn from_name(name: &str) -> Option<Stage> {
+        [Stage::C2, Stage::SnapProve]
+            .into_iter()
+            .find(|stage| stage.name() == name)
+    }
+
+    /// The line a processor of this stage prints when it is ready for requests.
+    pub fn ready_line(self) -> String {
+        format!("{} processor ready", self.name())
+    }
+}
+
+/// Reads a request line of `stage`.
+pub fn parse_request(line: &str, stage: Stage) -> Result<Request<'_>, BadRequest> {
+    match stage {
+        Stage::C2 => parse_c2_request(line),
+        Stage::SnapProve => parse_snap_request(line),
+    }
+}
+
+/// Reads a snap_prove request line: a task that is an update input.
+fn parse_snap_request(line: &str) -> Result<Request<'_>, BadRequest> {
+    let wire: WireSnapRequest<'_> = serde_json::from_str(line).map_err(|e| BadRequest {
+        id: request_id(line),
+        reason: format!("not a snap_prove request: {e} (expected {{\"id\":N,\"task\":{{\"registered_proof\":..,\"vannilla_proofs\":[[bytes],..],\"comm_r_old\":[32 numbers],\"comm_r_new\":[..],\"comm_d_new\":[..]}}}})"),
+    })?;
+    let task = wire.task.get();
+    let is_update = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(task)
+        .is_ok_and(|map| crate::update::input::is_update_input(&map));
+    if !is_update {
+        return Err(BadRequest {
+            id: Some(wire.id),
+            reason: "the task is not a SnapProve task: it has no comm_r_old (a c2 request sent to the snap_prove processor?)".into(),
+        });
+    }
+    Ok(Request {
+        id: wire.id,
+        input: task,
+        base_name: format!("update.r{}", wire.id),
+        sector: None,
+    })
+}
+
+/// Reads a c2 request line: well formed, with a prover id that is the miner's.
+fn parse_c2_request(line: &str) -> Result<Request<'_>, BadRequest> {
     let wire: WireRequest<'_> = serde_json::from_str(line).map_err(|e| BadRequest {
         id: request_id(line),
         reason: format!("not a c2 request: {e} (expected {{\"id\":N,\"task\":{{\"c1out\":{{...}},\"prover_id\":[32 numbers],\"sector_id\":N,\"miner_id\":N}}}})"),
@@ -166,10 +247,11 @@ pub fn parse_request(line: &str) -> Result<C2Request<'_>, BadRequest> {
                 .into(),
         ));
     }
-    Ok(C2Request {
+    Ok(Request {
         id: wire.id,
-        c1out,
-        sector,
+        input: c1out,
+        base_name: format!("{sector}.r{}", wire.id),
+        sector: Some(sector),
     })
 }
 
@@ -220,24 +302,25 @@ mod tests {
             1000,
             r#"{"registered_proof": "StackedDrg2KiBV1_1"}"#,
         );
-        let request = parse_request(&text).expect("good request");
+        let request = parse_request(&text, Stage::C2).expect("good request");
         assert_eq!(request.id, 3);
         assert_eq!(
-            request.c1out,
+            request.input,
             r#"{"registered_proof": "StackedDrg2KiBV1_1"}"#
         );
         assert_eq!(
             request.sector,
-            SectorIdentity {
+            Some(SectorIdentity {
                 miner_id: 1000,
                 sector_num: 7
-            }
+            })
         );
+        assert_eq!(request.base_name, "s-t01000-7.r3");
     }
 
     #[test]
     fn a_prover_id_of_another_miner_is_refused_with_the_id() {
-        let bad = parse_request(&line(4, 2000, 1000, "{}")).expect_err("mismatch");
+        let bad = parse_request(&line(4, 2000, 1000, "{}"), Stage::C2).expect_err("mismatch");
         assert_eq!(bad.id, Some(4));
         assert!(bad.reason.contains("miner_id 1000"), "{bad}");
         assert!(bad.reason.contains("hint"), "{bad}");
@@ -245,7 +328,7 @@ mod tests {
 
     #[test]
     fn bad_lines_give_their_id_when_they_have_one() {
-        let id = |text: &str| parse_request(text).expect_err(text).id;
+        let id = |text: &str| parse_request(text, Stage::C2).expect_err(text).id;
         assert_eq!(id(r#"{"id":5,"task":"nonsense"}"#), Some(5));
         assert_eq!(id(r#"{"id":6,"task":{"c1out":{"x":1}}}"#), Some(6));
         assert_eq!(id(&line(8, 1000, 1000, "[1,2]")), Some(8));
@@ -260,17 +343,44 @@ mod tests {
 
     #[test]
     fn answers_are_the_vc_processors_response_shape() {
-        let ok = serde_json::to_string(&Answer::proof(1, vec![1, 2, 255])).expect("json");
+        let ok =
+            serde_json::to_string(&Answer::proof(1, vec![1, 2, 255], Stage::C2)).expect("json");
         assert_eq!(
             ok,
             r#"{"id":1,"err_msg":null,"output":{"proof":[1,2,255]}}"#
         );
+        // SnapProveOutput is the bytes themselves.
+        let ok =
+            serde_json::to_string(&Answer::proof(2, vec![9, 0], Stage::SnapProve)).expect("json");
+        assert_eq!(ok, r#"{"id":2,"err_msg":null,"output":[9,0]}"#);
         let retry = Retry::CannotHelp("x".into());
         let err = serde_json::to_string(&Answer::error(2, "no \"way\"", retry)).expect("json");
         assert_eq!(
             err,
             r#"{"id":2,"err_msg":"no \"way\" (retrying cannot help: x)","output":null}"#
         );
+    }
+
+    #[test]
+    fn snap_prove_requests_keep_their_task_and_refuse_c2_tasks() {
+        let task = r#"{"registered_proof":"StackedDrg2KiBV1","vannilla_proofs":[[1]],"comm_r_old":[0],"comm_r_new":[0],"comm_d_new":[0]}"#;
+        let text = format!(r#"{{"id":11,"task":{task}}}"#);
+        let request = parse_request(&text, Stage::SnapProve).expect("snap request");
+        assert_eq!((request.id, request.input), (11, task));
+        assert_eq!(request.base_name, "update.r11");
+        assert_eq!(request.sector, None);
+        let c2 = line(
+            12,
+            1000,
+            1000,
+            r#"{"registered_proof": "StackedDrg2KiBV1_1"}"#,
+        );
+        let bad = parse_request(&c2, Stage::SnapProve).expect_err("a c2 task");
+        assert_eq!(bad.id, Some(12));
+        assert!(bad.reason.contains("not a SnapProve task"), "{bad}");
+        assert_eq!(Stage::from_name("snap_prove"), Some(Stage::SnapProve));
+        assert_eq!(Stage::SnapProve.ready_line(), "snap_prove processor ready");
+        assert_eq!(Stage::C2.ready_line(), "c2 processor ready");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Groth16 parameters: finds them in the standard Filecoin parameter cache, loads each set
 //! once per run and keeps it resident ([`ParamSets`]), reads files fast ([`load`]), checks
 //! them ([`check`]: cheaply before use, by digest on request), and generates insecure random
-//! test parameters.
+//! test parameters ([`generate`]) for the PoRep circuit and the update circuit of a size.
 //!
 //! The cache directory is `--params`, else `FIL_PROOFS_PARAMETER_CACHE`, else
 //! `/var/tmp/filecoin-proof-parameters`, with the file names every Filecoin tool uses
@@ -18,10 +18,12 @@ use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 use crate::c1::SectorSizeName;
+use crate::proof_kind::{CircuitId, ProofKind};
 
 mod cache;
 pub mod check;
 pub mod load;
+pub mod random;
 
 pub use cache::{LoadParamsError, ParamSets, ParamsLoader};
 pub use check::{check_usable, DamagedParamsError};
@@ -50,14 +52,21 @@ pub fn params_dir() -> PathBuf {
 
 /// A parameter file that is not in the cache.
 #[derive(Debug, thiserror::Error)]
-#[error("missing Groth16 parameters for {size} sectors: {path} does not exist (hint: fetch the official parameters with `lotus fetch-params {size}`, `curio fetch-params {size}` or `paramfetch` into {dir}, or for test sizes generate insecure ones with `cuzk params gen --sector-size {size}`; set --params or {PARAMS_ENV} if they live elsewhere)")]
+#[error("missing Groth16 parameters for {what}: {path} does not exist (hint: fetch the official parameters with `lotus fetch-params {size}`, `curio fetch-params {size}` or `paramfetch` into {dir}, or for test sizes generate insecure ones with `cuzk params gen --sector-size {size}{flag}`; set --params or {PARAMS_ENV} if they live elsewhere)", what = match .circuit.kind { ProofKind::Seal => format!("{} sectors", self.size()), ProofKind::Update => format!("{} sector updates", self.size()) }, size = self.size(), flag = match .circuit.kind { ProofKind::Seal => "", ProofKind::Update => " --update" })]
 pub struct MissingParamsError {
     /// The file looked for.
     pub path: PathBuf,
     /// The cache directory.
     pub dir: PathBuf,
+    /// The circuit the file is for.
+    pub circuit: CircuitId,
+}
+
+impl MissingParamsError {
     /// The sector size the file is for.
-    pub size: SectorSizeName,
+    pub fn size(&self) -> SectorSizeName {
+        SectorSizeName(self.circuit.sector_size)
+    }
 }
 
 /// The file that marks a directory as holding synthetic (invalid) benchmark parameters, made
@@ -88,15 +97,15 @@ pub fn require_real(path: &Path) -> Result<(), SyntheticParamsError> {
     Ok(())
 }
 
-/// Fails with a [`MissingParamsError`] unless `path` exists.
-pub fn require(path: &Path, sector_size: u64) -> Result<(), MissingParamsError> {
+/// Fails with a [`MissingParamsError`] unless `path`, the parameters of `circuit`, exists.
+pub fn require(path: &Path, circuit: CircuitId) -> Result<(), MissingParamsError> {
     if path.is_file() {
         return Ok(());
     }
     Err(MissingParamsError {
         path: path.to_owned(),
         dir: path.parent().map(Path::to_owned).unwrap_or_else(params_dir),
-        size: SectorSizeName(sector_size),
+        circuit,
     })
 }
 
@@ -137,10 +146,26 @@ fn paths_for_shape<Tree: 'static + MerkleTreeTrait>(
     ))
 }
 
-/// Generates insecure random parameters for a test sector size into the cache, unless they
-/// are already there, and records each file it makes beside it (see [`check`]). Returns the
-/// `.params` and `.vk` paths.
+/// Generates insecure random PoRep parameters for a test sector size into the cache (see
+/// [`generate_for`]).
 pub fn generate(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
+    generate_for(CircuitId::seal(sector_size))
+}
+
+/// Paths of the `.params` and `.vk` files of a circuit: the PoRep one of a size, or its
+/// update circuit's.
+pub fn param_paths_of(circuit: CircuitId) -> Result<(PathBuf, PathBuf)> {
+    match circuit.kind {
+        ProofKind::Seal => param_paths(circuit.sector_size),
+        ProofKind::Update => crate::update::param_paths(circuit.sector_size),
+    }
+}
+
+/// Generates insecure random parameters for a circuit of a test sector size into the cache,
+/// unless they are already there, and records each file it makes beside it (see
+/// [`check`]). Returns the `.params` and `.vk` paths.
+pub fn generate_for(circuit: CircuitId) -> Result<(PathBuf, PathBuf)> {
+    let sector_size = circuit.sector_size;
     if !is_test_size(sector_size) {
         bail!(
             "refusing to generate parameters for {} sectors: random parameters make proofs the chain rejects (hint: fetch the official ones with `lotus fetch-params {}`)",
@@ -148,10 +173,21 @@ pub fn generate(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
             SectorSizeName(sector_size)
         );
     }
-    let config = registered_proof_for(sector_size)?.as_v1_config();
-    let (params_path, vk_path) = param_paths(sector_size)?;
+    let (params_path, vk_path) = param_paths_of(circuit)?;
     let is_new = [!params_path.exists(), !vk_path.exists()];
-    with_shape!(sector_size, generate_for_shape, &config)?;
+    match circuit.kind {
+        ProofKind::Seal => {
+            let config = registered_proof_for(sector_size)?.as_v1_config();
+            with_shape!(
+                sector_size,
+                generate_for_shape,
+                &config,
+                &params_path,
+                &vk_path
+            )?
+        }
+        ProofKind::Update => crate::update::generate_params(sector_size, &params_path, &vk_path)?,
+    }
     // Only files made now: a file that was there is official, or recorded when it was made.
     for (path, is_new) in [&params_path, &vk_path].into_iter().zip(is_new) {
         if is_new {
@@ -163,20 +199,16 @@ pub fn generate(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
 
 fn generate_for_shape<Tree: 'static + MerkleTreeTrait>(
     config: &filecoin_proofs::PoRepConfig,
+    params_path: &Path,
+    vk_path: &Path,
 ) -> Result<()> {
     type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
     let pub_params = public_params::<Tree>(config)?;
-    let mut rng = rand::rngs::OsRng;
-    // filecoin-proofs writes the files itself, under its cache lock and with its names.
-    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::groth_params(
-        Some(&mut rng),
-        &pub_params,
-    )?;
-    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verifying_key(
-        Some(&mut rng),
-        &pub_params,
-    )?;
-    let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pub_params);
-    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank, &pub_params)?;
+    let blank = || {
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pub_params)
+    };
+    random::generate_set(&blank, params_path, vk_path)?;
+    // The small `.meta` file, by filecoin-proofs under its own name.
+    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank(), &pub_params)?;
     Ok(())
 }

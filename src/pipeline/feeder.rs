@@ -23,10 +23,11 @@ use anyhow::Result;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::backend::{ParamsKind, ProverParams};
-use crate::c1::{self, SectorSizeName};
+use crate::c1::SectorSizeName;
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, Footprint, MemoryBudget};
 use crate::params::{self, ParamSets};
+use crate::proof_kind::{CircuitId, ProofKind};
 use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
 use crate::synth::Capacity;
 
@@ -50,13 +51,13 @@ struct Admitted {
     is_memory_wait_reported: bool,
 }
 
-/// A sector size whose parameters plus one partition exceed the whole memory budget: the run
+/// A circuit whose parameters plus one partition exceed the whole memory budget: the run
 /// cannot prove it at all.
 #[derive(Debug, thiserror::Error)]
-#[error("a {size} sector needs {} of Groth16 parameters plus {} for each partition in flight, {} in all, but the memory budget is {} (hint: raise --max-memory if the machine has more memory free, or prove {size} sectors on a machine with more memory)", show_bytes(.footprint.params_bytes), show_bytes(.footprint.partition_bytes), show_bytes(.footprint.params_bytes + .footprint.partition_bytes), show_bytes(*.budget))]
+#[error("{what} needs {} of Groth16 parameters plus {} for each partition in flight, {} in all, but the memory budget is {} (hint: raise --max-memory if the machine has more memory free, or prove {size} sectors on a machine with more memory)", show_bytes(.footprint.params_bytes), show_bytes(.footprint.partition_bytes), show_bytes(.footprint.params_bytes + .footprint.partition_bytes), show_bytes(*.budget), what = match .circuit.kind { ProofKind::Seal => format!("a {} sector", SectorSizeName(.circuit.sector_size)), ProofKind::Update => format!("a {} sector update", SectorSizeName(.circuit.sector_size)) }, size = SectorSizeName(.circuit.sector_size))]
 pub struct DoesNotFitError {
-    /// The sector size.
-    pub size: SectorSizeName,
+    /// The circuit.
+    pub circuit: CircuitId,
     /// Its parameters' and partitions' bytes.
     pub footprint: Footprint,
     /// The budget.
@@ -80,8 +81,8 @@ pub struct Feeder<'a> {
     halt: Halt,
     /// Woken by the inbox watcher, returned slots and memory, finished parameter generation.
     wake: (Sender<()>, Receiver<()>),
-    /// Sector sizes already checked against the budget.
-    fits: HashMap<u64, Footprint>,
+    /// Circuits already checked against the budget.
+    fits: HashMap<CircuitId, Footprint>,
     /// Inbox files waited on between scans: settling, unfinished, not claimable.
     inbox: InboxWatch,
     /// Jobs in order, with partitions still to start.
@@ -227,8 +228,8 @@ impl Feeder<'_> {
                 continue;
             }
             // A sector that can never fit stops the run before its file is even claimed.
-            if let Some(size) = c1::peek_sector_size(&path) {
-                self.check_fits(size)?;
+            if let Some(circuit) = crate::input::peek_circuit(&path) {
+                self.check_fits(circuit)?;
             }
             let claimed = match self.spool.claim(&path) {
                 Ok(Some(claimed)) => claimed,
@@ -393,12 +394,12 @@ impl Feeder<'_> {
                 Err(err.into())
             }
             Err(IntakeError::MissingParams(bound, missing)) => {
-                let size = bound.sector.sector_size;
-                if !(self.settings.gen_test_params && params::is_test_size(size)) {
+                let circuit = bound.sector.circuit;
+                if !(self.settings.gen_test_params && params::is_test_size(circuit.sector_size)) {
                     self.spool.hand_back(&claimed)?;
                     return Err(missing.into());
                 }
-                self.generate_params(&missing.path, size);
+                self.generate_params(&missing.path, circuit);
                 self.enqueue(claimed, *bound, started, attempt)
             }
         }
@@ -420,7 +421,7 @@ impl Feeder<'_> {
         let footprint = if self.generating.contains_key(&params_path) {
             None
         } else {
-            match self.footprint(sector.sector_size, &params_path) {
+            match self.footprint(sector.circuit, &params_path) {
                 Ok(footprint) => Some(footprint),
                 Err(err) => {
                     self.spool.hand_back(&claimed)?;
@@ -443,8 +444,9 @@ impl Feeder<'_> {
         }
         self.events.emit(EventKind::JobParsed {
             job: job.name().to_owned(),
-            sector: job.sector.identity.to_string(),
-            sector_size: job.sector.sector_size,
+            sector: job.sector.label(),
+            sector_size: job.sector.sector_size(),
+            kind: job.sector.kind(),
             partitions: job.partition_count(),
             is_benchmark: job.sector.is_benchmark,
         });
@@ -464,11 +466,12 @@ impl Feeder<'_> {
         Ok(())
     }
 
-    /// The footprint of sectors of `size` with parameters at `params_path`, checked once: the
+    /// The footprint of `circuit`'s jobs with parameters at `params_path`, checked once: the
     /// files must be whole (see [`params::check_usable`]), and parameters plus one partition
     /// must fit the budget, or nothing can be proved.
-    fn footprint(&mut self, size: u64, params_path: &Path) -> Result<Footprint> {
-        if let Some(footprint) = self.fits.get(&size) {
+    fn footprint(&mut self, circuit: CircuitId, params_path: &Path) -> Result<Footprint> {
+        let size = circuit.sector_size;
+        if let Some(footprint) = self.fits.get(&circuit) {
             return Ok(*footprint);
         }
         // The first use of the file: a download cut short stops the run here, named, before
@@ -483,30 +486,30 @@ impl Feeder<'_> {
         };
         if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
             return Err(DoesNotFitError {
-                size: SectorSizeName(size),
+                circuit,
                 footprint,
                 budget: self.memory.total(),
             }
             .into());
         }
-        self.fits.insert(size, footprint);
+        self.fits.insert(circuit, footprint);
         Ok(footprint)
     }
 
-    /// Stops the run if sectors of `size` cannot fit the budget (when their parameters are
+    /// Stops the run if `circuit`'s jobs cannot fit the budget (when their parameters are
     /// here to say how big they are).
-    fn check_fits(&mut self, size: u64) -> Result<()> {
-        let Ok((params_path, _)) = params::param_paths(size) else {
+    fn check_fits(&mut self, circuit: CircuitId) -> Result<()> {
+        let Ok((params_path, _)) = params::param_paths_of(circuit) else {
             return Ok(());
         };
         if !params_path.is_file() {
             return Ok(());
         }
-        self.footprint(size, &params_path).map(|_| ())
+        self.footprint(circuit, &params_path).map(|_| ())
     }
 
     /// Generates missing test parameters on a thread of their own (minutes), once per file.
-    fn generate_params(&mut self, path: &Path, sector_size: u64) {
+    fn generate_params(&mut self, path: &Path, circuit: CircuitId) {
         if self.generating.contains_key(path) {
             return;
         }
@@ -515,7 +518,7 @@ impl Feeder<'_> {
         });
         let wake = self.wake.0.clone();
         let handle = std::thread::spawn(move || {
-            let made = params::generate(sector_size).map(|_| ());
+            let made = params::generate_for(circuit).map(|_| ());
             let _ = wake.try_send(());
             made
         });
@@ -705,7 +708,7 @@ impl Feeder<'_> {
         if let Some(footprint) = job.footprint() {
             return Some(footprint);
         }
-        match self.footprint(job.sector.sector_size, &job.params_path) {
+        match self.footprint(job.sector.circuit, &job.params_path) {
             Ok(footprint) => {
                 job.set_footprint(footprint);
                 Some(footprint)

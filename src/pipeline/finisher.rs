@@ -22,6 +22,7 @@ use crate::c1::SectorSizeName;
 use crate::commcid;
 use crate::event::{EventKind, EventSink, JobStage};
 use crate::params;
+use crate::sector::Commitments;
 use crate::spool::{FinishJobError, Spool};
 
 use super::job::{quarantine, Job, JobError, Outcome, VerifyFailure};
@@ -216,7 +217,10 @@ fn hand_back_for_retry(
 
 /// `verified_with` for a proof made with parameters generated on this machine: it verifies
 /// against their verifying key, which no one else has.
-const LOCAL_KEYS_VERIFIER: &str = "filecoin-proofs verify_seal against locally generated INSECURE test keys (not the network's: the chain rejects this proof)";
+/// `verified_with` for a proof checked against keys cuzk generated.
+fn local_keys_verifier(check: &str) -> String {
+    format!("filecoin-proofs {check} against locally generated INSECURE test keys (not the network's: the chain rejects this proof)")
+}
 
 /// What `outbox/<job>.json` says about a proof. The proof is there twice: base64, and hex
 /// as lotus-bench prints it; `<job>.proof` beside it holds the raw bytes.
@@ -227,26 +231,74 @@ struct ProofRecord<'a> {
     /// BLAKE3 of the C1 file's bytes ([`crate::spool::DIGEST_FIELD`]): a resumed claim is
     /// retired onto this proof only if its own bytes match.
     c1_blake3: &'a str,
-    miner_id: u64,
-    sector_num: u64,
+    /// `c2` (PoRep commit phase 2) or `update` (SnapDeals' ProveReplicaUpdate2).
+    proof_kind: &'static str,
+    /// Unknown for an update input that does not say (its proof does not depend on it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    miner_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sector_num: Option<u64>,
     sector_size: u64,
     sector_size_name: String,
     registered_proof: String,
-    /// Hex, as in the C1 file's byte arrays.
-    comm_r: String,
-    comm_d: String,
-    /// As lotus prints them (`lotus-miner sectors status`).
-    comm_r_cid: String,
-    comm_d_cid: String,
+    #[serde(flatten)]
+    commitments: CommitmentFields,
     partitions: usize,
     proof_len: usize,
     proof_base64: String,
     proof_hex: String,
-    verified_with: &'static str,
+    verified_with: String,
     provers: Vec<String>,
     run_id: &'a str,
     finished_at: String,
     timings_ms: JobTimings,
+}
+
+/// The commitments a proof was checked against: hex, as in the input's byte arrays, and as
+/// lotus prints them (`lotus-miner sectors status`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CommitmentFields {
+    Seal {
+        comm_r: String,
+        comm_d: String,
+        comm_r_cid: String,
+        comm_d_cid: String,
+    },
+    Update {
+        comm_r_old: String,
+        comm_r_new: String,
+        comm_d_new: String,
+        comm_r_old_cid: String,
+        comm_r_new_cid: String,
+        comm_d_new_cid: String,
+    },
+}
+
+impl CommitmentFields {
+    fn of(commitments: &Commitments) -> CommitmentFields {
+        match commitments {
+            Commitments::Seal { comm_r, comm_d, .. } => CommitmentFields::Seal {
+                comm_r: hex::encode(comm_r),
+                comm_d: hex::encode(comm_d),
+                comm_r_cid: commcid::sealed_cid(comm_r),
+                comm_d_cid: commcid::unsealed_cid(comm_d),
+            },
+            Commitments::Update {
+                comm_r_old,
+                comm_r_new,
+                comm_d_new,
+                ..
+            } => CommitmentFields::Update {
+                comm_r_old: hex::encode(comm_r_old),
+                comm_r_new: hex::encode(comm_r_new),
+                comm_d_new: hex::encode(comm_d_new),
+                comm_r_old_cid: commcid::sealed_cid(comm_r_old),
+                comm_r_new_cid: commcid::sealed_cid(comm_r_new),
+                comm_d_new_cid: commcid::unsealed_cid(comm_d_new),
+            },
+        }
+    }
 }
 
 /// Per-stage milliseconds of one job.
@@ -300,8 +352,8 @@ fn write_benchmark(
         job: job.name(),
         c1_file: &job.claimed.file_name,
         benchmark: "synthetic input in the shape of a real sector: these are timings, there is no proof (it could not verify)",
-        sector_size: job.sector.sector_size,
-        sector_size_name: SectorSizeName(job.sector.sector_size).to_string(),
+        sector_size: job.sector.sector_size(),
+        sector_size_name: SectorSizeName(job.sector.sector_size()).to_string(),
         partitions: done.proofs.len(),
         provers: done.provers,
         run_id,
@@ -341,7 +393,7 @@ fn write_proof(
     spool.note_attempt_stage(&job.claimed, JobStage::Verify, None);
     events.emit(EventKind::VerifyStarted { job: name.clone() });
     let started = Instant::now();
-    let verified = job.sector.verify_seal(&bytes);
+    let verified = job.sector.verify(&bytes);
     let verify_ms = started.elapsed().as_secs_f64() * 1e3;
     events.emit(EventKind::VerifyFinished {
         job: name.clone(),
@@ -351,7 +403,8 @@ fn write_proof(
         Ok(true) => {}
         Ok(false) => {
             return Err(VerifyFailure::Rejected {
-                sector: job.sector.identity.to_string(),
+                sector: job.sector.label(),
+                check: job.sector.check_name(),
                 params_dir: params::params_dir(),
             }
             .into())
@@ -363,23 +416,21 @@ fn write_proof(
         job: &name,
         c1_file: &job.claimed.file_name,
         c1_blake3: job.c1_digest.as_str(),
-        miner_id: job.sector.identity.miner_id,
-        sector_num: job.sector.identity.sector_num,
-        sector_size: job.sector.sector_size,
-        sector_size_name: SectorSizeName(job.sector.sector_size).to_string(),
-        registered_proof: format!("{:?}", job.sector.registered_proof),
-        comm_r: hex::encode(job.sector.comm_r()),
-        comm_d: hex::encode(job.sector.comm_d()),
-        comm_r_cid: commcid::sealed_cid(&job.sector.comm_r()),
-        comm_d_cid: commcid::unsealed_cid(&job.sector.comm_d()),
+        proof_kind: job.sector.kind().as_str(),
+        miner_id: job.sector.identity().map(|i| i.miner_id),
+        sector_num: job.sector.identity().map(|i| i.sector_num),
+        sector_size: job.sector.sector_size(),
+        sector_size_name: SectorSizeName(job.sector.sector_size()).to_string(),
+        registered_proof: job.sector.registered_proof_name(),
+        commitments: CommitmentFields::of(&job.sector.commitments),
         partitions: done.proofs.len(),
         proof_len: bytes.len(),
         proof_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
         proof_hex: hex::encode(&bytes),
         verified_with: if params::check::is_generated(&job.params_path) {
-            LOCAL_KEYS_VERIFIER
+            local_keys_verifier(job.sector.check_name())
         } else {
-            "filecoin-proofs verify_seal"
+            format!("filecoin-proofs {}", job.sector.check_name())
         },
         provers: done.provers.clone(),
         run_id,

@@ -1,8 +1,10 @@
 //! Intake: turns a claimed file into a sector ready to prove, or says why it is not one.
 //!
-//! In order: the entry must be a regular file, its JSON must be complete and a C1 output,
-//! its miner and sector must be known, it must bind to its sector's circuits (the replica id
-//! is recomputed here, before any proving), and its parameters must be in the cache (real
+//! In order: the entry must be a regular file, its JSON must be complete and a C1 output or
+//! an update input ([`input`](crate::input) tells them apart by their content), a C1 file's
+//! miner and sector must be known, it must bind to its circuits (a C1 file's replica id is
+//! recomputed here, an update's vanilla proofs are checked against its commitments, before
+//! any proving), and its parameters must be in the cache (real
 //! parameters for a real file: never a directory of synthetic benchmark ones). Nothing
 //! here waits long: a file still being written is handed back, and parameters that must be
 //! generated are the feeder's to arrange.
@@ -11,10 +13,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::c1;
+use crate::c1::{self, SectorIdentity};
+use crate::input::{self, JobInput};
 use crate::params::{self, MissingParamsError, SyntheticParamsError};
-use crate::porep::{self, BindSectorError, Sector};
+use crate::porep;
+use crate::sector::{BindSectorError, Sector};
 use crate::spool::{C1Digest, ClaimedJob};
+use crate::update::UpdateInput;
 
 use super::job::JobError;
 use crate::util::panic_message;
@@ -73,8 +78,8 @@ pub fn bind_claimed(
     if let Some(reason) = not_a_c1_file(&claimed.path) {
         return Err(JobError::Spool(reason).into());
     }
-    let c1 = match c1::read_c1_file(&claimed.path, rules.max_c1_bytes) {
-        Ok(c1) => c1,
+    let input = match input::read_job_input(&claimed.path, rules.max_c1_bytes) {
+        Ok(input) => input,
         Err(err)
             if err.is_incomplete() && age(&claimed.path).max(waited) < rules.incomplete_grace =>
         {
@@ -85,31 +90,47 @@ pub fn bind_claimed(
     // Of the bytes just parsed: the file is this run's claim, nothing writes it any more.
     let c1_digest =
         C1Digest::of_file(&claimed.path).map_err(|e| JobError::Spool(format!("{e:#}")))?;
-    if c1.is_benchmark && !rules.allow_benchmark {
-        return Err(JobError::Spool(format!(
-            "{} is a cuzk benchmark input: synthetic data in the shape of a real sector, whose proofs cannot verify; it is not proved as a real sector (hint: time it with `cuzk bench`, or `cuzk prove-dir --benchmark` on a spool of its own)",
-            claimed.file_name
-        ))
-        .into());
-    }
-    let identity = c1::resolve_identity(Path::new(&claimed.file_name), &c1, rules.miner_id)
-        .map_err(JobError::Identity)?;
+    let kind = input.kind();
     // storage-proofs asserts on some malformed vanilla proofs: a panic fails this job only.
-    let sector = match catch_unwind(AssertUnwindSafe(|| porep::bind(c1, identity))) {
+    let bound = match input {
+        JobInput::Seal(c1) => {
+            if c1.is_benchmark && !rules.allow_benchmark {
+                return Err(JobError::Spool(format!(
+                    "{} is a cuzk benchmark input: synthetic data in the shape of a real sector, whose proofs cannot verify; it is not proved as a real sector (hint: time it with `cuzk bench`, or `cuzk prove-dir --benchmark` on a spool of its own)",
+                    claimed.file_name
+                ))
+                .into());
+            }
+            let identity = c1::resolve_identity(Path::new(&claimed.file_name), &c1, rules.miner_id)
+                .map_err(JobError::Identity)?;
+            catch_unwind(AssertUnwindSafe(|| porep::bind(c1, identity)))
+        }
+        JobInput::Update(update) => {
+            let identity = update_identity(&claimed.file_name, &update, rules.miner_id);
+            catch_unwind(AssertUnwindSafe(|| crate::update::bind(update, identity)))
+        }
+    };
+    let sector = match bound {
         Ok(bound) => bound.map_err(JobError::Bind)?,
         Err(panic) => {
             let message = panic_message(panic.as_ref());
-            return Err(JobError::Bind(BindSectorError::Invalid(anyhow::anyhow!(message))).into());
+            return Err(JobError::Bind(BindSectorError::Invalid {
+                kind,
+                error: anyhow::anyhow!(message),
+            })
+            .into());
         }
     };
-    let params_path = sector
-        .circuits
-        .params_path()
-        .map_err(|e| JobError::Bind(BindSectorError::Invalid(e)))?;
+    let params_path = sector.circuits.params_path().map_err(|error| {
+        JobError::Bind(BindSectorError::Invalid {
+            kind: sector.kind(),
+            error,
+        })
+    })?;
     if !sector.is_benchmark {
         params::require_real(&params_path).map_err(IntakeError::SyntheticParams)?;
     }
-    let missing = params::require(&params_path, sector.sector_size).err();
+    let missing = params::require(&params_path, sector.circuit).err();
     let bound = Bound {
         sector,
         params_path,
@@ -119,6 +140,23 @@ pub fn bind_claimed(
         None => Ok(bound),
         Some(missing) => Err(IntakeError::MissingParams(Box::new(bound), missing)),
     }
+}
+
+/// The sector an update input is for, when something says: the lotus file name, else the
+/// file's own `miner_id` and `sector_num` (the miner from `--miner-id` if the file has only
+/// the number). The proof does not depend on it; it names the job in the timeline and the
+/// outbox record.
+fn update_identity(
+    file_name: &str,
+    update: &UpdateInput,
+    default_miner: Option<u64>,
+) -> Option<SectorIdentity> {
+    c1::identity_from_file_name(Path::new(file_name)).or_else(|| {
+        Some(SectorIdentity {
+            miner_id: update.miner_id.or(default_miner)?,
+            sector_num: update.sector_num?,
+        })
+    })
 }
 
 fn age(path: &Path) -> Duration {

@@ -1,4 +1,4 @@
-//! Jobs: a claimed C1 file bound to its sector, what each stage hands the next, and the typed
+//! Jobs: a claimed input file bound to its sector, what each stage hands the next, and the typed
 //! reasons a job fails.
 //!
 //! A [`Job`] is shared by its partitions as they move through synthesis and the provers; the
@@ -20,7 +20,7 @@ use crate::c1::{ParseC1Error, ResolveIdentityError};
 use crate::event::{EventKind, EventSink, JobStage};
 use crate::memory::{Footprint, Reservation};
 use crate::params::LoadParamsError;
-use crate::porep::{BindSectorError, Sector};
+use crate::sector::{BindSectorError, Sector};
 use crate::spool::{AttemptRecord, C1Digest, ClaimedJob, FailureRecord, FinishJobError, Spool};
 use crate::synth::SynthesizedPartition;
 
@@ -226,7 +226,7 @@ pub enum JobError {
         /// Why the device is not to blame.
         why: &'static str,
     },
-    /// The assembled proof did not pass `verify_seal`, or the check could not run.
+    /// The assembled proof did not pass its check, or the check could not run.
     #[error(transparent)]
     Verify(#[from] VerifyFailure),
     /// The proof could not be written to the outbox; a fault of the run, not of the file.
@@ -254,11 +254,13 @@ pub enum VerifyFailure {
     /// The partition proofs could not be encoded.
     #[error("encoding the proof: {0}")]
     Encode(std::io::Error),
-    /// `verify_seal` rejected the proof.
-    #[error("the proof for {sector} did not pass verify_seal; it was not written (hint: a device that computed wrong, or parameters in {} that do not belong to the verifying key beside them; move the C1 file back to the inbox to prove it again, and if it fails again on another GPU or the CPU, check the parameters with `cuzk params check`)", .params_dir.display())]
+    /// `verify_seal` (or `verify_empty_sector_update_proof`) rejected the proof.
+    #[error("the proof for {sector} did not pass {check}; it was not written (hint: a device that computed wrong, or parameters in {} that do not belong to the verifying key beside them; move the C1 file back to the inbox to prove it again, and if it fails again on another GPU or the CPU, check the parameters with `cuzk params check`)", .params_dir.display())]
     Rejected {
         /// The sector, `s-t0<miner>-<sector>`.
         sector: String,
+        /// The check that rejected it.
+        check: &'static str,
         /// The parameter cache the proof was made with.
         params_dir: std::path::PathBuf,
     },

@@ -220,13 +220,13 @@ fn next_batch(
         Some(msg) => msg,
         None => rx.recv().ok()?,
     };
-    let shape = first.job.sector.registered_proof;
+    let shape = first.job.sector.circuit;
     let mut batch = vec![first];
     let deadline = Instant::now() + BATCH_WAIT;
     while batch.len() < size {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(msg) if msg.job.sector.registered_proof == shape => batch.push(msg),
+            Ok(msg) if msg.job.sector.circuit == shape => batch.push(msg),
             Ok(msg) => {
                 *held = Some(msg);
                 break;

@@ -15,8 +15,8 @@ use crossbeam_channel::Sender;
 
 use crate::event::{EventKind, EventSink, JobStage};
 use crate::memory::Reservation;
-use crate::porep::SynthesisPlan;
 use crate::r1cs::R1cs;
+use crate::sector::SynthesisPlan;
 use crate::spool::Spool;
 use crate::synth::Capacity;
 

@@ -485,6 +485,7 @@ mod tests {
                 job: "shape".into(),
                 sector: "s-t01000-1".into(),
                 sector_size: 32 << 30,
+                kind: crate::proof_kind::ProofKind::Seal,
                 partitions: 10,
                 is_benchmark: true,
             },
