@@ -16,7 +16,6 @@ use cuzk::backend::msm::{self, AffinePoint};
 use ec_gpu_gen::multiexp_cpu::{multiexp_cpu, FullDensity};
 use ec_gpu_gen::threadpool::Worker;
 use ff::{Field, PrimeField};
-use group::Group;
 use rand::{Rng, SeedableRng};
 
 /// Time both multiexps.

@@ -60,7 +60,7 @@ fn main() -> Result<()> {
             inputs: f.inputs as usize,
         },
         Err(_) => {
-            let counts = cuzk::shape::count(args.sector_size)?;
+            let counts = cuzk::shape::count(cuzk::proof_kind::CircuitId::seal(args.sector_size))?;
             Capacity {
                 abc: counts.domain() as usize,
                 aux: counts.aux as usize,

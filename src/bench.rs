@@ -14,10 +14,11 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result};
 use rand::SeedableRng;
 
-use crate::c1::{SectorIdentity, SectorSizeName};
+use crate::c1::SectorIdentity;
 use crate::memory::{show_bytes, Footprint};
 use crate::params::{self, load::ParamsLayout};
 use crate::pipeline::{self, RunSettings};
+use crate::proof_kind::{CircuitId, ProofKind};
 use crate::r1cs::ShapeCounts;
 use crate::shape;
 
@@ -26,6 +27,8 @@ use crate::shape;
 pub struct BenchPlan {
     /// The sector size to benchmark.
     pub sector_size: u64,
+    /// What is proved: C2s, or SnapDeals updates.
+    pub kind: ProofKind,
     /// Shape sectors to prove.
     pub sectors: u64,
     /// The benchmark directory.
@@ -62,14 +65,17 @@ pub const DEFAULT_DIR: &str = "/var/tmp/cuzk-bench";
 
 /// Prepares the shape inputs and runs the benchmark. Progress goes to stderr.
 pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
-    let size = SectorSizeName(plan.sector_size);
+    let circuit = CircuitId {
+        kind: plan.kind,
+        sector_size: plan.sector_size,
+    };
     let params_dir = plan.dir.join("params");
     shape::ensure_synthetic_dir(&params_dir)?;
     params::use_params_dir(&params_dir);
-    let (params_path, vk_path) = params::param_paths(plan.sector_size)?;
-    let counts = shape_counts(plan.sector_size, &params_path)?;
+    let (params_path, vk_path) = params::param_paths_of(circuit)?;
+    let counts = shape_counts(circuit, &params_path)?;
     eprintln!(
-        "{size} partition circuit: {} constraints, {} aux variables, {} inputs",
+        "{circuit} partition circuit: {} constraints, {} aux variables, {} inputs",
         counts.constraints, counts.aux, counts.inputs
     );
     let layout_matches =
@@ -77,7 +83,7 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
     if !layout_matches {
         let started = Instant::now();
         eprintln!(
-            "writing synthetic {size} parameters (valid points, real sizes; proofs made with them never verify) to {}",
+            "writing synthetic {circuit} parameters (valid points, real sizes; proofs made with them never verify) to {}",
             params_path.display()
         );
         let mut rng = rand::rngs::StdRng::from_entropy();
@@ -102,13 +108,18 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
             miner_id: 1000,
             sector_num,
         };
-        let output = shape::synthetic_c1(plan.sector_size, identity, &mut rng)?;
-        let bytes = shape::wrap_benchmark_c1(&output, identity)?;
+        let bytes = match plan.kind {
+            ProofKind::Seal => {
+                let output = shape::synthetic_c1(plan.sector_size, identity, &mut rng)?;
+                shape::wrap_benchmark_c1(&output, identity)?
+            }
+            ProofKind::Update => shape::synthetic_update(plan.sector_size, identity, &mut rng)?,
+        };
         let path = inbox.join(format!("{identity}.json"));
         fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
     eprintln!(
-        "wrote {} {size} shape C1 files to {} in {:.1} s",
+        "wrote {} {circuit} shape input files to {} in {:.1} s",
         plan.sectors,
         inbox.display(),
         started.elapsed().as_secs_f64()
@@ -148,10 +159,14 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
 }
 
 /// The sizing table a benchmark prints.
-pub fn render(report: &BenchReport, size: SectorSizeName) -> String {
+pub fn render(report: &BenchReport, circuit: CircuitId) -> String {
+    let (inputs, unit) = match circuit.kind {
+        ProofKind::Seal => ("C1 files", "sector"),
+        ProofKind::Update => ("update inputs", "update"),
+    };
     if report.sectors == 0 {
         return format!(
-            "{size} benchmark inputs are ready: C1 files in {}, parameters beside them in ../../params\n",
+            "{circuit} benchmark inputs are ready: {inputs} in {}, parameters beside them in ../../params\n",
             report.run_dir.join("inbox").display()
         );
     }
@@ -173,15 +188,16 @@ pub fn render(report: &BenchReport, size: SectorSizeName) -> String {
         bytes => show_bytes(bytes),
     };
     format!(
-        "\n{size} benchmark (synthetic shape: timings and memory, no proofs)\n\
-         sectors benchmarked        {}\n\
-         wall time                  {:.1} s ({per_sector} per sector)\n\
+        "\n{circuit} benchmark (synthetic shape: timings and memory, no proofs)\n\
+         {:<27}{}\n\
+         wall time                  {:.1} s ({per_sector} per {unit})\n\
          parameter set              {}\n\
          per partition in flight    {}\n\
          memory budget              {}\n\
          peak resident memory       {rss}\n\
          timeline                   {}\n\
          (draw it with: cuzk waterfall {})\n",
+        format!("{unit}s benchmarked"),
         report.sectors,
         report.elapsed_s,
         show_bytes(f.params_bytes),
@@ -193,7 +209,7 @@ pub fn render(report: &BenchReport, size: SectorSizeName) -> String {
 }
 
 /// The circuit's counts, cached beside the shape parameters (counting 32GiB takes a minute).
-fn shape_counts(sector_size: u64, params_path: &Path) -> Result<ShapeCounts> {
+fn shape_counts(circuit: CircuitId, params_path: &Path) -> Result<ShapeCounts> {
     let cache = params_path.with_extension("shape.json");
     if let Some(counts) = fs::read(&cache)
         .ok()
@@ -201,11 +217,8 @@ fn shape_counts(sector_size: u64, params_path: &Path) -> Result<ShapeCounts> {
     {
         return Ok(counts);
     }
-    eprintln!(
-        "counting the {} partition circuit (about a minute for 32GiB)",
-        SectorSizeName(sector_size)
-    );
-    let counts = shape::count(sector_size)?;
+    eprintln!("counting the {circuit} partition circuit (about a minute for 32GiB)");
+    let counts = shape::count(circuit)?;
     fs::write(&cache, serde_json::to_vec_pretty(&counts)?)
         .with_context(|| format!("writing {}", cache.display()))?;
     Ok(counts)

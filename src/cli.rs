@@ -387,6 +387,9 @@ pub struct BenchArgs {
     /// Shape sectors to prove.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub sectors: u64,
+    /// SnapDeals update proofs (ProveReplicaUpdate2: 16 partitions at 32GiB) instead of C2s.
+    #[arg(long)]
+    pub update: bool,
     /// Benchmark directory: synthetic parameters in params/ (32GiB: 47 GB), one spool per
     /// run in runs/.
     #[arg(long, value_name = "DIR", default_value = crate::bench::DEFAULT_DIR)]
@@ -789,16 +792,22 @@ fn run_bench(args: BenchArgs) -> Result<u8> {
     let layout = SpoolLayout::beside(&args.dir.join("inbox"));
     let plan = crate::bench::BenchPlan {
         sector_size: args.sector_size,
+        kind: if args.update {
+            ProofKind::Update
+        } else {
+            ProofKind::Seal
+        },
         sectors: args.sectors.max(1),
         dir: args.dir,
         run: args.tuning.to_settings(layout)?,
         is_prepare_only: args.prepare_only,
     };
     let report = crate::bench::run(&plan)?;
-    print(&crate::bench::render(
-        &report,
-        SectorSizeName(args.sector_size),
-    ))?;
+    let circuit = CircuitId {
+        kind: plan.kind,
+        sector_size: plan.sector_size,
+    };
+    print(&crate::bench::render(&report, circuit))?;
     Ok(0)
 }
 

@@ -173,5 +173,6 @@ pub fn update_random_sector(
         comm_d_new: encoded.comm_d_new,
         miner_id: Some(identity.miner_id),
         sector_num: Some(identity.sector_num),
+        is_benchmark: false,
     })
 }

@@ -2,6 +2,9 @@
 //! sizes of any sector size, made of random data, so a machine can be sized and timed for
 //! 32GiB and 64GiB sectors that cannot be sealed or fetched here.
 //!
+//! An update's shape input ([`synthetic_update`]) is the same for SnapDeals: vanilla
+//! partition proofs of the real structure, random data, the benchmark marker.
+//!
 //! A shape C1 file holds vanilla proofs of the real structure (partitions, challenges, layers,
 //! DRG and expander parents, Merkle paths of the real lengths) filled with random field
 //! elements; its replica id matches its miner and sector, so it binds like a real file, and
@@ -41,6 +44,7 @@ use typenum::Unsigned;
 use crate::atomic_file;
 use crate::c1::{SectorIdentity, BENCHMARK_KEY};
 use crate::params::registered_proof_for;
+use crate::proof_kind::{CircuitId, ProofKind};
 use crate::r1cs::ShapeCounts;
 
 pub use crate::params::{is_synthetic_dir, SYNTHETIC_MARKER};
@@ -262,10 +266,104 @@ fn tree_path<Tree: MerkleTreeTrait>(
     path
 }
 
-/// Counts the shape of one partition circuit of `sector_size` on the blank circuit, the way
-/// the parameter generator sees it. About a minute on one core for 32GiB.
-pub fn count(sector_size: u64) -> Result<ShapeCounts> {
-    crate::porep::count_shape(sector_size)
+/// Counts the shape of one partition circuit on the blank circuit, the way the parameter
+/// generator sees it. About a minute on one core for 32GiB.
+pub fn count(circuit: CircuitId) -> Result<ShapeCounts> {
+    match circuit.kind {
+        ProofKind::Seal => crate::porep::count_shape(circuit.sector_size),
+        ProofKind::Update => crate::update::count_shape(circuit.sector_size),
+    }
+}
+
+/// Makes a shape update input (the file `prove-dir` takes) for `identity`: the real
+/// structure of `sector_size`'s update proof (partitions, challenges, apex leafs, Merkle
+/// paths of the real lengths), random data, marked as a benchmark.
+pub fn synthetic_update(
+    sector_size: u64,
+    identity: SectorIdentity,
+    rng: &mut impl RngCore,
+) -> Result<Vec<u8>> {
+    let proof = crate::sealing::registered_update_proof_for(sector_size)?;
+    let mut own_rng = StdRng::from_rng(&mut *rng).context("seeding")?;
+    let vanilla_proofs = with_shape!(
+        sector_size,
+        synthetic_update_proofs,
+        sector_size,
+        &mut own_rng
+    )?;
+    let mut commitment = || {
+        let bytes = random_fr_bytes(&mut own_rng);
+        serde_json::Value::from(bytes.to_vec())
+    };
+    Ok(serde_json::to_vec(&serde_json::json!({
+        BENCHMARK_KEY: format!(
+            "synthetic {} update shape made by cuzk bench: random data, its proofs cannot verify",
+            crate::c1::SectorSizeName(sector_size)
+        ),
+        "registered_proof": proof,
+        "vannilla_proofs": vanilla_proofs,
+        "comm_r_old": commitment(),
+        "comm_r_new": commitment(),
+        "comm_d_new": commitment(),
+        "miner_id": identity.miner_id,
+        "sector_num": identity.sector_num,
+    }))?)
+}
+
+/// Each partition's vanilla proof, bincode as filecoin-proofs writes it, of random data.
+fn synthetic_update_proofs<Tree>(sector_size: u64, rng: &mut StdRng) -> Result<Vec<Vec<u8>>>
+where
+    Tree: 'static + MerkleTreeTrait<Hasher = storage_proofs_update::constants::TreeRHasher>,
+{
+    use storage_proofs_update::{ChallengeProof, PartitionProof, PublicParams};
+    let params = PublicParams::from_sector_size(sector_size);
+    let nodes = params.sector_nodes as u64;
+    (0..params.partition_count)
+        .map(|_| {
+            let (root_r_old, root_r_new) = (
+                TreeDomain::<Tree>::random(rng),
+                TreeDomain::<Tree>::random(rng),
+            );
+            let comm_d = PieceDomain::random(rng);
+            let challenge_proofs = (0..params.challenge_count)
+                .map(|_| {
+                    let challenge = rng.gen_range(0..nodes);
+                    let tree_proof = |rng: &mut StdRng, root| -> TreeProof<Tree> {
+                        MerkleProof::from_parts(
+                            TreeDomain::<Tree>::random(rng),
+                            root,
+                            tree_path::<Tree>(rng, nodes),
+                        )
+                    };
+                    let d_path = (0..params.challenge_bit_len)
+                        .map(|level| {
+                            (
+                                vec![PieceDomain::random(rng)],
+                                ((challenge >> level) & 1) as usize,
+                            )
+                        })
+                        .collect();
+                    ChallengeProof::<Tree> {
+                        proof_r_old: tree_proof(rng, root_r_old),
+                        proof_d_new: MerkleProof::from_parts(
+                            PieceDomain::random(rng),
+                            comm_d,
+                            d_path,
+                        ),
+                        proof_r_new: tree_proof(rng, root_r_new),
+                    }
+                })
+                .collect();
+            let proof = PartitionProof::<Tree> {
+                comm_c: TreeDomain::<Tree>::random(rng),
+                apex_leafs: (0..params.apex_leaf_count)
+                    .map(|_| PieceDomain::random(rng))
+                    .collect(),
+                challenge_proofs,
+            };
+            Ok(bincode::serialize(&proof)?)
+        })
+        .collect()
 }
 
 /// How many distinct random points a shape parameter file cycles through.
@@ -402,7 +500,7 @@ mod tests {
             .expect("synthesizes");
         // The real 2KiB circuit: 2,687,921 constraints plus 40 input constraints.
         assert_eq!(synthesized.num_constraints(), 2_687_921 + 40);
-        let counts = count(2048).expect("count");
+        let counts = count(CircuitId::seal(2048)).expect("count");
         assert_eq!(counts.constraints, synthesized.num_constraints() as u64);
         assert_eq!(counts.aux, synthesized.aux_assignment.len() as u64);
         assert_eq!(

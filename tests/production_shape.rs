@@ -10,7 +10,7 @@ use rand::SeedableRng;
 
 #[test]
 fn the_32gib_partition_circuit_has_the_real_constraint_count() {
-    let counts = cuzk::shape::count(32 << 30).expect("count");
+    let counts = cuzk::shape::count(cuzk::proof_kind::CircuitId::seal(32 << 30)).expect("count");
     // 130,278,541 constraints and 328 inputs per partition (rust-fil-proofs' circuitinfo),
     // plus the prover's one constraint per input.
     assert_eq!(counts.constraints, 130_278_541 + 328);
@@ -67,4 +67,34 @@ fn a_32gib_shape_file_has_the_real_structure_and_binds() {
     let sector = bind(c1, identity).expect("binds");
     assert_eq!(sector.circuits.partition_count(), 10);
     assert!(sector.is_benchmark);
+}
+
+#[test]
+fn the_32gib_update_circuit_has_the_real_constraint_count_and_its_shape_binds() {
+    use cuzk::proof_kind::CircuitId;
+    let counts = cuzk::shape::count(CircuitId::update(32 << 30)).expect("count");
+    // 81,049,499 constraints per partition (storage-proofs-update's own constraint test) and
+    // four public inputs besides the constant one, plus the prover's one constraint per input.
+    assert_eq!(counts.inputs, 5);
+    assert_eq!(counts.constraints, 81_049_499 + 5);
+    assert_eq!(counts.domain(), 1 << 27);
+
+    let identity = SectorIdentity {
+        miner_id: 1000,
+        sector_num: 3,
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(33);
+    let bytes = cuzk::shape::synthetic_update(32 << 30, identity, &mut rng).expect("shape");
+    let path = Path::new("s-t01000-3.json");
+    let cuzk::input::JobInput::Update(update) =
+        cuzk::input::parse_job_input(path, &bytes).expect("parses")
+    else {
+        panic!("a shape update input reads as an update");
+    };
+    assert!(update.is_benchmark, "marked as benchmark input");
+    assert_eq!(update.vanilla_proofs.len(), 16);
+    let sector = cuzk::update::bind(update, Some(identity)).expect("binds");
+    assert_eq!(sector.circuits.partition_count(), 16);
+    assert!(sector.is_benchmark);
+    assert_eq!(sector.circuit, CircuitId::update(32 << 30));
 }

@@ -106,6 +106,13 @@ pub fn bind_claimed(
             catch_unwind(AssertUnwindSafe(|| porep::bind(c1, identity)))
         }
         JobInput::Update(update) => {
+            if update.is_benchmark && !rules.allow_benchmark {
+                return Err(JobError::Spool(format!(
+                    "{} is a cuzk benchmark input: synthetic data in the shape of a real update, whose proofs cannot verify; it is not proved as a real update (hint: time it with `cuzk bench --update`, or `cuzk prove-dir --benchmark` on a spool of its own)",
+                    claimed.file_name
+                ))
+                .into());
+            }
             let identity = update_identity(&claimed.file_name, &update, rules.miner_id);
             catch_unwind(AssertUnwindSafe(|| crate::update::bind(update, identity)))
         }

@@ -29,7 +29,7 @@ use base64::Engine;
 use filecoin_proofs_api::RegisteredUpdateProof;
 use serde_json::{Map, Value};
 
-use crate::c1::{ParseC1Error, SectorSizeName};
+use crate::c1::{ParseC1Error, SectorSizeName, BENCHMARK_KEY};
 use crate::commcid;
 
 /// The key only update inputs have.
@@ -52,6 +52,9 @@ pub struct UpdateInput {
     pub miner_id: Option<u64>,
     /// The sector number, when the file says.
     pub sector_num: Option<u64>,
+    /// A benchmark shape (`cuzk bench --update`): random data of the real structure, its
+    /// proofs cannot verify (the file has [`BENCHMARK_KEY`]).
+    pub is_benchmark: bool,
 }
 
 impl UpdateInput {
@@ -126,6 +129,7 @@ pub fn parse_update(path: &Path, map: &Map<String, Value>) -> Result<UpdateInput
         comm_d_new: commitment("comm_d_new", commcid::CommitmentKind::Unsealed)?,
         miner_id: number(map, &["miner_id"]).map_err(bad)?,
         sector_num: number(map, &["sector_num", "sector_id"]).map_err(bad)?,
+        is_benchmark: map.contains_key(BENCHMARK_KEY),
     };
     check_shape(&input).map_err(bad)?;
     Ok(input)

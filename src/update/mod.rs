@@ -47,6 +47,7 @@ pub fn bind(
     identity: Option<SectorIdentity>,
 ) -> Result<Sector, BindSectorError> {
     let sector_size = input.sector_size();
+    let is_benchmark = input.is_benchmark;
     let commitments = Commitments::Update {
         identity,
         registered_proof: input.registered_proof,
@@ -58,7 +59,7 @@ pub fn bind(
     Ok(Sector {
         circuit: CircuitId::update(sector_size),
         circuits,
-        is_benchmark: false,
+        is_benchmark,
         commitments,
     })
 }
@@ -128,8 +129,14 @@ fn bind_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     };
     // The vanilla proofs must open the commitments the proof will be checked against: a
     // wrong comm_r_new, or another sector's or partition's proofs, is caught here, named,
-    // before any synthesis (a circuit fed them would only make a proof that fails).
-    for (k, proof) in vanilla_proofs.iter().enumerate() {
+    // before any synthesis (a circuit fed them would only make a proof that fails). A
+    // benchmark shape's random data opens nothing; it is timed, never written as a proof.
+    let checked = if input.is_benchmark {
+        &vanilla_proofs[..0]
+    } else {
+        &vanilla_proofs[..]
+    };
+    for (k, proof) in checked.iter().enumerate() {
         let partition_inputs =
             EmptySectorUpdate::<Tree>::with_partition(public_inputs.clone(), Some(k));
         let is_valid = EmptySectorUpdate::<Tree>::verify(&public_params, &partition_inputs, proof)

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::event::ProveTimings;
 use crate::event::{EventKind, PRELOAD_WORKER};
+use crate::proof_kind::ProofKind;
 use crate::synth::SynthesisProfile;
 
 use super::screen::Event;
@@ -39,6 +40,8 @@ pub(super) struct JobSpans {
     claim: Option<f64>,
     /// Partitions according to PARSED.
     declared_partitions: Option<usize>,
+    /// A C2 or an update, according to PARSED.
+    pub(super) kind: ProofKind,
     pub(super) partitions: BTreeMap<usize, PartitionSpans>,
     pub(super) verify_start: Option<f64>,
     pub(super) verify_end: Option<f64>,
@@ -54,6 +57,7 @@ impl JobSpans {
             first_seen,
             claim: None,
             declared_partitions: None,
+            kind: ProofKind::Seal,
             partitions: BTreeMap::new(),
             verify_start: None,
             verify_end: None,
@@ -116,8 +120,11 @@ impl JobSpans {
         };
         match &event.kind {
             EventKind::JobClaimed { .. } => first(&mut self.claim),
-            EventKind::JobParsed { partitions, .. } => {
+            EventKind::JobParsed {
+                partitions, kind, ..
+            } => {
                 self.declared_partitions = Some(*partitions);
+                self.kind = *kind;
             }
             EventKind::SynthStarted {
                 partition, worker, ..

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::stage::Stage;
+use crate::proof_kind::ProofKind;
 use crate::waterfall::spans::{JobSpans, Outcome, PartitionSpans, RunSpans};
 
 /// A stretch of time in one stage.
@@ -79,6 +80,8 @@ impl Phases {
 pub struct RowMetrics {
     pub label: String,
     pub job: String,
+    /// `c2` or `update`.
+    pub kind: &'static str,
     pub partition: Option<usize>,
     pub outcome: Outcome,
     pub start_s: f64,
@@ -102,11 +105,17 @@ pub(super) fn rows(spans: &RunSpans, per_partition: bool) -> Vec<RowMetrics> {
     let mut rows = Vec::with_capacity(spans.jobs.len());
     for job in &spans.jobs {
         let end = spans.job_end(job);
+        // An update is marked where its rows are named; a C2 is what a row is by default.
+        let name = match job.kind {
+            ProofKind::Seal => job.name.clone(),
+            ProofKind::Update => format!("{} [update]", job.name),
+        };
         let row = |label: String, partition: Option<usize>, parts: &[&PartitionSpans]| {
             let segments = row_segments(job, parts, end);
             RowMetrics {
                 label,
                 job: job.name.clone(),
+                kind: job.kind.as_str(),
                 partition,
                 outcome: job.outcome(),
                 start_s: job.start(),
@@ -117,11 +126,11 @@ pub(super) fn rows(spans: &RunSpans, per_partition: bool) -> Vec<RowMetrics> {
         };
         if per_partition && !job.partitions.is_empty() {
             for (&index, part) in &job.partitions {
-                rows.push(row(format!("{} p{index}", job.name), Some(index), &[part]));
+                rows.push(row(format!("{name} p{index}"), Some(index), &[part]));
             }
         } else {
             let parts: Vec<&PartitionSpans> = job.partitions.values().collect();
-            rows.push(row(job.name.clone(), None, &parts));
+            rows.push(row(name, None, &parts));
         }
     }
     rows
