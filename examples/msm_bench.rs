@@ -75,6 +75,9 @@ fn time<G: AffinePoint>(bases: &[G], scalars: &[Fr]) -> Result<(f64, f64)> {
     Ok((ours_s, theirs_s))
 }
 
+/// A table row: its name, cuzk's and ec-gpu-gen's seconds, and how many terms.
+type Row = (&'static str, Result<(f64, f64)>, usize);
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
@@ -84,7 +87,7 @@ fn main() -> Result<()> {
     println!("| multiexp | terms | cuzk msm s | ec-gpu-gen s | speedup |\n|---|---|---|---|---|");
     let dense: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
     let witness = witness_like(n, &mut rng);
-    let rows: [(&str, Result<(f64, f64)>, usize); 3] = [
+    let rows: [Row; 3] = [
         ("G1, dense (H)", time::<G1Affine>(&g1, &dense), n),
         ("G1, witness (L, A)", time::<G1Affine>(&g1, &witness), n),
         (

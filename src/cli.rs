@@ -868,6 +868,18 @@ fn params_constraints(args: ParamsSizeArgs) -> Result<u8> {
     let circuit = args.circuit();
     let (params_path, _) = params::param_paths_of(circuit)?;
     let file = crate::r1cs::r1cs_path(&params_path)?;
+    // Recording a 32GiB circuit takes minutes; a whole file of this circuit is kept as it is.
+    if file.is_file() {
+        let loaded = crate::r1cs::R1cs::load(&file)
+            .and_then(|r1cs| crate::r1cs::check_counts(&r1cs, &file, &params_path));
+        match loaded {
+            Ok(()) => {
+                eprintln!("{circuit} constraints already recorded: {}", file.display());
+                return Ok(0);
+            }
+            Err(err) => eprintln!("{err:#}"),
+        }
+    }
     let started = Instant::now();
     let progress = Spinner::start(format!("recording the {circuit} circuit's constraints"));
     let recorded = match circuit.kind {

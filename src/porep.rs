@@ -230,9 +230,17 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
         k: usize,
         challenges: Option<Range<usize>>,
         pool: &rayon::ThreadPool,
+        expected: Option<(usize, usize)>,
     ) -> Result<(Witness, f64)> {
         let proofs = self.challenges(k, challenges)?;
-        witness::porep::partition_witness::<Tree>(&self.public_inputs, proofs, pool, None, 0)
+        let capacity = expected.map_or(0, |(_, aux)| aux);
+        witness::porep::partition_witness::<Tree>(
+            &self.public_inputs,
+            proofs,
+            pool,
+            expected,
+            capacity,
+        )
     }
 }
 

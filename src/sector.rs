@@ -66,12 +66,14 @@ pub trait SectorCircuits: Send + Sync {
         pool: &rayon::ThreadPool,
     ) -> Result<WitnessCheck>;
     /// Partition `k`'s witness (or that of a sample of its challenges) computed natively on
-    /// `pool`, and the CPU milliseconds it took over all threads.
+    /// `pool`, and the CPU milliseconds it took over all threads. With `expected` (its input
+    /// and aux counts) the challenges write in place into one vector, as the pipeline's do.
     fn native_witness(
         &self,
         k: usize,
         challenges: Option<Range<usize>>,
         pool: &rayon::ThreadPool,
+        expected: Option<(usize, usize)>,
     ) -> Result<(Witness, f64)>;
 }
 

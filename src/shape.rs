@@ -285,16 +285,19 @@ pub fn synthetic_update(
 ) -> Result<Vec<u8>> {
     let proof = crate::sealing::registered_update_proof_for(sector_size)?;
     let mut own_rng = StdRng::from_rng(&mut *rng).context("seeding")?;
+    let commitments = UpdateCommitments {
+        comm_r_old: Fr::random(&mut own_rng),
+        comm_r_new: Fr::random(&mut own_rng),
+        comm_d_new: Fr::random(&mut own_rng),
+    };
     let vanilla_proofs = with_shape!(
         sector_size,
         synthetic_update_proofs,
         sector_size,
+        &commitments,
         &mut own_rng
     )?;
-    let mut commitment = || {
-        let bytes = random_fr_bytes(&mut own_rng);
-        serde_json::Value::from(bytes.to_vec())
-    };
+    let json = |fr: Fr| serde_json::Value::from(fr.to_repr().to_vec());
     Ok(serde_json::to_vec(&serde_json::json!({
         BENCHMARK_KEY: format!(
             "synthetic {} update shape made by cuzk bench: random data, its proofs cannot verify",
@@ -302,58 +305,85 @@ pub fn synthetic_update(
         ),
         "registered_proof": proof,
         "vannilla_proofs": vanilla_proofs,
-        "comm_r_old": commitment(),
-        "comm_r_new": commitment(),
-        "comm_d_new": commitment(),
+        "comm_r_old": json(commitments.comm_r_old),
+        "comm_r_new": json(commitments.comm_r_new),
+        "comm_d_new": json(commitments.comm_d_new),
         "miner_id": identity.miner_id,
         "sector_num": identity.sector_num,
     }))?)
 }
 
+/// The public commitments a shape update input carries.
+struct UpdateCommitments {
+    comm_r_old: Fr,
+    comm_r_new: Fr,
+    comm_d_new: Fr,
+}
+
 /// Each partition's vanilla proof, bincode as filecoin-proofs writes it, of random data.
-fn synthetic_update_proofs<Tree>(sector_size: u64, rng: &mut StdRng) -> Result<Vec<Vec<u8>>>
+///
+/// The circuit asserts, off the constraint system, two things real proofs have by
+/// construction, so a shape proof has them too: the challenges of partition k lie in k's
+/// subtree of TreeD (their paths share its top levels, the partition path), and each
+/// challenge's new replica label is the old one plus the new data times rho, for the
+/// challenges the circuit derives from comm_r_new.
+fn synthetic_update_proofs<Tree>(
+    sector_size: u64,
+    commitments: &UpdateCommitments,
+    rng: &mut StdRng,
+) -> Result<Vec<Vec<u8>>>
 where
     Tree: 'static + MerkleTreeTrait<Hasher = storage_proofs_update::constants::TreeRHasher>,
 {
-    use storage_proofs_update::{ChallengeProof, PartitionProof, PublicParams};
+    use storage_proofs_update::constants::h_default;
+    use storage_proofs_update::{
+        phi, rho, ChallengeProof, Challenges, PartitionProof, PublicParams,
+    };
     let params = PublicParams::from_sector_size(sector_size);
-    let nodes = params.sector_nodes as u64;
+    let nodes = params.sector_nodes;
+    let below = params.challenge_bit_len - params.partition_bit_len;
+    let high_shift = params.challenge_bit_len - h_default(nodes);
+    let comm_d = PieceDomain::from(commitments.comm_d_new);
+    let phi = phi(&comm_d, &TreeDomain::<Tree>::from(commitments.comm_r_old));
     (0..params.partition_count)
-        .map(|_| {
+        .map(|k| {
             let (root_r_old, root_r_new) = (
                 TreeDomain::<Tree>::random(rng),
                 TreeDomain::<Tree>::random(rng),
             );
-            let comm_d = PieceDomain::random(rng);
-            let challenge_proofs = (0..params.challenge_count)
-                .map(|_| {
-                    let challenge = rng.gen_range(0..nodes);
-                    let tree_proof = |rng: &mut StdRng, root| -> TreeProof<Tree> {
-                        MerkleProof::from_parts(
-                            TreeDomain::<Tree>::random(rng),
-                            root,
-                            tree_path::<Tree>(rng, nodes),
-                        )
-                    };
-                    let d_path = (0..params.challenge_bit_len)
-                        .map(|level| {
-                            (
-                                vec![PieceDomain::random(rng)],
-                                ((challenge >> level) & 1) as usize,
-                            )
-                        })
-                        .collect();
-                    ChallengeProof::<Tree> {
-                        proof_r_old: tree_proof(rng, root_r_old),
-                        proof_d_new: MerkleProof::from_parts(
-                            PieceDomain::random(rng),
-                            comm_d,
-                            d_path,
-                        ),
-                        proof_r_new: tree_proof(rng, root_r_new),
-                    }
-                })
+            let partition_path: Vec<PieceDomain> = (0..params.partition_bit_len)
+                .map(|_| PieceDomain::random(rng))
                 .collect();
+            let challenge_proofs =
+                Challenges::new(nodes, TreeDomain::<Tree>::from(commitments.comm_r_new), k)
+                    .map(|challenge| {
+                        let tree_proof = |rng: &mut StdRng, leaf, root| -> TreeProof<Tree> {
+                            MerkleProof::from_parts(
+                                leaf,
+                                root,
+                                tree_path::<Tree>(rng, nodes as u64),
+                            )
+                        };
+                        let d_path = (0..params.challenge_bit_len)
+                            .map(|level| {
+                                let sibling = match level.checked_sub(below) {
+                                    Some(top) => partition_path[top],
+                                    None => PieceDomain::random(rng),
+                                };
+                                (vec![sibling], ((challenge >> level) & 1) as usize)
+                            })
+                            .collect();
+                        let (label_r_old, label_d_new) =
+                            (TreeDomain::<Tree>::random(rng), PieceDomain::random(rng));
+                        let label_r_new: Fr = Into::<Fr>::into(label_r_old)
+                            + Into::<Fr>::into(label_d_new) * rho(&phi, challenge >> high_shift);
+                        ChallengeProof::<Tree> {
+                            proof_r_old: tree_proof(rng, label_r_old, root_r_old),
+                            proof_d_new: MerkleProof::from_parts(label_d_new, comm_d, d_path),
+                            proof_r_new: tree_proof(rng, label_r_new.into(), root_r_new),
+                        }
+                    })
+                    .collect();
             let proof = PartitionProof::<Tree> {
                 comm_c: TreeDomain::<Tree>::random(rng),
                 apex_leafs: (0..params.apex_leaf_count)
@@ -511,6 +541,31 @@ mod tests {
             counts.b_aux_density,
             synthesized.b_aux_density.get_total_density() as u64
         );
+    }
+
+    #[test]
+    fn a_2kib_update_shape_binds_and_synthesizes_to_the_real_count() {
+        // Synthesis runs the circuit's own off-constraint assertions on the shape's values
+        // (the replica labels against rho), which a 32GiB shape must pass the same way.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(10);
+        let identity = SectorIdentity {
+            miner_id: 1000,
+            sector_num: 6,
+        };
+        let bytes = synthetic_update(2048, identity, &mut rng).expect("shape update");
+        let crate::input::JobInput::Update(update) =
+            crate::input::parse_job_input(Path::new("s-t01000-6.json"), &bytes).expect("parses")
+        else {
+            panic!("a shape update input reads as an update");
+        };
+        let sector = crate::update::bind(update, Some(identity)).expect("binds");
+        let synthesized = sector
+            .circuits
+            .synthesize_partition(0, &Default::default())
+            .expect("synthesizes");
+        let counts = count(CircuitId::update(2048)).expect("count");
+        assert_eq!(counts.constraints, synthesized.num_constraints() as u64);
+        assert_eq!(counts.aux, synthesized.aux_assignment.len() as u64);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::fs::{self, File};
 use std::path::Path;
 use std::process::Output;
 
-use common::{cuzk_command, fixture, names, require_params, show, spool};
+use common::{cuzk_command, fixture, names, require_update_params, show, spool, update_fixture};
 
 /// Runs `cuzk args` in `cwd` with `envs` set, showing the whole story.
 fn run(args: &[&str], cwd: &Path, envs: &[(&str, &str)]) -> Output {
@@ -106,8 +106,15 @@ fn require_gpu_names_bellman_no_gpu_and_gpus_none() {
 
 #[test]
 fn a_cpu_run_notes_ignored_variables_and_never_waits_for_the_priority_lock() {
-    require_params();
-    let (dir, _) = spool_with_a_file();
+    // A SnapDeals update input: its proof goes through the same prover (and would through
+    // the same lock) as a C1 file's, in about half the time.
+    require_update_params();
+    let (dir, inbox) = spool();
+    fs::copy(
+        update_fixture("s-t01000-11.json"),
+        inbox.join("s-t01000-11.json"),
+    )
+    .expect("copy");
     // A PoSt holding bellperson's priority lock for the whole run: in the TMPDIR the run
     // sees, so the lock is this test's alone.
     let tmp = tempfile::tempdir().expect("tmp");
@@ -125,7 +132,7 @@ fn a_cpu_run_notes_ignored_variables_and_never_waits_for_the_priority_lock() {
         ],
     );
     assert_eq!(out.status.code(), Some(0));
-    assert!(dir.path().join("outbox/s-t01000-1.proof").is_file());
+    assert!(dir.path().join("outbox/s-t01000-11.proof").is_file());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let notes: Vec<&str> = stderr
         .lines()

@@ -1,7 +1,9 @@
 //! Two runs on one spool as two containers of one host would run them: each in a pid and a
 //! UTS namespace of its own (`unshare`), with the same host name, and cuzk as PID 1 in both.
 //! Each must claim into a directory of its own, neither may take the other for dead or
-//! resume its claims, and every file is proved exactly once.
+//! resume its claims, and every file is proved exactly once. The files are the 2KiB
+//! SnapDeals update fixtures of two miners (one partition each); the test needs the 2KiB
+//! update parameters.
 //!
 //! `unshare` needs root (or user namespaces) to make the namespaces: where it is refused the
 //! test says so on stderr, SKIPPED with the reason, and proves nothing.
@@ -14,7 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fixture, names, require_params, show, verifies_for_sector};
+use common::{names, require_update_params, show, update_fixture, verifies_update};
 
 const HOST: &str = "samehost";
 
@@ -70,12 +72,14 @@ fn two_runs_with_one_host_name_and_pid_1_never_share_or_take_each_others_claims(
         eprintln!("SKIPPED, not run: {reason} (run the test as root to make the namespaces)");
         return;
     }
-    require_params();
+    require_update_params();
     let (dir, inbox) = common::spool();
     let root = dir.path();
-    let files = ["s-t01000-1.json", "s-t01000-2.json", "s-t02000-7.json"];
+    // Two files are enough: each run makes its owner directory when it starts, and the
+    // second starts while the first holds its first claim, long before that is proved.
+    let files = ["s-t01000-11.json", "s-t02000-12.json"];
     for name in files {
-        fs::copy(fixture(name), inbox.join(name)).expect("copy");
+        fs::copy(update_fixture(name), inbox.join(name)).expect("copy");
         std::thread::sleep(Duration::from_millis(20));
     }
     let first = spawn_contained(root);
@@ -141,7 +145,7 @@ fn two_runs_with_one_host_name_and_pid_1_never_share_or_take_each_others_claims(
         assert_eq!(proved, 1, "{job} proved once:\n{timeline}");
         let proof = fs::read(root.join(format!("outbox/{job}.proof"))).expect("proof");
         assert!(
-            verifies_for_sector(&root.join("done").join(name), &proof, 0),
+            verifies_update(&root.join("done").join(name), &proof),
             "{job} verifies"
         );
     }

@@ -203,6 +203,13 @@ fn constraints_of_another_circuit_are_recorded_again_and_never_replaced() {
     assert_eq!(out.status.code(), Some(0));
     let recorded = R1cs::load(&file).expect("recorded file");
     check_counts(&recorded, &file, &params).expect("this circuit's counts");
+    let out = cuzk(&record, dir.path(), &env);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("constraints already recorded"),
+        "a whole file of this circuit is not recorded again: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         earlier_name.is_file(),
         "an earlier cuzk's file is left alone"

@@ -93,8 +93,53 @@ fn the_32gib_update_circuit_has_the_real_constraint_count_and_its_shape_binds() 
     };
     assert!(update.is_benchmark, "marked as benchmark input");
     assert_eq!(update.vanilla_proofs.len(), 16);
+    // What the circuit asserts before it allocates anything: the challenges of partition k
+    // lie in k's subtree of TreeD, so their paths share its top 4 levels and their indices
+    // end in k's bits.
+    for (k, bytes) in update.vanilla_proofs.iter().enumerate() {
+        use storage_proofs_core::merkle::MerkleProofTrait;
+        let proof: storage_proofs_update::PartitionProof<filecoin_proofs::SectorShape32GiB> =
+            bincode::deserialize(bytes).expect("a partition proof");
+        let paths: Vec<_> = proof
+            .challenge_proofs
+            .iter()
+            .map(|challenge| challenge.proof_d_new.path())
+            .collect();
+        assert_eq!(paths[0].len(), 30, "TreeD's height at 32GiB");
+        for path in &paths {
+            assert_eq!(path[26..], paths[0][26..], "partition {k}'s path");
+            let top: usize = (26..30).map(|level| path[level].1 << (level - 26)).sum();
+            assert_eq!(top, k, "a challenge of partition {k} outside its subtree");
+        }
+        // And each new replica label is the old one plus the new data times rho, at the
+        // challenges the circuit derives from comm_r_new (it asserts that too).
+        use blstrs::Scalar as Fr;
+        let nodes = 1 << 30;
+        let phi = storage_proofs_update::phi(
+            &filecoin_proofs::DefaultPieceDomain::from(fr(&update.comm_d_new)),
+            &filecoin_proofs::DefaultTreeDomain::from(fr(&update.comm_r_old)),
+        );
+        let shift = 30 - storage_proofs_update::constants::h_default(nodes);
+        let challenges =
+            storage_proofs_update::Challenges::new(nodes, fr(&update.comm_r_new).into(), k);
+        for (c, challenge) in challenges.zip(&proof.challenge_proofs) {
+            let old: Fr = challenge.proof_r_old.leaf().into();
+            let data: Fr = challenge.proof_d_new.leaf().into();
+            let new: Fr = challenge.proof_r_new.leaf().into();
+            assert_eq!(
+                new,
+                old + data * storage_proofs_update::rho(&phi, c >> shift)
+            );
+        }
+    }
     let sector = cuzk::update::bind(update, Some(identity)).expect("binds");
     assert_eq!(sector.circuits.partition_count(), 16);
     assert!(sector.is_benchmark);
     assert_eq!(sector.circuit, CircuitId::update(32 << 30));
+}
+
+/// A commitment's 32 bytes as the field element they encode.
+fn fr(bytes: &[u8; 32]) -> blstrs::Scalar {
+    use ff::PrimeField;
+    Option::from(blstrs::Scalar::from_repr(*bytes)).expect("a field element")
 }

@@ -1,5 +1,6 @@
-//! End to end: the real `cuzk prove-dir` on a temporary spool of real 2KiB C1 files, every
-//! proof checked independently with filecoin-proofs' `verify_seal`.
+//! End to end: the real `cuzk prove-dir` on a temporary spool of real 2KiB C1 files, their
+//! partitions synthesized from recorded constraints, every proof checked independently with
+//! filecoin-proofs' `verify_seal`.
 //!
 //! Needs the 2KiB Groth16 parameters in the parameter cache (`cuzk params gen --sector-size
 //! 2KiB`, which `.ci/run` does first).
@@ -19,7 +20,8 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let inbox = dir.path().join("inbox");
     fs::create_dir(&inbox).expect("inbox");
-    let good = ["s-t01000-1.json", "s-t01000-2.json", "s-t02000-7.json"];
+    // Both forms (s-t01000-2 bare, s-t02000-7 a lotus-bench wrapper) of two miners.
+    let good = ["s-t01000-2.json", "s-t02000-7.json"];
     for name in good {
         fs::copy(fixture(name), inbox.join(name)).expect("copy fixture");
     }
@@ -28,6 +30,15 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
     fs::copy(fixture("s-t01000-1.json"), inbox.join("s-t01001-1.json")).expect("copy");
     // rsync's temporary name: never touched.
     fs::write(inbox.join(".s-t01000-3.json.x7Yz9"), b"{").expect("rsync temp");
+
+    // Constraints recorded ahead, as an operator would, so every partition takes the
+    // witness-only pass over the mapped R1CS (a no-op when the cache has them already).
+    let out = cuzk(
+        &["params", "constraints", "--sector-size", "2KiB"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "constraints recorded");
 
     fs::create_dir(dir.path().join("collector")).expect("collector");
     let out = prove_inbox_once(
@@ -48,7 +59,7 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
     let text = fs::read_to_string(dir.path().join("collector/cuzk-run.prom")).expect("metrics");
     let metrics = exposition(&text, &spool_label(dir.path()));
     assert_eq!(
-        metrics["cuzk_run_proofs_total{result=\"proved\"}"], 3.0,
+        metrics["cuzk_run_proofs_total{result=\"proved\"}"], 2.0,
         "{text}"
     );
     assert_eq!(
@@ -58,11 +69,11 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
     assert_eq!(metrics["cuzk_run_jobs_in_flight"], 0.0, "{text}");
     assert_eq!(metrics["cuzk_run_partitions_in_flight"], 0.0, "{text}");
     assert_eq!(
-        metrics["cuzk_run_proof_duration_seconds_count"], 3.0,
+        metrics["cuzk_run_proof_duration_seconds_count"], 2.0,
         "{text}"
     );
     let slowest_bucket = metrics["cuzk_run_proof_duration_seconds_bucket{le=\"3600\"}"];
-    assert_eq!(slowest_bucket, 3.0, "every proof under an hour: {text}");
+    assert_eq!(slowest_bucket, 2.0, "every proof under an hour: {text}");
     assert!(
         metrics["cuzk_run_proof_duration_seconds_sum"] > 0.0,
         "{text}"
@@ -102,6 +113,9 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
         );
         // The sector and the proof as lotus-bench prints them.
         let c1 = cuzk::c1::read_c1_file(&done, cuzk::c1::DEFAULT_MAX_C1_BYTES).expect("C1");
+        let id = cuzk::c1::resolve_identity(&done, &c1, None).expect("identity");
+        assert_eq!(meta["miner_id"], id.miner_id, "{job}");
+        assert_eq!(meta["sector_num"], id.sector_num, "{job}");
         assert_eq!(meta["comm_r"], hex::encode(c1.output.comm_r));
         assert_eq!(meta["comm_d"], hex::encode(c1.output.comm_d));
         assert_eq!(meta["proof_hex"], hex::encode(&proof));
@@ -160,7 +174,18 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
             "timeline lacks {event}"
         );
     }
-    assert_eq!(timeline.matches(",DONE,").count(), 3);
+    assert_eq!(timeline.matches(",DONE,").count(), 2);
+    // Every partition was synthesized from the recorded constraints (the bad files fail
+    // before synthesis).
+    let synth_ends: Vec<&str> = timeline
+        .lines()
+        .filter(|l| l.contains(",SYNTH_END,"))
+        .collect();
+    assert_eq!(synth_ends.len(), good.len(), "{timeline}");
+    assert!(
+        synth_ends.iter().all(|l| l.contains("precompiled=true")),
+        "{timeline}"
+    );
 
     let waterfall = cuzk(&["waterfall", "timeline.csv"], dir.path(), &[]);
     assert_eq!(waterfall.status.code(), Some(0));
@@ -270,33 +295,4 @@ fn params_gen_refuses_production_sizes() {
         "{stderr}"
     );
     assert!(names(dir.path()).is_empty(), "nothing written");
-}
-
-#[test]
-fn partitions_synthesized_from_recorded_constraints_prove_and_verify() {
-    require_params();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let inbox = dir.path().join("inbox");
-    fs::create_dir(&inbox).expect("inbox");
-    let name = "s-t02000-7.json";
-    fs::copy(fixture(name), inbox.join(name)).expect("copy fixture");
-    // Recorded ahead, as an operator would, so every partition takes the witness-only pass.
-    let out = cuzk(
-        &["params", "constraints", "--sector-size", "2KiB"],
-        dir.path(),
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let out = prove_inbox_once(dir.path(), &[], &[]);
-    assert_eq!(out.status.code(), Some(0));
-    let proof = fs::read(dir.path().join("outbox/s-t02000-7.proof")).expect("proof");
-    let done = dir.path().join("done").join(name);
-    assert!(verifies_for_sector(&done, &proof, 0), "the proof verifies");
-    let timeline = fs::read_to_string(dir.path().join("timeline.csv")).expect("timeline");
-    let synth_ends: Vec<&str> = timeline
-        .lines()
-        .filter(|l| l.contains(",SYNTH_END,"))
-        .collect();
-    assert_eq!(synth_ends.len(), 1, "{timeline}");
-    assert!(synth_ends[0].contains("precompiled=true"), "{timeline}");
 }

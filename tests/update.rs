@@ -14,46 +14,14 @@ mod common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{cuzk, names, prove_inbox_once};
-use cuzk::input::{parse_job_input, JobInput};
-use cuzk::update::UpdateInput;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/update")
-        .join(name)
-}
-
-fn read_update(path: &Path) -> UpdateInput {
-    match parse_job_input(path, &fs::read(path).expect("read")).expect("parses") {
-        JobInput::Update(update) => update,
-        JobInput::Seal(_) => panic!("{} reads as a C1 file", path.display()),
-    }
-}
-
-fn require_update_params() {
-    let (params, vk) = cuzk::update::param_paths(2048).expect("paths");
-    assert!(
-        params.is_file() && vk.is_file(),
-        "2KiB update parameters missing at {}: run `cargo run -- params gen --sector-size 2KiB --update` first (scripts/test.sh does)",
-        params.display()
-    );
-}
-
-fn verifies(update: &UpdateInput, proof: &[u8]) -> bool {
-    filecoin_proofs_api::update::verify_empty_sector_update_proof(
-        update.registered_proof,
-        proof,
-        update.comm_r_old,
-        update.comm_r_new,
-        update.comm_d_new,
-    )
-    .expect("verify_empty_sector_update_proof runs")
-}
+use common::{
+    cuzk, names, prove_inbox_once, read_update, require_update_params, update_fixture,
+    verifies_update,
+};
 
 fn reason(failed: &Path, job: &str) -> String {
     let path = failed.join(format!("{job}.error.json"));
@@ -66,8 +34,8 @@ fn reason(failed: &Path, job: &str) -> String {
 fn update_inputs_prove_and_verify_and_bad_ones_are_quarantined_with_reasons() {
     require_update_params();
     let (dir, inbox) = common::spool();
-    let damocles_form = fixture("s-t01000-11.json");
-    let lotus_form = fixture("s-t02000-12.json");
+    let damocles_form = update_fixture("s-t01000-11.json");
+    let lotus_form = update_fixture("s-t02000-12.json");
     fs::copy(&damocles_form, inbox.join("s-t01000-11.json")).expect("copy");
     fs::copy(&lotus_form, inbox.join("s-t02000-12.json")).expect("copy");
 
@@ -116,7 +84,7 @@ fn update_inputs_prove_and_verify_and_bad_ones_are_quarantined_with_reasons() {
     ] {
         let proof = fs::read(outbox.join(format!("{job}.proof"))).expect("proof written");
         assert_eq!(proof.len(), 192, "one partition");
-        assert!(verifies(&read_update(source), &proof), "{job} verifies");
+        assert!(verifies_update(source, &proof), "{job} verifies");
         let record: serde_json::Value =
             serde_json::from_slice(&fs::read(outbox.join(format!("{job}.json"))).expect("record"))
                 .expect("record JSON");
@@ -204,7 +172,7 @@ fn the_damocles_snap_prove_processor_answers_with_a_proof_that_verifies() {
         lines.next().and_then(Result::ok).as_deref(),
         Some("snap_prove processor ready")
     );
-    let source = fixture("s-t01000-11.json");
+    let source = update_fixture("s-t01000-11.json");
     let task = fs::read_to_string(&source).expect("fixture");
     let c1 = fs::read_to_string(common::fixture("s-t01000-1.json")).expect("C1");
     {
@@ -228,10 +196,7 @@ fn the_damocles_snap_prove_processor_answers_with_a_proof_that_verifies() {
     assert!(proved["err_msg"].is_null(), "{proved}");
     // SnapProveOutput is the proof's bytes themselves, as a number array.
     let proof: Vec<u8> = serde_json::from_value(proved["output"].clone()).expect("bytes");
-    assert!(
-        verifies(&read_update(&source), &proof),
-        "the answer verifies"
-    );
+    assert!(verifies_update(&source, &proof), "the answer verifies");
     let refused = &answers[&2];
     assert!(refused["output"].is_null());
     let message = refused["err_msg"].as_str().unwrap_or_default();

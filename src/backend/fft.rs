@@ -309,11 +309,7 @@ mod tests {
             bit_reverse(&mut out);
             assert_eq!(out, inverse, "inverse dif, n = {n}");
             // dif then dit of the inverse: n times the input, without any permutation.
-            dit(
-                &mut natural_to_bitrev(&mut natural),
-                &tw,
-                Direction::Inverse,
-            );
+            dit(natural_to_bitrev(&mut natural), &tw, Direction::Inverse);
             let n_fr = Fr::from(n as u64);
             assert_eq!(
                 natural,

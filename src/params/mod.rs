@@ -207,7 +207,7 @@ fn generate_for_shape<Tree: 'static + MerkleTreeTrait>(
     let blank = || {
         <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pub_params)
     };
-    random::generate_set(&blank, params_path, vk_path)?;
+    random::generate_set(blank, params_path, vk_path)?;
     // The small `.meta` file, by filecoin-proofs under its own name.
     <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank(), &pub_params)?;
     Ok(())

@@ -184,13 +184,13 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ShapedUpdate<Tree> {
             .vanilla_proofs
             .get(k)
             .with_context(|| format!("no partition {k}"))?;
-        Ok(<Compound<Tree> as CompoundProof<'_, _, _>>::circuit(
+        <Compound<Tree> as CompoundProof<'_, _, _>>::circuit(
             &self.public_inputs,
             (),
             proof,
             &self.public_params,
             Some(k),
-        )?)
+        )
     }
 }
 
@@ -255,6 +255,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
         _k: usize,
         _challenges: Option<Range<usize>>,
         _pool: &rayon::ThreadPool,
+        _expected: Option<(usize, usize)>,
     ) -> Result<(Witness, f64)> {
         bail!(
             "update proofs have no native witness: their witness comes from the circuit's gadgets"

@@ -21,6 +21,8 @@ pub struct WitnessCheck {
     pub aux: usize,
     /// Wall-clock milliseconds of the gadget path's witness.
     pub gadget_ms: f64,
+    /// Its CPU milliseconds (one thread: the gadgets run in order).
+    pub gadget_cpu_ms: f64,
     /// Wall-clock milliseconds of the native witness (measured by the caller).
     pub native_ms: f64,
     /// The first difference, described; `None` when the witnesses are identical.
@@ -34,10 +36,12 @@ pub fn compare<C: Circuit<Fr> + Clone>(
     native_ms: f64,
 ) -> Result<WitnessCheck> {
     let started = Instant::now();
+    let cpu_started = crate::synth::thread_cpu_ms();
     let mut gadget = Sink::new(0, 0, native.aux.len());
     gadget.input(Fr::ONE);
     circuit.clone().synthesize(&mut gadget)?;
     let gadget_ms = started.elapsed().as_secs_f64() * 1e3;
+    let gadget_cpu_ms = crate::synth::thread_cpu_ms() - cpu_started;
     let gadget_aux = gadget.take_aux();
 
     let first = |ours: &[Fr], theirs: &[Fr]| {
@@ -60,6 +64,7 @@ pub fn compare<C: Circuit<Fr> + Clone>(
         inputs: gadget.inputs.len(),
         aux: gadget_aux.len(),
         gadget_ms,
+        gadget_cpu_ms,
         native_ms,
         mismatch,
     })

@@ -3,40 +3,40 @@
 //!
 //! Native: the SHA-256 work, which is nearly all of the circuit: the labelling hashes
 //! (`create_label_circuit`), the comm_d inclusion path (a binary SHA-256 tree), and the
-//! bit decompositions that feed them. Gadgets, run on the sink: the Poseidon hashes (the
-//! comm_r check, column hashes, the comm_c and comm_r_last paths) and the encoding, a few
-//! percent of the variables. Challenges are independent and computed in parallel.
+//! bit decompositions that feed them; and the Poseidon hashes ([`poseidon`]: the comm_r
+//! check, the column hashes, the comm_c and comm_r_last paths). Gadgets, run on the sink:
+//! the insertions that order a path's children (a few selections per level) and the
+//! encoding (one addition). Challenges are independent and computed in parallel.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{anyhow, ensure, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::num::AllocatedNum;
 use blstrs::Scalar as Fr;
+use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_hashers::{
-    HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2,
+    Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_16, POSEIDON_CONSTANTS_2,
+    POSEIDON_CONSTANTS_4, POSEIDON_CONSTANTS_8,
 };
 use rayon::prelude::*;
 use storage_proofs_core::gadgets::encode::encode;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
-use storage_proofs_core::gadgets::variables::Root;
-use storage_proofs_core::merkle::{
-    DiskStore, MerkleProofTrait, MerkleTreeTrait, MerkleTreeWrapper,
-};
-use storage_proofs_porep::stacked::{self, ColumnProof};
-use typenum::{U11, U2};
+use storage_proofs_core::gadgets::insertion::insert;
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
+use storage_proofs_porep::stacked::{self, Column, ColumnProof};
 
 use super::bits::{allocate_u64, decompose, pack_digest, pack_into_inputs};
+use super::poseidon;
 use super::sha256::{sha256, Message, Word};
 use super::sink::Sink;
 use super::Witness;
 use crate::synth::thread_cpu_ms;
 
-/// What every challenge of a partition refers to.
+/// What every challenge of a partition refers to. (The roots comm_c and comm_r_last enter
+/// only constraints: a path's computed root is enforced equal to them.)
 struct Shared {
     replica_id: [Word; 8],
-    comm_c: (usize, Fr),
-    comm_r_last: (usize, Fr),
 }
 
 /// The witness of one partition: its vanilla proofs (one per challenge) and the sector's
@@ -54,6 +54,10 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     capacity: usize,
 ) -> Result<(Witness, f64)> {
     let cpu_started = thread_cpu_ms();
+    ensure!(
+        std::any::TypeId::of::<Tree::Hasher>() == std::any::TypeId::of::<PoseidonHasher>(),
+        "the native witness computes Poseidon trees only"
+    );
     let tau = public
         .tau
         .as_ref()
@@ -81,17 +85,13 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     let comm_r: Fr = tau.comm_r.into();
     head.num(comm_r);
     head.input(comm_r);
-    let comm_r_last_index = head.num(comm_r_last);
-    let comm_c_index = head.num(comm_c);
-    let comm_c_num = head.existing(comm_c_index, comm_c)?;
-    let comm_r_last_num = head.existing(comm_r_last_index, comm_r_last)?;
-    <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut head, &comm_c_num, &comm_r_last_num)
-        .context("the comm_r hash")?;
+    head.num(comm_r_last);
+    head.num(comm_c);
+    // comm_r = H(comm_c, comm_r_last), checked against the input by a constraint.
+    poseidon::hash(&mut head, &[comm_c, comm_r_last], &POSEIDON_CONSTANTS_2);
 
     let shared = Shared {
         replica_id: replica_id_words,
-        comm_c: (comm_c_index, comm_c),
-        comm_r_last: (comm_r_last_index, comm_r_last),
     };
     let cpu_us = AtomicU64::new(0);
     let timed = |i: usize, run: &mut dyn FnMut() -> Result<()>| {
@@ -121,6 +121,7 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
                 })?;
             let prologue = aux.len();
             aux.reserve_exact(capacity.max(expected_aux) - prologue);
+            super::advise_huge_pages(&mut aux);
             let slots = &mut aux.spare_capacity_mut()[..expected_aux - prologue];
             let challenge_inputs: Vec<Vec<Fr>> = pool.install(|| {
                 slots
@@ -185,11 +186,11 @@ fn challenge<Tree: 'static + MerkleTreeTrait>(
     let columns = &proof.replica_column_proofs;
     let mut drg_rows = Vec::with_capacity(columns.drg_parents.len());
     for parent in &columns.drg_parents {
-        drg_rows.push(column_opening::<Tree, _>(sink, parent, layers, shared)?);
+        drg_rows.push(column_opening(sink, parent, layers)?);
     }
     let mut exp_rows = Vec::with_capacity(columns.exp_parents.len());
     for parent in &columns.exp_parents {
-        exp_rows.push(column_opening::<Tree, _>(sink, parent, layers, shared)?);
+        exp_rows.push(column_opening(sink, parent, layers)?);
     }
 
     // The challenged node, a public input.
@@ -234,19 +235,18 @@ fn challenge<Tree: 'static + MerkleTreeTrait>(
     let key = sink.existing(key_index, key)?;
     let data_leaf = sink.existing(data_leaf_index, data_leaf)?;
     let encoded = encode(&mut *sink, &key, &data_leaf).context("the encoding")?;
-    let root = sink.existing(shared.comm_r_last.0, shared.comm_r_last.1)?;
-    inclusion::<Tree>(sink, proof.comm_r_last_proof.as_options(), root, encoded)
+    let encoded = (
+        sink.next_aux() - 1,
+        encoded.get_value().context("the encoding has no value")?,
+    );
+    inclusion(sink, &proof.comm_r_last_proof.as_options(), encoded)
         .context("the replica's path to comm_r_last")?;
 
     // The challenged column's hash, opened in comm_c.
-    let labels = labels
-        .iter()
-        .map(|&(index, value)| sink.existing(index, value))
-        .collect::<Result<Vec<_>, _>>()?;
+    let labels: Vec<Fr> = labels.iter().map(|&(_, value)| value).collect();
     let column_hash = hash_column(sink, &labels)?;
-    let root = sink.existing(shared.comm_c.0, shared.comm_c.1)?;
     let path = inclusion_path(&columns.c_x)?;
-    inclusion::<Tree>(sink, path.as_options(), root, column_hash)
+    inclusion(sink, &path.as_options(), column_hash)
         .context("the challenged column's path to comm_c")?;
     Ok(())
 }
@@ -308,86 +308,96 @@ fn comm_d_inclusion(
 
 /// A parent's column: its rows allocated, hashed, and the hash opened in comm_c. Returns
 /// the rows.
-fn column_opening<Tree: 'static + MerkleTreeTrait, P: MerkleProofTrait<Hasher = Tree::Hasher>>(
+fn column_opening<P: MerkleProofTrait>(
     sink: &mut Sink<'_>,
     parent: &ColumnProof<P>,
     layers: usize,
-    shared: &Shared,
 ) -> Result<Vec<Fr>> {
     let mut rows = Vec::with_capacity(layers);
-    let mut nums = Vec::with_capacity(layers);
     for layer in 1..=layers {
         let value: Fr = (*parent.get_node_at_layer(layer)?).into();
-        let index = sink.num(value);
-        nums.push(sink.existing(index, value)?);
+        sink.num(value);
         rows.push(value);
     }
-    let hash = hash_column(sink, &nums)?;
-    let root = sink.existing(shared.comm_c.0, shared.comm_c.1)?;
+    let hash = hash_column(sink, &rows)?;
     let path = inclusion_path(parent)?;
-    inclusion::<Tree>(sink, path.as_options(), root, hash).context("a parent's path to comm_c")?;
+    inclusion(sink, &path.as_options(), hash).context("a parent's path to comm_c")?;
     Ok(rows)
 }
 
 /// `hash_single_column`: Poseidon over a column (2 layers for the test sizes, 11 for
-/// production).
-fn hash_column(sink: &mut Sink<'_>, column: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>> {
-    let hash = match column.len() {
-        2 => neptune::circuit::poseidon_hash::<_, Fr, U2>(
-            sink,
-            column.to_vec(),
-            &POSEIDON_CONSTANTS_2,
-        ),
-        11 => neptune::circuit::poseidon_hash::<_, Fr, U11>(
-            sink,
-            column.to_vec(),
-            &POSEIDON_CONSTANTS_11,
-        ),
+/// production), natively. Returns the hash's index and value.
+fn hash_column(sink: &mut Sink<'_>, column: &[Fr]) -> Result<(usize, Fr)> {
+    Ok(match column.len() {
+        2 => poseidon::hash(sink, column, &POSEIDON_CONSTANTS_2),
+        11 => poseidon::hash(sink, column, &POSEIDON_CONSTANTS_11),
         n => return Err(anyhow!("no column hash for {n} layers")),
-    };
-    Ok(hash?)
+    })
 }
 
-/// `enforce_inclusion`: `leaf`'s path to `root` in a tree of `Tree`'s shape, by the gadget.
-fn inclusion<Tree: 'static + MerkleTreeTrait>(
+/// `PoRCircuit::synthesize` for a Poseidon tree (`enforce_inclusion`, private root): per
+/// level, the child's index bits, the siblings, the insertion that orders the children
+/// (the gadget, on the sink) and their hash (natively); then the index bits packed into
+/// public inputs. The root's equality is a constraint only. `leaf` is the opened value's
+/// variable and value.
+fn inclusion(
     sink: &mut Sink<'_>,
-    path: Vec<(Vec<Option<Fr>>, Option<usize>)>,
-    root: AllocatedNum<Fr>,
-    leaf: AllocatedNum<Fr>,
-) -> Result<()>
-where
-    Tree::Arity: PoseidonArity,
-{
-    let path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
-        path.into();
-    PoRCircuit::<
-        MerkleTreeWrapper<
-            Tree::Hasher,
-            DiskStore<<Tree::Hasher as Hasher>::Domain>,
-            Tree::Arity,
-            Tree::SubTreeArity,
-            Tree::TopTreeArity,
-        >,
-    >::synthesize(
-        &mut *sink,
-        Root::from_allocated::<Sink>(leaf),
-        path,
-        Root::from_allocated::<Sink>(root),
-        true,
-    )?;
+    path: &[(Vec<Option<Fr>>, Option<usize>)],
+    leaf: (usize, Fr),
+) -> Result<()> {
+    let mut current = leaf;
+    let mut path_bits = Vec::with_capacity(path.len() * 3);
+    for (level, (siblings, index)) in path.iter().enumerate() {
+        let arity = siblings.len() + 1;
+        ensure!(
+            arity.is_power_of_two() && arity > 1,
+            "path level {level} has {} siblings",
+            siblings.len()
+        );
+        let index = index.with_context(|| format!("path level {level} has no index"))?;
+        let mut bits = Vec::with_capacity(arity.trailing_zeros() as usize);
+        for i in 0..arity.trailing_zeros() {
+            let bit = (index >> i) & 1 == 1;
+            bits.push(Boolean::from(AllocatedBit::alloc(&mut *sink, Some(bit))?));
+            path_bits.push(bit);
+        }
+        let siblings = siblings
+            .iter()
+            .map(|s| {
+                let s = s.with_context(|| format!("path level {level} lacks a sibling"))?;
+                Ok(AllocatedNum::alloc(&mut *sink, || Ok(s))?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let child = sink.existing(current.0, current.1)?;
+        let children = insert(&mut *sink, &child, &bits, &siblings)?;
+        let values = children
+            .iter()
+            .map(|n| n.get_value().context("an inserted child has no value"))
+            .collect::<Result<Vec<Fr>>>()?;
+        current = match arity {
+            2 => poseidon::hash(sink, &values, &POSEIDON_CONSTANTS_2),
+            4 => poseidon::hash(sink, &values, &POSEIDON_CONSTANTS_4),
+            8 => poseidon::hash(sink, &values, &POSEIDON_CONSTANTS_8),
+            16 => poseidon::hash(sink, &values, &POSEIDON_CONSTANTS_16),
+            _ => bail!("no Poseidon hash of arity {arity}"),
+        };
+    }
+    pack_into_inputs(sink, &path_bits);
     Ok(())
 }
 
 /// A column proof's inclusion path. storage-proofs-porep keeps the field to itself, so it is
-/// read back from the proof's serialized form (the same JSON a C1 file carries).
+/// read back from the proof's serialized form (bincode: its fields in order).
 fn inclusion_path<P: MerkleProofTrait>(proof: &ColumnProof<P>) -> Result<P> {
     #[derive(serde::Deserialize)]
     #[serde(bound = "P: MerkleProofTrait")]
-    struct Inclusion<P> {
+    struct Inclusion<P: MerkleProofTrait> {
+        #[allow(dead_code)]
+        column: Column<P::Hasher>,
         inclusion_proof: P,
     }
-    let json = serde_json::to_vec(proof).context("serializing a column proof")?;
+    let bytes = bincode::serialize(proof).context("serializing a column proof")?;
     let view: Inclusion<P> =
-        serde_json::from_slice(&json).context("reading a column proof's inclusion proof")?;
+        bincode::deserialize(&bytes).context("reading a column proof's inclusion proof")?;
     Ok(view.inclusion_proof)
 }

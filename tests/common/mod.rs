@@ -24,6 +24,52 @@ pub fn require_params() {
     );
 }
 
+/// A real 2KiB SnapDeals update input made by filecoin-proofs' sealing and update API (see
+/// examples/make_update.rs): `s-t01000-11.json` in damocles' form, `s-t02000-12.json` in
+/// lotus' base64-and-CIDs form. One partition each, about half a C1 file's proving time.
+pub fn update_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/update")
+        .join(name)
+}
+
+/// Fails with the fix if the 2KiB SnapDeals update parameters are missing.
+pub fn require_update_params() {
+    let (params, vk) = cuzk::update::param_paths(2048).expect("update param paths");
+    assert!(
+        params.is_file() && vk.is_file(),
+        "2KiB update parameters missing at {}: run `cargo run -- params gen --sector-size 2KiB --update` first (scripts/test.sh does)",
+        params.display()
+    );
+}
+
+/// The update input in the file at `path`, read as `cuzk prove-dir` reads it (by content,
+/// whatever the file's name).
+pub fn read_update(path: &Path) -> cuzk::update::UpdateInput {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    match cuzk::input::parse_job_input(path, &bytes)
+        .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()))
+    {
+        cuzk::input::JobInput::Update(update) => update,
+        cuzk::input::JobInput::Seal(_) => panic!("{} reads as a C1 file", path.display()),
+    }
+}
+
+/// filecoin-proofs' `verify_empty_sector_update_proof` on `proof` for the update input at
+/// `input_path` (its comm_r_old, comm_r_new and comm_d_new). Panics if the check cannot run
+/// at all, so only a proof that is checked and rejected reads as false.
+pub fn verifies_update(input_path: &Path, proof: &[u8]) -> bool {
+    let update = read_update(input_path);
+    filecoin_proofs_api::update::verify_empty_sector_update_proof(
+        update.registered_proof,
+        proof,
+        update.comm_r_old,
+        update.comm_r_new,
+        update.comm_d_new,
+    )
+    .expect("verify_empty_sector_update_proof runs")
+}
+
 /// The real `cuzk` binary, run in `cwd`.
 pub fn cuzk_command(args: &[&str], cwd: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuzk"));
