@@ -7,20 +7,23 @@
 #
 #   scripts/bench-synthesis.sh [SIZES] [PARTITIONS]     # default "2KiB 512MiB", 3
 #
-# Records each size's constraints first (`cuzk params constraints`, into a scratch parameter
-# directory), then prints a markdown table: wall and CPU seconds per partition, peak memory.
+# Writes each size's shape parameters into a scratch benchmark directory (`cuzk bench
+# --prepare-only`: the recorded constraints are keyed by their verifying key) and records its
+# constraints there (`cuzk params constraints`), then prints a markdown table: wall and CPU
+# seconds per partition, peak memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes="${1:-2KiB 512MiB}"
 partitions="${2:-3}"
-export FIL_PROOFS_PARAMETER_CACHE="${BENCH_PARAMS:-/var/tmp/cuzk-bench-synthesis}"
-mkdir -p "$FIL_PROOFS_PARAMETER_CACHE"
+bench_dir="${BENCH_DIR:-/var/tmp/cuzk-bench-synthesis}"
+export FIL_PROOFS_PARAMETER_CACHE="$bench_dir/params"
 # The dev profile is optimized (opt-level 3) in this crate and its dependencies.
 cargo build --quiet --bin cuzk --example synthesis_bench
 bin="${CARGO_TARGET_DIR:-target}/debug"
 echo "| size | path | wall s/partition | CPU s/partition | circuit pass wall / CPU s | evaluation wall / CPU s | partition holds | peak memory |"
 echo "|---|---|---|---|---|---|---|---|"
 for size in $sizes; do
+  "$bin/cuzk" bench --sector-size "$size" --dir "$bench_dir" --sectors 1 --prepare-only >&2
   "$bin/cuzk" params constraints --sector-size "$size" >&2
   for path in full precompiled native deferred native-deferred; do
     "$bin/examples/synthesis_bench" --sector-size "$size" --path "$path" \
