@@ -273,20 +273,22 @@ pub fn memory_in_use_bytes() -> Option<u64> {
 }
 
 fn in_use_of_meminfo(meminfo: &str) -> Option<u64> {
-    let field = |name: &str| {
-        meminfo.lines().find_map(|line| {
-            let kib: u64 = line
-                .strip_prefix(name)?
-                .strip_prefix(':')?
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse()
-                .ok()?;
-            Some(kib * 1024)
-        })
-    };
-    Some(field("MemTotal")?.saturating_sub(field("MemAvailable")?))
+    Some(kib_field(meminfo, "MemTotal")?.saturating_sub(kib_field(meminfo, "MemAvailable")?))
+}
+
+/// The `name:  N kB` line of a /proc file, in bytes.
+fn kib_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let kib: u64 = line
+            .strip_prefix(name)?
+            .strip_prefix(':')?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    })
 }
 
 /// Samples [`memory_in_use_bytes`] four times a second on a thread of its own while a
@@ -320,17 +322,7 @@ impl InUseSampler {
 
 /// The peak resident memory of this process (`VmHWM`), if the platform says.
 pub fn peak_rss_bytes() -> Option<u64> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find_map(|line| {
-        let kib: u64 = line
-            .strip_prefix("VmHWM:")?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
-        Some(kib * 1024)
-    })
+    kib_field(&fs::read_to_string("/proc/self/status").ok()?, "VmHWM")
 }
 
 #[cfg(test)]

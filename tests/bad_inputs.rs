@@ -10,8 +10,8 @@ use std::path::Path;
 
 use base64::Engine;
 use common::{
-    fixture, names, prove_inbox_once, require_params, require_update_params, spool, update_fixture,
-    verifies_update,
+    copy_update_fixture, fixture, names, prove_inbox_once, require_params, require_update_params,
+    spool, verifies_update,
 };
 use serde_json::{json, Value};
 
@@ -294,11 +294,7 @@ fn every_broken_input_is_quarantined_with_its_reason_and_the_valid_one_is_proved
         expected.len() >= 30,
         "a corpus of at least 30 broken inputs"
     );
-    fs::copy(
-        update_fixture("s-t01000-11.json"),
-        inbox.join("s-t01000-11.json"),
-    )
-    .expect("valid");
+    copy_update_fixture(&inbox, "s-t01000-11.json");
     let passwd_before = fs::read("/etc/passwd").expect("passwd");
 
     let out = prove_inbox_once(

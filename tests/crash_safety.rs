@@ -17,8 +17,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::{
-    c1_locations, cuzk, cuzk_command, fixture, names, require_params, require_update_params, show,
-    spool, update_fixture, verifies_update, wait_for_text,
+    c1_locations, copy_update_fixture, cuzk, cuzk_command, fixture, names, require_params,
+    require_update_params, show, spool, update_fixture, verifies_update, wait_for_text,
 };
 
 const ONCE: [&str; 7] = [
@@ -356,11 +356,7 @@ fn a_file_still_being_written_is_waited_for_then_proved() {
 fn an_outbox_that_stops_taking_results_hands_the_file_back() {
     require_update_params();
     let (dir, inbox) = spool();
-    fs::copy(
-        update_fixture("s-t01000-11.json"),
-        inbox.join("s-t01000-11.json"),
-    )
-    .expect("copy");
+    copy_update_fixture(&inbox, "s-t01000-11.json");
     let child = spawn(&ONCE, dir.path());
     let timeline = dir.path().join("timeline.csv");
     assert!(

@@ -9,7 +9,9 @@ use std::fs::{self, File};
 use std::path::Path;
 use std::process::Output;
 
-use common::{cuzk_command, fixture, names, require_update_params, show, spool, update_fixture};
+use common::{
+    copy_update_fixture, cuzk_command, fixture, names, require_update_params, show, spool,
+};
 
 /// Runs `cuzk args` in `cwd` with `envs` set, showing the whole story.
 fn run(args: &[&str], cwd: &Path, envs: &[(&str, &str)]) -> Output {
@@ -110,11 +112,7 @@ fn a_cpu_run_notes_ignored_variables_and_never_waits_for_the_priority_lock() {
     // the same lock) as a C1 file's, in about half the time.
     require_update_params();
     let (dir, inbox) = spool();
-    fs::copy(
-        update_fixture("s-t01000-11.json"),
-        inbox.join("s-t01000-11.json"),
-    )
-    .expect("copy");
+    copy_update_fixture(&inbox, "s-t01000-11.json");
     // A PoSt holding bellperson's priority lock for the whole run: in the TMPDIR the run
     // sees, so the lock is this test's alone.
     let tmp = tempfile::tempdir().expect("tmp");

@@ -33,6 +33,12 @@ pub fn update_fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Copies the update fixture `name` into `inbox` under its own name.
+pub fn copy_update_fixture(inbox: &Path, name: &str) {
+    fs::copy(update_fixture(name), inbox.join(name))
+        .unwrap_or_else(|e| panic!("copying {name} into {}: {e}", inbox.display()));
+}
+
 /// Fails with the fix if the 2KiB SnapDeals update parameters are missing.
 pub fn require_update_params() {
     let (params, vk) = cuzk::update::param_paths(2048).expect("update param paths");
