@@ -55,8 +55,8 @@ recomputed from them before any proving, so a wrong miner or sector fails at onc
     Status(StatusArgs),
     /// Draw a timeline CSV as an ASCII waterfall with per-job and prover statistics.
     Waterfall(WaterfallArgs),
-    /// Prove C1 files with filecoin-proofs' own seal_commit_phase2, one at a time, for
-    /// comparison.
+    /// Prove C1 files with filecoin-proofs' own seal_commit_phase2 (update inputs with its
+    /// own update prover), one at a time, for comparison.
     Reference(ReferenceArgs),
     /// Size and time this machine for a sector size on synthetic inputs of the real shape
     /// (no parameters to fetch; nothing it makes is a proof).
