@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use blstrs::Scalar as Fr;
 use filecoin_proofs_api::{RegisteredSealProof, RegisteredUpdateProof, SectorId};
 
@@ -58,24 +58,33 @@ pub trait SectorCircuits: Send + Sync {
     fn verifying_key_path(&self) -> Result<PathBuf>;
     /// Partition `k`'s witness computed natively (on `pool`) and by the circuit's gadgets,
     /// compared element for element; `challenges` limits both to a sample of the
-    /// partition's challenges (the same gadgets, fewer of them).
+    /// partition's challenges (the same gadgets, fewer of them). By default: none to
+    /// compare, the circuit's witness comes from its gadgets alone.
     fn check_native_witness(
         &self,
-        k: usize,
-        challenges: Option<Range<usize>>,
-        pool: &rayon::ThreadPool,
-    ) -> Result<WitnessCheck>;
+        _k: usize,
+        _challenges: Option<Range<usize>>,
+        _pool: &rayon::ThreadPool,
+    ) -> Result<WitnessCheck> {
+        bail!(NO_NATIVE_WITNESS)
+    }
     /// Partition `k`'s witness (or that of a sample of its challenges) computed natively on
     /// `pool`, and the CPU milliseconds it took over all threads. With `expected` (its input
     /// and aux counts) the challenges write in place into one vector, as the pipeline's do.
     fn native_witness(
         &self,
-        k: usize,
-        challenges: Option<Range<usize>>,
-        pool: &rayon::ThreadPool,
-        expected: Option<(usize, usize)>,
-    ) -> Result<(Witness, f64)>;
+        _k: usize,
+        _challenges: Option<Range<usize>>,
+        _pool: &rayon::ThreadPool,
+        _expected: Option<(usize, usize)>,
+    ) -> Result<(Witness, f64)> {
+        bail!(NO_NATIVE_WITNESS)
+    }
 }
+
+/// What a circuit without a native witness (the update circuit's) answers when asked for one.
+const NO_NATIVE_WITNESS: &str =
+    "this circuit has no native witness: its witness comes from the circuit's gadgets";
 
 /// What the assembled proof is checked against, and what its record says.
 #[derive(Clone, Debug)]

@@ -129,14 +129,20 @@ fn dif_rec(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
         *w = (*u - *w) * twiddle(tw, dir, j * stride);
         *u = sum;
     });
-    if n >= PARALLEL {
-        rayon::join(
-            || dif_rec(lo, tw, dir, stride * 2),
-            || dif_rec(hi, tw, dir, stride * 2),
-        );
+    halves(
+        n >= PARALLEL,
+        || dif_rec(lo, tw, dir, stride * 2),
+        || dif_rec(hi, tw, dir, stride * 2),
+    );
+}
+
+/// Runs the two halves' transforms, on two threads when they are big enough to pay for it.
+fn halves(parallel: bool, lo: impl FnOnce() + Send, hi: impl FnOnce() + Send) {
+    if parallel {
+        rayon::join(lo, hi);
     } else {
-        dif_rec(lo, tw, dir, stride * 2);
-        dif_rec(hi, tw, dir, stride * 2);
+        lo();
+        hi();
     }
 }
 
@@ -147,15 +153,11 @@ fn dit_rec(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
         return;
     }
     let (lo, hi) = v.split_at_mut(n / 2);
-    if n >= PARALLEL {
-        rayon::join(
-            || dit_rec(lo, tw, dir, stride * 2),
-            || dit_rec(hi, tw, dir, stride * 2),
-        );
-    } else {
-        dit_rec(lo, tw, dir, stride * 2);
-        dit_rec(hi, tw, dir, stride * 2);
-    }
+    halves(
+        n >= PARALLEL,
+        || dit_rec(lo, tw, dir, stride * 2),
+        || dit_rec(hi, tw, dir, stride * 2),
+    );
     butterflies(lo, hi, |j, u, w| {
         let t = *w * twiddle(tw, dir, j * stride);
         *w = *u - t;

@@ -10,10 +10,9 @@
 //! pre-compiled constraints where they are recorded): the native witness covers the PoRep
 //! circuit only. The assembled proof is checked with `verify_empty_sector_update_proof`.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use blstrs::Scalar as Fr;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{with_shape, DefaultPieceDomain, MerkleTreeTrait};
@@ -33,8 +32,6 @@ use crate::proof_kind::CircuitId;
 use crate::r1cs::{self, R1cs, ShapeCounts};
 use crate::sector::{BindSectorError, Commitments, Sector, SectorCircuits, SynthesisPlan};
 use crate::synth::{synthesize_with_capacity, SynthesizedPartition};
-use crate::witness::check::WitnessCheck;
-use crate::witness::Witness;
 
 pub mod input;
 
@@ -237,29 +234,6 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
         Ok(parameter_cache_verifying_key_path(
             &cache_identifier::<Tree>(&self.public_params),
         ))
-    }
-
-    fn check_native_witness(
-        &self,
-        _k: usize,
-        _challenges: Option<Range<usize>>,
-        _pool: &rayon::ThreadPool,
-    ) -> Result<WitnessCheck> {
-        bail!(
-            "update proofs have no native witness: their witness comes from the circuit's gadgets"
-        )
-    }
-
-    fn native_witness(
-        &self,
-        _k: usize,
-        _challenges: Option<Range<usize>>,
-        _pool: &rayon::ThreadPool,
-        _expected: Option<(usize, usize)>,
-    ) -> Result<(Witness, f64)> {
-        bail!(
-            "update proofs have no native witness: their witness comes from the circuit's gadgets"
-        )
     }
 }
 
