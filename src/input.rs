@@ -27,6 +27,14 @@ impl JobInput {
             JobInput::Update(_) => ProofKind::Update,
         }
     }
+
+    /// Whether the file is a `cuzk bench` shape input (synthetic data, proofs never verify).
+    pub fn is_benchmark(&self) -> bool {
+        match self {
+            JobInput::Seal(c1) => c1.is_benchmark,
+            JobInput::Update(update) => update.is_benchmark,
+        }
+    }
 }
 
 /// Reads and checks the input file at `path`, refusing files over `max_bytes` unread.

@@ -257,6 +257,26 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
             "already in",
         ),
     ];
+    // `cuzk bench` shape inputs, a C1 file and an update: refused by a run that is no
+    // benchmark, each named for its kind.
+    let shape_identity = |sector_num| cuzk::c1::SectorIdentity {
+        miner_id: 1000,
+        sector_num,
+    };
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(41);
+    let shape_c1 = cuzk::shape::synthetic_c1(2048, shape_identity(901), &mut rng).expect("shape");
+    cases.push((
+        "s-t01000-901.json".into(),
+        cuzk::shape::wrap_benchmark_c1(&shape_c1, shape_identity(901)).expect("wrap"),
+        "spool",
+        "benchmark input: synthetic data in the shape of a real sector",
+    ));
+    cases.push((
+        "s-t01000-902.json".into(),
+        cuzk::shape::synthetic_update(2048, shape_identity(902), &mut rng).expect("shape update"),
+        "spool",
+        "benchmark input: synthetic data in the shape of a real update",
+    ));
     // A finished result of the same name is already in the outbox.
     fs::create_dir_all(outbox).expect("outbox");
     fs::write(outbox.join("s-t01000-7.proof"), [1u8; 192]).expect("proof");

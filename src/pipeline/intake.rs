@@ -17,6 +17,7 @@ use crate::c1::{self, SectorIdentity};
 use crate::input::{self, JobInput};
 use crate::params::{self, MissingParamsError, SyntheticParamsError};
 use crate::porep;
+use crate::proof_kind::ProofKind;
 use crate::sector::{BindSectorError, Sector};
 use crate::spool::{C1Digest, ClaimedJob};
 use crate::update::UpdateInput;
@@ -91,28 +92,25 @@ pub fn bind_claimed(
     let c1_digest =
         C1Digest::of_file(&claimed.path).map_err(|e| JobError::Spool(format!("{e:#}")))?;
     let kind = input.kind();
+    if input.is_benchmark() && !rules.allow_benchmark {
+        let (what, bench) = match kind {
+            ProofKind::Seal => ("sector", "cuzk bench"),
+            ProofKind::Update => ("update", "cuzk bench --update"),
+        };
+        return Err(JobError::Spool(format!(
+            "{} is a cuzk benchmark input: synthetic data in the shape of a real {what}, whose proofs cannot verify; it is not proved as a real {what} (hint: time it with `{bench}`, or `cuzk prove-dir --benchmark` on a spool of its own)",
+            claimed.file_name
+        ))
+        .into());
+    }
     // storage-proofs asserts on some malformed vanilla proofs: a panic fails this job only.
     let bound = match input {
         JobInput::Seal(c1) => {
-            if c1.is_benchmark && !rules.allow_benchmark {
-                return Err(JobError::Spool(format!(
-                    "{} is a cuzk benchmark input: synthetic data in the shape of a real sector, whose proofs cannot verify; it is not proved as a real sector (hint: time it with `cuzk bench`, or `cuzk prove-dir --benchmark` on a spool of its own)",
-                    claimed.file_name
-                ))
-                .into());
-            }
             let identity = c1::resolve_identity(Path::new(&claimed.file_name), &c1, rules.miner_id)
                 .map_err(JobError::Identity)?;
             catch_unwind(AssertUnwindSafe(|| porep::bind(c1, identity)))
         }
         JobInput::Update(update) => {
-            if update.is_benchmark && !rules.allow_benchmark {
-                return Err(JobError::Spool(format!(
-                    "{} is a cuzk benchmark input: synthetic data in the shape of a real update, whose proofs cannot verify; it is not proved as a real update (hint: time it with `cuzk bench --update`, or `cuzk prove-dir --benchmark` on a spool of its own)",
-                    claimed.file_name
-                ))
-                .into());
-            }
             let identity = update_identity(&claimed.file_name, &update, rules.miner_id);
             catch_unwind(AssertUnwindSafe(|| crate::update::bind(update, identity)))
         }
