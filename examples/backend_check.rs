@@ -13,6 +13,7 @@
 use std::time::Instant;
 
 use anyhow::{ensure, Result};
+use bellperson::gadgets::boolean::AllocatedBit;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof};
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
@@ -27,12 +28,14 @@ use cuzk::backend::{BackendChoice, Prover};
 #[cfg(feature = "cuda")]
 use cuzk::sector::SynthesisPlan;
 use cuzk::synth::synthesize;
-use ff::Field;
+use ff::{Field, PrimeField};
 use rand::SeedableRng;
 #[cfg(feature = "cuda")]
 use std::sync::Arc;
 
-/// A chain of squarings `x_{i+1} = x_i^2 + x_i`, with the last value public.
+/// A chain of squarings `x_{i+1} = x_i^2 + x_i`, with the last value public. Each step
+/// also allocates the low bits of its value as booleans, so that, as in a PoRep circuit,
+/// most of the L, A and B queries' scalars are bits: the GPU multiexps split those off.
 #[derive(Clone)]
 struct Chain {
     x: Option<Fr>,
@@ -56,6 +59,16 @@ impl Circuit<Fr> for Chain {
                 |lc| lc + CS::one(),
                 |lc| lc + next.get_variable(),
             );
+            let low = next.get_value().map(|v| {
+                let repr = v.to_repr();
+                u16::from_le_bytes([repr.as_ref()[0], repr.as_ref()[1]])
+            });
+            for bit in 0..BITS_PER_STEP {
+                AllocatedBit::alloc(
+                    cs.namespace(|| format!("bit {i} {bit}")),
+                    low.map(|low| (low >> bit) & 1 == 1),
+                )?;
+            }
             x = next;
         }
         x.inputize(cs.namespace(|| "out"))?;
@@ -63,7 +76,16 @@ impl Circuit<Fr> for Chain {
     }
 }
 
+/// Booleans per step of [`Chain`]: 16 of its 18 variables per step are bits (a PoRep
+/// partition's are bits but for 1-2%).
+const BITS_PER_STEP: usize = 16;
+
 impl Chain {
+    /// Steps for about `2^log_constraints` constraints.
+    fn steps_for(log_constraints: u32) -> usize {
+        ((1usize << log_constraints) / (2 + BITS_PER_STEP)).max(1)
+    }
+
     fn output(&self) -> Fr {
         let mut x = self.x.unwrap_or(Fr::ZERO);
         for _ in 0..self.steps {
@@ -89,7 +111,7 @@ struct Args {
 fn main() -> Result<()> {
     env_logger::init();
     let args = Args::parse();
-    let steps = (1usize << args.log_constraints) / 2 - 2;
+    let steps = Chain::steps_for(args.log_constraints);
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
     let started = Instant::now();
     let params = generate_random_parameters::<Bls12, _, _>(Chain { x: None, steps }, &mut rng)?;

@@ -98,6 +98,12 @@ fn prove_while_healthy(
     let mut uploaded_ahead = std::collections::HashSet::new();
     loop {
         if held.is_none() {
+            *held = links.rx.try_recv().ok();
+        }
+        // The partition to prove next was waiting for the prover (held from the last call,
+        // or queued): synthesis is ahead of it.
+        let was_waiting = held.is_some();
+        if held.is_none() {
             // Idle until a partition comes: upload the sets loaded meanwhile, so that a
             // device's first partition does not wait for its bases.
             loop {
@@ -116,9 +122,9 @@ fn prove_while_healthy(
         }
         // The queue closed and empty: done.
         let batch = next_batch(&links.rx, held, prover.batch_size())?;
-        // A prover that uploads ahead gets the next partition now, if one is queued.
+        // A prover that uploads ahead gets the next partition now, if one is coming.
         if held.is_none() && prover.uploads_ahead() {
-            *held = links.rx.try_recv().ok();
+            *held = lookahead(&links.rx, was_waiting);
         }
         let next = held.as_ref().map(|msg| &msg.synthesized);
         let call = Call {
@@ -205,6 +211,24 @@ impl PriorityGate {
             self.has_failed = true;
             log::warn!("{worker}: {err}");
         }
+    }
+}
+
+/// How long a prover that uploads ahead waits for the partition after its batch, when
+/// synthesis is ahead of it: the worker that the batch's own `recv` unblocked needs a moment
+/// to hand its partition over.
+const LOOKAHEAD_WAIT: Duration = Duration::from_millis(10);
+
+/// The partition to prove after this batch, for a prover that uploads its witness meanwhile.
+/// When the batch's partition was waiting for the prover (`was_waiting`), synthesis is ahead
+/// and a worker is about to deliver: a bare `try_recv` would find the queue empty every
+/// time, since taking the batch is what let that worker send. Otherwise the prover does
+/// not wait for what is not there.
+fn lookahead<T>(rx: &Receiver<T>, was_waiting: bool) -> Option<T> {
+    match rx.try_recv() {
+        Ok(msg) => Some(msg),
+        Err(_) if was_waiting => rx.recv_timeout(LOOKAHEAD_WAIT).ok(),
+        Err(_) => None,
     }
 }
 
@@ -430,6 +454,52 @@ fn cancelled(job: Arc<Job>) -> Arc<Job> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Synthesis ahead of the prover: workers blocked on a full queue of depth one, as
+    /// when the GPU sets the pace. Taking a partition is what lets the next worker send.
+    fn blocked_workers(partitions: u32) -> Receiver<u32> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        for partition in 0..partitions {
+            let tx = tx.clone();
+            std::thread::spawn(move || tx.send(partition));
+        }
+        // Every worker has finished: one partition queued, the rest blocked on sending.
+        while !rx.is_full() {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        rx
+    }
+
+    #[test]
+    fn a_prover_ahead_of_nothing_gets_the_partition_a_blocked_worker_hands_over() {
+        for _ in 0..20 {
+            let rx = blocked_workers(3);
+            let first = rx.recv().expect("a queued partition");
+            // The queue is empty for a moment; a bare try_recv found nothing here.
+            let next = lookahead(&rx, true);
+            assert!(
+                next.is_some(),
+                "after {first}, the blocked worker's partition"
+            );
+            assert_ne!(next, Some(first));
+        }
+    }
+
+    #[test]
+    fn a_prover_that_waited_for_its_partition_does_not_wait_for_the_next() {
+        let (tx, rx) = crossbeam_channel::bounded::<u32>(1);
+        let started = Instant::now();
+        assert_eq!(lookahead(&rx, false), None);
+        assert_eq!(lookahead(&rx, true), None, "nothing comes within the wait");
+        assert!(started.elapsed() < Duration::from_secs(1));
+        tx.send(7).unwrap();
+        assert_eq!(
+            lookahead(&rx, false),
+            Some(7),
+            "a queued one is taken either way"
+        );
+    }
 
     #[test]
     fn a_batch_is_charged_once() {

@@ -3,15 +3,19 @@
 // What runs here, per partition: a = A·w, b = B·w, c = C·w from the pre-compiled
 // constraints when the GPU keeps them (else a, b, c come from the host), the quotient
 // h = (a*b - c) / Z (iNTT, coset NTT, the pointwise step, coset iNTT), the density
-// filtering of the A and B queries, and the five multiexps (H, L, A and B in G1, B in G2). The final combination with r and s is done by
-// the Rust side (backend/cuda/mod.rs), which also checks every input before calling in.
+// filtering of the A and B queries, and the five multiexps (H, L, A and B in G1, B in G2;
+// the last four split into the scalars that are bits and the rest). The final combination
+// with r and s is done by the Rust side (backend/cuda/mod.rs), which also checks every
+// input before calling in.
 //
 // Safety rules of the host side, stated once:
 // - Ownership. A `cuzk_gpu` owns every device buffer it uses: the resident bases (allocated
 //   by cuzk_gpu_reserve_bases, kept until cuzk_gpu_close), the pre-compiled constraints
 //   (cuzk_gpu_upload_matrices, replaced only by another set) and the per-partition working
 //   buffers (allocated at the first partition of a domain size, grown only for a larger
-//   one). Nothing else frees them. Host pointers passed in are borrowed for the call only.
+//   one). Nothing else frees them. The multiexps' temporaries (sppark's, and the bit
+//   split's `pool_buffer`s) come from the device's stream-ordered pool and go back to it
+//   within the call. Host pointers passed in are borrowed for the call only.
 // - Streams. Everything runs on sppark's streams of the handle's device. sppark's
 //   multiexp keeps per-device work counters, so two proofs must never run on one device at
 //   once: each device has one mutex, held for a whole upload or proof. Within a proof, a
@@ -54,9 +58,13 @@ typedef fr_t scalar_t;
 // sppark's digit sort is a plain __global__ function; SupraSeal's prover, linked into the
 // same binary, defines it too. A name of our own keeps the two definitions apart (the
 // standard headers that use `sort` are included above, so only sppark's is renamed).
+// Its batch addition kernels are templates SupraSeal instantiates as well; they are renamed
+// the same way, so that our launches reach the kernels compiled in this file.
 #define sort cuzk_msm_sort
+#define batch_addition cuzk_batch_addition
 #define SPPARK_DONT_INSTANTIATE_TEMPLATES
 #include <msm/pippenger.cuh>
+#undef batch_addition
 #undef sort
 #include <ntt/ntt.cuh>
 
@@ -243,6 +251,127 @@ void evaluate_rows(fr_t* out, const uint64_t* row_ptr, const uint64_t* entries,
     }
 }
 
+// Scalars are compared limb by limb, in Montgomery form: `one` is fr_t's one, passed in.
+__device__ __forceinline__ uint32_t limbs_xor(const fr_t& a, const fr_t& b)
+{
+    const uint32_t* x = reinterpret_cast<const uint32_t*>(&a);
+    const uint32_t* y = reinterpret_cast<const uint32_t*>(&b);
+    uint32_t d = 0;
+    for (size_t i = 0; i < sizeof(fr_t) / sizeof(uint32_t); i++)
+        d |= x[i] ^ y[i];
+    return d;
+}
+
+__device__ __forceinline__ uint32_t limbs_or(const fr_t& a)
+{
+    const uint32_t* x = reinterpret_cast<const uint32_t*>(&a);
+    uint32_t d = 0;
+    for (size_t i = 0; i < sizeof(fr_t) / sizeof(uint32_t); i++)
+        d |= x[i];
+    return d;
+}
+
+// The split of a query's scalars into bits and the rest, a warp per 32 scalars: `ones` gets
+// a bit per scalar equal to one (the words up to `nwords` past the end are zero, as batch
+// addition reads whole rows of 32 words), and `tail` counts the scalars neither zero nor one.
+__launch_bounds__(256) __global__
+void split_bits(uint32_t* ones, uint32_t* tail, const fr_t* scalars, size_t n, size_t nwords,
+                fr_t one)
+{
+    const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
+    const uint32_t lane = threadIdx.x % 32;
+    uint32_t count = 0;
+    for (size_t w = (threadIdx.x + (size_t)blockIdx.x * blockDim.x) / 32; w < nwords;
+         w += warps) {
+        size_t i = w * 32 + lane;
+        bool is_one = false, wide = false;
+        if (i < n) {
+            fr_t x = scalars[i];
+            is_one = limbs_xor(x, one) == 0;
+            wide = !is_one && limbs_or(x) != 0;
+        }
+        uint32_t one_bits = __ballot_sync(0xffffffffu, is_one);
+        uint32_t wide_bits = __ballot_sync(0xffffffffu, wide);
+        if (lane == 0) {
+            ones[w] = one_bits;
+            count += __popc(wide_bits);
+        }
+    }
+    if (lane == 0 && count)
+        atomicAdd(tail, count);
+}
+
+// Gathers the scalars neither zero nor one, with their positions, in any order (a multiexp's
+// sum does not depend on it); `cursor` starts at zero.
+__launch_bounds__(256) __global__
+void gather_tail(fr_t* tail_scalars, uint32_t* tail_index, uint32_t* cursor,
+                 const fr_t* scalars, size_t n, fr_t one)
+{
+    const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
+    const uint32_t lane = threadIdx.x % 32;
+    const size_t nwords = (n + 31) / 32;
+    for (size_t w = (threadIdx.x + (size_t)blockIdx.x * blockDim.x) / 32; w < nwords;
+         w += warps) {
+        size_t i = w * 32 + lane;
+        fr_t x = scalars[i < n ? i : 0];
+        bool wide = i < n && limbs_xor(x, one) != 0 && limbs_or(x) != 0;
+        uint32_t wide_bits = __ballot_sync(0xffffffffu, wide);
+        uint32_t at = 0;
+        if (lane == 0 && wide_bits)
+            at = atomicAdd(cursor, (uint32_t)__popc(wide_bits));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (wide) {
+            at += __popc(wide_bits & ((1u << lane) - 1));
+            tail_scalars[at] = x;
+            tail_index[at] = (uint32_t)i;
+        }
+    }
+}
+
+// dst[k] = bases[index[k]]: the tail's bases, beside its scalars.
+template<class affine_h>
+__launch_bounds__(256) __global__
+void gather_bases(affine_h* dst, const affine_h* bases, const uint32_t* index, size_t n)
+{
+    for (size_t k = threadIdx.x + (size_t)blockIdx.x * blockDim.x; k < n;
+         k += (size_t)blockDim.x * gridDim.x)
+        dst[k] = bases[index[k]];
+}
+
+// Device memory from the stream's pool (kept by the pool, see cuzk_gpu_open), given back on
+// that stream when it goes out of scope.
+template<class T>
+struct pool_buffer {
+    T* ptr = nullptr;
+    cudaStream_t stream = nullptr;
+    pool_buffer() = default;
+    pool_buffer(size_t n, cudaStream_t s) : stream(s)
+    {
+        if (n)
+            CUDA_OK(cudaMallocAsync((void**)&ptr, n * sizeof(T), s));
+    }
+    pool_buffer(pool_buffer&& o) noexcept : ptr(o.ptr), stream(o.stream) { o.ptr = nullptr; }
+    pool_buffer& operator=(pool_buffer&& o) noexcept
+    {
+        if (this != &o) {
+            release();
+            ptr = o.ptr;
+            stream = o.stream;
+            o.ptr = nullptr;
+        }
+        return *this;
+    }
+    pool_buffer(const pool_buffer&) = delete;
+    pool_buffer& operator=(const pool_buffer&) = delete;
+    ~pool_buffer() { release(); }
+    void release()
+    {
+        if (ptr)
+            (void)cudaFreeAsync(ptr, stream);
+        ptr = nullptr;
+    }
+};
+
 template<class T>
 struct device_vec {
     T* ptr = nullptr;
@@ -422,6 +551,108 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
     std::free(err.message);     // sppark strdup()s it for Rust; we own it here
     if (err.code != cudaSuccess)
         throw cuda_error{err.code, message};
+}
+
+// A query whose scalars are mostly zero and one (L, A and B: a PoRep witness is mostly the
+// bits of its SHA-256 gadgets), split once and used for every base set over it. Pippenger
+// sorts every window of every scalar, so such a multiexp cost a fifth of the full-width H
+// one; split, the ones' bases are summed by batch addition and only the tail (the other
+// scalars, about 1-2% of a PoRep query) goes through Pippenger. Its buffers are the
+// stream's, freed when it goes out of scope.
+struct bit_split {
+    // Past this share of wide scalars the split saves little and its buffers grow large.
+    static constexpr size_t MAX_TAIL_SHARE = 8;
+
+    const gpu_t& gpu;
+    size_t n = 0, tail = 0;
+    bool is_split = false;      // else: prove with plain Pippenger
+    pool_buffer<uint32_t> ones;
+    pool_buffer<fr_t> tail_scalars;
+    pool_buffer<uint32_t> tail_index;
+
+    bit_split(const gpu_t& g, const fr_t* scalars, size_t len) : gpu(g), n(len)
+    {
+        // Batch addition takes 31-bit positions and reads the ones in rows of 1024.
+        if (n == 0 || n >= ((size_t)1 << 31))
+            return;
+        stream_t& s = gpu[0];
+        const int grid = (int)gpu.sm_count() * 4;
+        size_t nwords = (n + 1023) / 1024 * 32;
+        pool_buffer<uint32_t> words{nwords + 1, s};
+        uint32_t* count = words.ptr + nwords;
+        CUDA_OK(cudaMemsetAsync(count, 0, sizeof(uint32_t), s));
+        split_bits<<<grid, 256, 0, s>>>(words.ptr, count, scalars, n, nwords, fr_t::one());
+        CUDA_OK(cudaGetLastError());
+        uint32_t wide = 0;
+        s.DtoH(&wide, count, 1);
+        s.sync();
+        if ((size_t)wide > n / MAX_TAIL_SHARE)
+            return;
+        if (wide) {
+            // Out of device memory here only means the plain multiexp.
+            try {
+                pool_buffer<fr_t> t_scalars{wide, s};
+                pool_buffer<uint32_t> t_index{wide, s};
+                CUDA_OK(cudaMemsetAsync(count, 0, sizeof(uint32_t), s));
+                gather_tail<<<grid, 256, 0, s>>>(t_scalars.ptr, t_index.ptr, count, scalars, n,
+                                                 fr_t::one());
+                CUDA_OK(cudaGetLastError());
+                s.sync();
+                tail_scalars = std::move(t_scalars);
+                tail_index = std::move(t_index);
+            } catch (const cuda_error& e) {
+                if (e.code() != cudaErrorMemoryAllocation)
+                    throw;
+                (void)cudaGetLastError();
+                return;
+            }
+        }
+        tail = wide;
+        ones = std::move(words);
+        is_split = true;
+    }
+
+    // out = the multiexp of the split scalars over `bases` (on the device, n of them).
+    template<class bucket, class point, class affine>
+    void multiexp(point& out, const affine* bases)
+    {
+        using bucket_h = typename bucket::mem_t;
+        using affine_h = typename affine::mem_t;
+        stream_t& s = gpu[0];
+        const int sms = (int)gpu.sm_count();
+        out.inf();
+        if (tail) {
+            pool_buffer<affine_h> tail_bases{tail, s};
+            gather_bases<<<sms * 4, 256, 0, s>>>(tail_bases.ptr, (const affine_h*)bases,
+                                                 (const uint32_t*)tail_index.ptr, tail);
+            CUDA_OK(cudaGetLastError());
+            s.sync();
+            run_msm<bucket>(gpu, out, (const affine*)tail_bases.ptr, (const affine*)nullptr,
+                            (const fr_t*)tail_scalars.ptr, tail);
+        }
+        const size_t nbuckets = (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+        pool_buffer<bucket_h> d_sums{nbuckets, s};
+        s.launch_coop(cuzk_batch_addition<bucket>, {sms, BATCH_ADD_BLOCK_SIZE},
+                      d_sums.ptr, (const affine_h*)bases, (uint32_t)n,
+                      (const uint32_t*)ones.ptr, false, (uint32_t)0);
+        std::vector<bucket> sums(nbuckets);
+        s.DtoH(&sums[0], d_sums.ptr, nbuckets);
+        s.sync();
+        point ones_sum = sum_up(sums);
+        out.add(ones_sum);
+    }
+};
+
+// A multiexp of a query's scalars: split where the bases are resident and the split pays,
+// else plain Pippenger.
+template<class bucket, class point, class affine>
+void run_query_msm(const gpu_t& gpu, bit_split& split, point& out, const affine* device_bases,
+                   const affine* host_bases, const fr_t* device_scalars)
+{
+    if (device_bases && split.is_split)
+        split.multiexp<bucket>(out, device_bases);
+    else
+        run_msm<bucket>(gpu, out, device_bases, host_bases, device_scalars, split.n);
 }
 
 }  // namespace
@@ -804,9 +1035,13 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         CUDA_OK(aux_status);
         auto t2 = clock::now();
 
+        // L, A and B go through the split multiexp: their scalars are mostly bits.
         step = "the L multiexp";
-        run_msm<bucket_t>(gpu, out->l, g->resident[CUZK_L] ? g->l.ptr : nullptr, p->host_l,
-                          aux_dev, p->aux_len);
+        {
+            bit_split split{gpu, aux_dev, p->aux_len};
+            run_query_msm<bucket_t>(gpu, split, out->l, g->resident[CUZK_L] ? g->l.ptr : nullptr,
+                                    p->host_l, aux_dev);
+        }
         auto t3 = clock::now();
 
         // A = [inputs, aux used in A], B = [inputs used in B, aux used in B], built in x.
@@ -816,21 +1051,31 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         filter(x + p->input_len, aux_dev, w_a, pf_a, words_a, p->aux_len);
         s0.sync();
         step = "the A multiexp";
-        run_msm<bucket_t>(gpu, out->a, g->resident[CUZK_A] ? g->a.ptr : nullptr, p->host_a,
-                          x, a_len);
+        {
+            bit_split split{gpu, x, a_len};
+            run_query_msm<bucket_t>(gpu, split, out->a, g->resident[CUZK_A] ? g->a.ptr : nullptr,
+                                    p->host_a, x);
+        }
         auto t4 = clock::now();
 
         step = "filtering the B query";
         filter(x, g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len);
         filter(x + p->b_input_total, aux_dev, w_ba, pf_ba, words_a, p->aux_len);
         s0.sync();
+        // One split of B's scalars serves both groups.
         step = "the B multiexp in G1";
-        run_msm<bucket_t>(gpu, out->b_g1, g->resident[CUZK_B_G1] ? g->b_g1.ptr : nullptr,
-                          p->host_b_g1, x, b_len);
-        auto t5 = clock::now();
-        step = "the B multiexp in G2";
-        run_msm<bucket_fp2_t>(gpu, out->b_g2, g->resident[CUZK_B_G2] ? g->b_g2.ptr : nullptr,
-                              p->host_b_g2, x, b_len);
+        auto t5 = t4;
+        {
+            bit_split split{gpu, x, b_len};
+            run_query_msm<bucket_t>(gpu, split, out->b_g1,
+                                    g->resident[CUZK_B_G1] ? g->b_g1.ptr : nullptr,
+                                    p->host_b_g1, x);
+            t5 = clock::now();
+            step = "the B multiexp in G2";
+            run_query_msm<bucket_fp2_t>(gpu, split, out->b_g2,
+                                        g->resident[CUZK_B_G2] ? g->b_g2.ptr : nullptr,
+                                        p->host_b_g2, x);
+        }
         gpu.sync();
         auto t6 = clock::now();
 
