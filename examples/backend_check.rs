@@ -28,6 +28,8 @@ use cuzk::backend::{BackendChoice, Prover};
 #[cfg(feature = "cuda")]
 use cuzk::sector::SynthesisPlan;
 use cuzk::synth::synthesize;
+#[cfg(feature = "cuda")]
+use cuzk::synth::SynthesizedPartition;
 use ff::{Field, PrimeField};
 use rand::SeedableRng;
 #[cfg(feature = "cuda")]
@@ -218,11 +220,21 @@ fn main() -> Result<()> {
         let mut cuda = CudaProver::open(0, "cuda-0".into())?;
         let resident = Arc::new(ResidentParams::load(&path_of(&dir), u64::MAX)?);
         // Each partition's witness goes up during the previous one's proof (the second and
-        // later find theirs on the GPU), so every proof checks the upload ahead too.
+        // later find theirs on the GPU), so every proof checks the upload ahead too. The
+        // first and third are held compact (bits and wide values, expanded on the GPU),
+        // the second whole.
         let mut deferred: std::collections::VecDeque<_> = circuits
             .iter()
             .take(3)
-            .map(|c| r1cs.synthesize(c.clone(), &pool, Default::default(), true))
+            .enumerate()
+            .map(|(k, c)| {
+                let mut partition = r1cs.synthesize(c.clone(), &pool, Default::default(), true)?;
+                ensure!(
+                    k % 2 == 1 || partition.compact_witness(),
+                    "a witness of bits was not compacted"
+                );
+                Ok(partition)
+            })
             .collect::<Result<_>>()?;
         let mut k = 0;
         while let Some(partition) = deferred.pop_front() {
@@ -335,23 +347,27 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         defer_evaluation: true,
         ..Default::default()
     };
-    let (on_gpu, timings) = cuda.prove(
-        sector.circuits.synthesize_partition(0, &deferred)?,
-        &resident,
-        Fr::ZERO,
-        Fr::ZERO,
-        None,
-    )?;
+    // Its witness held compact, as the pipeline holds it: bits, expanded on the GPU.
+    let compact = |k| -> Result<SynthesizedPartition> {
+        let mut partition = sector.circuits.synthesize_partition(k, &deferred)?;
+        ensure!(partition.compact_witness(), "the real witness was not compacted");
+        Ok(partition)
+    };
+    let (on_gpu, timings) = cuda.prove(compact(0)?, &resident, Fr::ZERO, Fr::ZERO, None)?;
     ensure!(
         on_gpu == on_cpu && timings.evaluate_ms > 0.0,
-        "real sector: the cuda backend's proof from the witness alone differs from the CPU's"
+        "real sector: the cuda backend's proof from the compact witness differs from the CPU's"
     );
-    eprintln!("real sector: cuda from the witness {timings}");
+    eprintln!("real sector: cuda from the compact witness {timings}");
     for plan in [&plan, &deferred] {
         let mut proof = Vec::new();
         for k in 0..sector.circuits.partition_count() {
             let (r, s) = cuzk::backend::groth16::fresh_randomness();
-            let partition = sector.circuits.synthesize_partition(k, plan)?;
+            let partition = if std::ptr::eq(plan, &deferred) {
+                compact(k)?
+            } else {
+                sector.circuits.synthesize_partition(k, plan)?
+            };
             cuda.prove(partition, &resident, r, s, None)?
                 .0
                 .write(&mut proof)?;
@@ -362,7 +378,7 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         );
     }
     println!(
-        "real sector {}: the cuda backend's proof (a, b, c from the host, and from the witness alone) equals the CPU's at r = s = 0 and passes verify_seal",
+        "real sector {}: the cuda backend's proof (a, b, c from the host, and from the compact witness alone) equals the CPU's at r = s = 0 and passes verify_seal",
         path.display()
     );
     Ok(())

@@ -38,6 +38,7 @@ pub mod build_info;
 pub mod c1;
 pub mod cli;
 pub mod commcid;
+pub mod compact_witness;
 pub mod cpus;
 pub mod damocles;
 pub mod event;

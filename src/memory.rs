@@ -97,6 +97,15 @@ impl Reservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// Gives back what is held beyond `bytes` (a partition whose witness became smaller);
+    /// holds on to everything when `bytes` is more.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if bytes < self.bytes {
+            self.budget.release(self.bytes - bytes);
+            self.bytes = bytes;
+        }
+    }
 }
 
 impl Drop for Reservation {
@@ -254,6 +263,22 @@ pub fn show_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shrunk_reservation_gives_back_the_rest_at_once_and_its_own_on_drop() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let budget = MemoryBudget::new(100, Some(tx));
+        let mut partition = budget.try_reserve(80).expect("fits");
+        assert!(budget.try_reserve(30).is_none());
+        partition.shrink_to(10);
+        assert_eq!((partition.bytes(), budget.in_use()), (10, 10));
+        assert!(rx.try_recv().is_ok(), "the feeder is woken");
+        partition.shrink_to(50);
+        assert_eq!(partition.bytes(), 10, "it never grows");
+        let other = budget.try_reserve(90).expect("room now");
+        drop((partition, other));
+        assert_eq!(budget.in_use(), 0);
+    }
 
     #[test]
     fn reservations_wait_for_room_and_come_back_on_drop() {

@@ -368,6 +368,7 @@ impl R1cs {
             c: Vec::new(),
             input_assignment: witness.inputs,
             aux_assignment: witness.aux,
+            compact_aux: None,
             deferred: None,
             profile,
             witness_id: next_witness_id(),

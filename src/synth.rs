@@ -13,6 +13,8 @@ use blstrs::Scalar as Fr;
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::Field;
 
+use crate::compact_witness::CompactWitness;
+
 /// A circuit's constraints as sparse matrices, for a prover that evaluates `A·w`, `B·w` and
 /// `C·w` where it proves (the cuda backend, on the GPU) instead of on the host. The
 /// pre-compiled constraints (`r1cs`) implement it.
@@ -56,8 +58,11 @@ pub struct SynthesizedPartition {
     // The witness.
     /// Public inputs, starting with the constant one.
     pub input_assignment: Vec<Fr>,
-    /// Private (auxiliary) variables.
+    /// Private (auxiliary) variables; empty while they are held compact.
     pub aux_assignment: Vec<Fr>,
+    /// The aux variables as bits and wide values, when compacted for a GPU that expands them
+    /// itself ([`Self::compact_witness`]); `aux_assignment` is then empty.
+    pub compact_aux: Option<CompactWitness>,
 
     /// Set when a, b and c were left to the prover: they are then empty, and are these
     /// matrices times the witness. A partition in flight holds only its witness this way.
@@ -126,7 +131,8 @@ impl SynthesisProfile {
             + partition.c.capacity()
             + partition.input_assignment.capacity()
             + partition.aux_assignment.capacity();
-        (scalars * std::mem::size_of::<Fr>()) as u64
+        let compact = partition.compact_aux.as_ref().map_or(0, CompactWitness::bytes);
+        (scalars * std::mem::size_of::<Fr>()) as u64 + compact
     }
 }
 
@@ -153,9 +159,49 @@ impl SynthesizedPartition {
         }
     }
 
+    /// Bytes the partition holds while it waits for its prover: its vectors and its
+    /// densities (a bit per variable for each of the three).
+    pub fn bytes_in_flight(&self) -> u64 {
+        let densities = 3 * self.aux_len().div_ceil(8) + self.input_assignment.len().div_ceil(8);
+        self.profile.bytes + densities as u64
+    }
+
+    /// Aux variables, whether held whole or compact.
+    pub fn aux_len(&self) -> usize {
+        match &self.compact_aux {
+            Some(compact) => compact.len,
+            None => self.aux_assignment.len(),
+        }
+    }
+
+    /// Holds the aux variables compact where that is much smaller (a witness of bits) and
+    /// a, b and c are left to the GPU, whose prover expands them on the device; else leaves
+    /// them whole. Returns whether it compacted them.
+    pub fn compact_witness(&mut self) -> bool {
+        if self.deferred.is_none() || self.compact_aux.is_some() {
+            return false;
+        }
+        let Some(compact) = CompactWitness::of(&self.aux_assignment) else {
+            return false;
+        };
+        self.compact_aux = Some(compact);
+        self.aux_assignment = Vec::new();
+        self.profile.bytes = SynthesisProfile::bytes_of(self);
+        true
+    }
+
+    /// The aux variables as field elements again, for a prover that reads them on the host.
+    pub fn expand_witness(&mut self) {
+        if let Some(compact) = self.compact_aux.take() {
+            self.aux_assignment = compact.expand();
+            self.profile.bytes = SynthesisProfile::bytes_of(self);
+        }
+    }
+
     /// Computes a, b and c on the host if they were deferred: for a prover that cannot
-    /// evaluate the matrices itself.
+    /// evaluate the matrices itself. The witness is expanded first where it was compact.
     pub fn evaluate_deferred(&mut self) {
+        self.expand_witness();
         if let Some(matrices) = self.deferred.take() {
             let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
             let rows = matrices.rows();
@@ -238,6 +284,7 @@ impl PartitionAssignment {
             c: Vec::with_capacity(capacity.abc),
             input_assignment: Vec::with_capacity(capacity.inputs),
             aux_assignment: Vec::with_capacity(capacity.aux),
+            compact_aux: None,
             deferred: None,
             profile: SynthesisProfile::default(),
             witness_id: next_witness_id(),
@@ -389,6 +436,68 @@ pub(crate) mod tests {
             );
             Ok(())
         }
+    }
+
+    /// `value` and its 64 bits, allocated as booleans and packed back into it: a witness
+    /// of bits but for one wide value, like a PoRep partition's.
+    #[derive(Clone)]
+    pub struct BitsCircuit {
+        pub value: Option<u64>,
+    }
+
+    impl Circuit<Fr> for BitsCircuit {
+        fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let value = AllocatedNum::alloc(cs.namespace(|| "value"), || {
+                self.value
+                    .map(Fr::from)
+                    .ok_or(SynthesisError::AssignmentMissing)
+            })?;
+            let mut packed = LinearCombination::zero();
+            let mut weight = Fr::ONE;
+            for i in 0..64 {
+                let bit = bellperson::gadgets::boolean::AllocatedBit::alloc(
+                    cs.namespace(|| format!("bit {i}")),
+                    self.value.map(|v| v >> i & 1 == 1),
+                )?;
+                packed = packed + (weight, bit.get_variable());
+                weight = weight.double();
+            }
+            value.inputize(cs.namespace(|| "value in"))?;
+            cs.enforce(
+                || "packed",
+                |_| packed,
+                |lc| lc + CS::one(),
+                |lc| lc + value.get_variable(),
+            );
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_witness_of_bits_is_held_compact_only_with_its_evaluation_deferred() {
+        let circuit = BitsCircuit {
+            value: Some(0xdead_beef_0123_4567),
+        };
+        let mut whole = synthesize(circuit.clone()).expect("synthesis");
+        assert_eq!(whole.first_unsatisfied(), None);
+        assert!(!whole.compact_witness(), "a, b and c on the host: left whole");
+        let r1cs = Arc::new(crate::r1cs::R1cs::record(circuit.clone()).expect("record"));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let mut deferred = r1cs
+            .synthesize(circuit, &pool, Capacity::default(), true)
+            .expect("deferred");
+        let before = deferred.bytes_in_flight();
+        assert!(deferred.compact_witness());
+        assert!(!deferred.compact_witness(), "once");
+        assert!(deferred.aux_assignment.is_empty());
+        assert_eq!(deferred.aux_len(), whole.aux_assignment.len());
+        assert!(deferred.bytes_in_flight() < before / 4, "{before} bytes before");
+        deferred.evaluate_deferred();
+        assert_eq!(deferred.aux_assignment, whole.aux_assignment);
+        assert_eq!((deferred.a, deferred.b, deferred.c), (whole.a, whole.b, whole.c));
     }
 
     #[test]

@@ -253,6 +253,44 @@ mod tests {
     }
 
     #[test]
+    fn a_compact_witness_proves_what_the_whole_one_does() {
+        use crate::synth::tests::BitsCircuit;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let circuit = BitsCircuit {
+            value: Some(0x8000_0000_0000_0001),
+        };
+        let params = generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)
+            .expect("parameters");
+        let r1cs = std::sync::Arc::new(crate::r1cs::R1cs::record(circuit.clone()).expect("record"));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let compact = || {
+            let mut partition = r1cs
+                .synthesize(circuit.clone(), &pool, Default::default(), true)
+                .expect("deferred");
+            assert!(partition.compact_witness());
+            partition
+        };
+        let prove = |partition, r, s| {
+            prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0))
+                .expect("prove")
+                .0
+        };
+        let whole = synthesize(circuit.clone()).expect("synthesis");
+        assert_eq!(
+            prove(compact(), Fr::ZERO, Fr::ZERO),
+            prove(whole, Fr::ZERO, Fr::ZERO)
+        );
+        let (r, s) = fresh_randomness();
+        let proof = prove(compact(), r, s);
+        let pvk = prepare_verifying_key(&params.vk);
+        let value = Fr::from(0x8000_0000_0000_0001u64);
+        assert!(verify_proof(&pvk, &proof, &[value]).expect("verify"));
+    }
+
+    #[test]
     fn tampered_witness_does_not_verify() {
         let params = params();
         let pvk = prepare_verifying_key(&params.vk);

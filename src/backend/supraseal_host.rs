@@ -21,6 +21,7 @@
 //! are not counted (buckets of a few hundred MB); at 32GiB the figures await a measurement on
 //! the GPU machine (BENCHMARKS.md).
 
+use crate::compact_witness::is_wide;
 use crate::params::load::{ParamsLayout, G1_BYTES, G2_BYTES};
 use crate::synth::SynthesizedPartition;
 
@@ -88,12 +89,6 @@ impl TailCounts {
             .max(share(self.a, layout.a))
             .max(share(self.b, layout.b))
     }
-}
-
-/// A scalar other than 0 and 1: its point goes to the tail multiexp.
-fn is_wide(scalar: &blstrs::Scalar) -> bool {
-    use ff::Field;
-    !(bool::from(scalar.is_zero())) && *scalar != blstrs::Scalar::ONE
 }
 
 /// Host bytes one SupraSeal call proving `batch` partitions of `layout`'s circuit allocates

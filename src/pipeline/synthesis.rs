@@ -18,7 +18,7 @@ use crate::memory::Reservation;
 use crate::r1cs::R1cs;
 use crate::sector::SynthesisPlan;
 use crate::spool::Spool;
-use crate::synth::Capacity;
+use crate::synth::{thread_cpu_ms, Capacity};
 
 use super::constraints::ConstraintSets;
 use super::job::{Job, JobError, Outcome, SynthesisFailure, SynthesizedMsg};
@@ -215,7 +215,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
             error: JobError::Synthesis { partition, error },
         }
     };
-    let synthesized = match result {
+    let mut synthesized = match result {
         Ok(Ok(synthesized)) => synthesized,
         Ok(Err(err)) => {
             let _ = outcome_tx.send(failed(SynthesisFailure::Circuit(err)));
@@ -227,6 +227,16 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
             return;
         }
     };
+    // A witness of bits waits for the GPU, and goes to it, as bits: the budget gets the
+    // rest back now. The time is the circuit pass's, which made the witness.
+    let mut memory = memory;
+    let (compact_started, compact_cpu) = (Instant::now(), thread_cpu_ms());
+    if synthesized.compact_witness() {
+        let profile = &mut synthesized.profile;
+        profile.witness_ms += compact_started.elapsed().as_secs_f64() * 1e3;
+        profile.witness_cpu_ms += thread_cpu_ms() - compact_cpu;
+        memory.shrink_to(synthesized.bytes_in_flight());
+    }
     events.emit(EventKind::SynthFinished {
         job: name.clone(),
         partition,

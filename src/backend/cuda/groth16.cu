@@ -19,8 +19,9 @@
 // - Streams. Everything runs on sppark's streams of the handle's device. sppark's
 //   multiexp keeps per-device work counters, so two proofs must never run on one device at
 //   once: each device has one mutex, held for a whole upload or proof. Within a proof, a
-//   helper thread may copy the next partition's witness on the stager's own stream into
-//   the slot this proof does not use; it is joined before the call returns.
+//   helper thread may copy (and, when compact, expand) the next partition's witness on the
+//   stager's own stream into the slot this proof does not use; it is joined before the
+//   call returns.
 // - Errors. No C++ exception crosses this boundary: every entry point catches all of them
 //   and returns a cuzk_status (code 0 on success, else a CUDA error code or -1, with a
 //   message naming the step). Host asserts are compiled out (NDEBUG); the Rust side
@@ -107,8 +108,12 @@ struct cuzk_partition {
     size_t lg_domain;           // 2^lg_domain >= abc_len
     const fr_t* inputs;         // input_len values, the constant one first
     size_t input_len;
-    const fr_t* aux;            // aux_len values
+    const fr_t* aux;            // aux_len values; null when compact:
     size_t aux_len;
+    const uint64_t* aux_ones;   //   bit i of word i/64 set where variable i is one, and
+    const uint32_t* aux_wide_index;  // the other non-zero variables' positions
+    const fr_t* aux_wide;       //   and values (null when whole)
+    size_t aux_wide_len;
     // Densities, as u64 words (bit i of word i/64) with the exclusive prefix counts of set
     // bits before each word, so the filtering kernel writes each survivor in its place.
     const uint64_t* a_aux_words;    const uint32_t* a_aux_prefix;    size_t a_aux_total;
@@ -338,6 +343,26 @@ void gather_bases(affine_h* dst, const affine_h* bases, const uint32_t* index, s
         dst[k] = bases[index[k]];
 }
 
+// dst[i] = one where bit i of `ones` is set, else zero: a compact witness's bits.
+__launch_bounds__(256) __global__
+void expand_bits(fr_t* dst, const uint64_t* ones, size_t n, fr_t one)
+{
+    fr_t zero;
+    zero.zero();
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        dst[i] = (ones[i / 64] >> (i % 64)) & 1 ? one : zero;
+}
+
+// dst[index[k]] = wide[k]: a compact witness's other values, after its bits.
+__launch_bounds__(256) __global__
+void scatter_wide(fr_t* dst, const uint32_t* index, const fr_t* wide, size_t n)
+{
+    for (size_t k = threadIdx.x + (size_t)blockIdx.x * blockDim.x; k < n;
+         k += (size_t)blockDim.x * gridDim.x)
+        dst[index[k]] = wide[k];
+}
+
 // Device memory from the stream's pool (kept by the pool, see cuzk_gpu_open), given back on
 // that stream when it goes out of scope.
 template<class T>
@@ -508,6 +533,33 @@ struct cuzk_gpu {
 };
 
 namespace {
+
+// Puts partition `p`'s witness into `dst` (p->aux_len values) through the stager, on its
+// stream: whole, or compact, when its bits and wide values go up (tens of MB for a 32GiB
+// partition, against 4.2 GB whole) and are expanded here.
+void upload_witness(cuzk_gpu* g, fr_t* dst, const cuzk_partition* p)
+{
+    stager_t& stage = g->stage;
+    if (!p->aux_ones) {
+        stage.copy(dst, p->aux, p->aux_len * sizeof(fr_t));
+        return;
+    }
+    size_t words = (p->aux_len + 63) / 64, wide = p->aux_wide_len;
+    pool_buffer<uint64_t> ones{words, stage.stream};
+    pool_buffer<uint32_t> index{wide, stage.stream};
+    pool_buffer<fr_t> values{wide, stage.stream};
+    stage.copy(ones.ptr, p->aux_ones, words * sizeof(uint64_t));
+    stage.copy(index.ptr, p->aux_wide_index, wide * sizeof(uint32_t));
+    stage.copy(values.ptr, p->aux_wide, wide * sizeof(fr_t));
+    const int grid = (int)g->gpu.sm_count() * 4;
+    if (p->aux_len)
+        expand_bits<<<grid, 256, 0, stage.stream>>>(dst, ones.ptr, p->aux_len, fr_t::one());
+    CUDA_OK(cudaGetLastError());
+    if (wide)
+        scatter_wide<<<grid, 256, 0, stage.stream>>>(dst, index.ptr, values.ptr, wide);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaStreamSynchronize(stage.stream));
+}
 
 // After a failure, is the context still usable? Sticky errors (illegal address, launch
 // failure) are not; out of memory and bad arguments are.
@@ -841,6 +893,10 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the parameters")};
         const bool evaluate = p->evaluate != 0;
+        // A compact witness is expanded into a slot, which only evaluation on the device uses.
+        if (!evaluate && p->aux_ones)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("a compact witness needs the constraints on the GPU")};
         if (evaluate && g->matrix_rows != p->abc_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the uploaded constraints")};
@@ -925,7 +981,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
             s0.sync();      // the inputs, on s0
             // A witness uploaded ahead costs this call nothing: its upload time stays 0.
             if (!is_staged) {
-                g->stage.copy(g->slot_aux[slot].ptr, p->aux, p->aux_len * sizeof(fr_t));
+                upload_witness(g, g->slot_aux[slot].ptr, p);
                 g->slot_id[slot] = p->witness_id;
                 upload_ms += ms_between(u0, clock::now());
             }
@@ -988,8 +1044,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
                     (void)cudaSetDevice(gpu.cid());
                     try {
                         g->slot_aux[other].reserve(next->aux_len ? next->aux_len : 1);
-                        g->stage.copy(g->slot_aux[other].ptr, next->aux,
-                                      next->aux_len * sizeof(fr_t));
+                        upload_witness(g, g->slot_aux[other].ptr, next);
                         g->slot_id[other] = next->witness_id;
                     } catch (...) {
                         g->slot_id[other] = 0;

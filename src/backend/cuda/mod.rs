@@ -335,6 +335,7 @@ impl CudaProver {
         if !on_gpu.ptr_eq(&Arc::downgrade(matrices)) {
             return None;
         }
+        let (aux, aux_len, aux_ones, aux_wide_index, aux_wide, aux_wide_len) = witness_of(next);
         Some(ffi::Partition {
             a: std::ptr::null(),
             b: std::ptr::null(),
@@ -345,8 +346,12 @@ impl CudaProver {
             lg_domain: 0,
             inputs: next.input_assignment.as_ptr(),
             input_len: next.input_assignment.len(),
-            aux: next.aux_assignment.as_ptr(),
-            aux_len: next.aux_assignment.len(),
+            aux,
+            aux_len,
+            aux_ones,
+            aux_wide_index,
+            aux_wide,
+            aux_wide_len,
             a_aux_words: std::ptr::null(),
             a_aux_prefix: std::ptr::null(),
             a_aux_total: 0,
@@ -425,13 +430,15 @@ impl CudaProver {
         let started = Instant::now();
         let rows = partition.num_constraints();
         let domain = Domain::for_constraints(rows).map_err(Groth16Error::from)?;
-        let a_aux = Density::of(&partition.a_aux_density, partition.aux_assignment.len())
+        let a_aux = Density::of(&partition.a_aux_density, partition.aux_len())
             .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
         let b_input = Density::of(&partition.b_input_density, partition.input_assignment.len())
             .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
-        let b_aux = Density::of(&partition.b_aux_density, partition.aux_assignment.len())
+        let b_aux = Density::of(&partition.b_aux_density, partition.aux_len())
             .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
         let host = |set| params.streamed(set);
+        let (aux, aux_len, aux_ones, aux_wide_index, aux_wide, aux_wide_len) =
+            witness_of(&partition);
         let abc = |v: &Vec<Fr>| {
             if evaluate {
                 std::ptr::null()
@@ -449,8 +456,12 @@ impl CudaProver {
             lg_domain: domain.log_m as usize,
             inputs: partition.input_assignment.as_ptr(),
             input_len: partition.input_assignment.len(),
-            aux: partition.aux_assignment.as_ptr(),
-            aux_len: partition.aux_assignment.len(),
+            aux,
+            aux_len,
+            aux_ones,
+            aux_wide_index,
+            aux_wide,
+            aux_wide_len,
             a_aux_words: a_aux.words.as_ptr(),
             a_aux_prefix: a_aux.prefix.as_ptr(),
             a_aux_total: a_aux.total,
@@ -517,5 +528,30 @@ impl CudaProver {
             self.name, step.upload, step.evaluate, step.quotient, step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1, step.msm_b_g2
         );
         Ok((proof, timings))
+    }
+}
+
+/// `partition`'s aux variables as the GPU reads them (`cuzk_partition`'s aux fields): the
+/// values whole, or, when compact, null with its bits and wide values beside.
+fn witness_of(
+    partition: &SynthesizedPartition,
+) -> (*const Fr, usize, *const u64, *const u32, *const Fr, usize) {
+    match &partition.compact_aux {
+        Some(compact) => (
+            std::ptr::null(),
+            compact.len,
+            compact.ones.as_ptr(),
+            compact.wide_index.as_ptr(),
+            compact.wide_values.as_ptr(),
+            compact.wide_values.len(),
+        ),
+        None => (
+            partition.aux_assignment.as_ptr(),
+            partition.aux_assignment.len(),
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null(),
+            0,
+        ),
     }
 }

@@ -1,0 +1,143 @@
+//! Compact witnesses: a partition's aux variables as the bits they mostly are.
+//!
+//! A PoRep partition's witness is almost all booleans (the bits of its SHA-256 gadgets):
+//! at the 32GiB shape, 130M aux variables of which about 1.3% are neither 0 nor 1. Held as
+//! field elements they are 4.2 GB per partition in flight, and 4.2 GB to upload. Held here
+//! as one bit per variable for the ones, and the other values with their positions, they
+//! are 16 MB plus 36 bytes per wide value (about 80 MB), which is what a partition in
+//! flight then holds and what goes to the GPU, where it is expanded back
+//! (`backend/cuda/groth16.cu`). Any prover that needs the field elements on the host
+//! expands it first ([`CompactWitness::expand`]).
+
+use blstrs::Scalar as Fr;
+use ff::Field;
+
+/// A scalar other than 0 and 1: stored whole, not as a bit.
+pub fn is_wide(scalar: &Fr) -> bool {
+    !bool::from(scalar.is_zero()) && *scalar != Fr::ONE
+}
+
+/// Aux variables stored as bits, with the wide values (neither 0 nor 1) beside them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactWitness {
+    /// Variables.
+    pub len: usize,
+    /// Bit `i % 64` of word `i / 64` is set when variable `i` is one.
+    pub ones: Vec<u64>,
+    /// Positions of the wide variables, ascending.
+    pub wide_index: Vec<u32>,
+    /// Their values, in the same order.
+    pub wide_values: Vec<Fr>,
+}
+
+/// Past this share of wide values a compact witness saves little.
+const MAX_WIDE_SHARE: usize = 8;
+
+impl CompactWitness {
+    /// `aux` in compact form; `None` when it would not be smaller by much (more than one
+    /// value in [`MAX_WIDE_SHARE`] wide) or has too many variables for 32-bit positions.
+    pub fn of(aux: &[Fr]) -> Option<CompactWitness> {
+        if u32::try_from(aux.len()).is_err() {
+            return None;
+        }
+        let mut ones = vec![0u64; aux.len().div_ceil(64)];
+        let mut wide_index = Vec::new();
+        let mut wide_values = Vec::new();
+        for (w, (word, chunk)) in ones.iter_mut().zip(aux.chunks(64)).enumerate() {
+            for (bit, value) in chunk.iter().enumerate() {
+                if *value == Fr::ONE {
+                    *word |= 1 << bit;
+                } else if !bool::from(value.is_zero()) {
+                    if wide_values.len() >= aux.len() / MAX_WIDE_SHARE {
+                        return None;
+                    }
+                    // In range: the length fits 32 bits, checked above.
+                    wide_index.push((w * 64 + bit) as u32);
+                    wide_values.push(*value);
+                }
+            }
+        }
+        Some(CompactWitness {
+            len: aux.len(),
+            ones,
+            wide_index,
+            wide_values,
+        })
+    }
+
+    /// The aux variables as field elements again.
+    pub fn expand(&self) -> Vec<Fr> {
+        let mut aux = vec![Fr::ZERO; self.len];
+        for (chunk, word) in aux.chunks_mut(64).zip(&self.ones) {
+            for (bit, value) in chunk.iter_mut().enumerate() {
+                if word >> bit & 1 == 1 {
+                    *value = Fr::ONE;
+                }
+            }
+        }
+        for (&i, value) in self.wide_index.iter().zip(&self.wide_values) {
+            aux[i as usize] = *value;
+        }
+        aux
+    }
+
+    /// Bytes it holds.
+    pub fn bytes(&self) -> u64 {
+        (self.ones.capacity() * 8
+            + self.wide_index.capacity() * 4
+            + self.wide_values.capacity() * std::mem::size_of::<Fr>()) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn witness(len: usize, wide_every: usize) -> Vec<Fr> {
+        (0..len)
+            .map(|i| match i % wide_every {
+                0 => Fr::from(i as u64 + 2),
+                k if k % 3 == 0 => Fr::ZERO,
+                _ => Fr::ONE,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_mostly_boolean_witness_comes_back_element_for_element() {
+        for len in [10, 63, 64, 65, 1000, 4097] {
+            let aux = witness(len, 10);
+            let compact = CompactWitness::of(&aux).expect("a tenth wide is compacted");
+            assert_eq!(compact.expand(), aux, "{len} variables");
+            assert_eq!(compact.ones.len(), len.div_ceil(64));
+            let wide = aux.iter().filter(|v| is_wide(v)).count();
+            assert_eq!(compact.wide_values.len(), wide);
+            assert!(compact.wide_index.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+
+    #[test]
+    fn a_witness_of_bits_alone_is_a_bit_per_variable() {
+        let aux: Vec<Fr> = (0..640).map(|i| Fr::from((i % 2) as u64)).collect();
+        let compact = CompactWitness::of(&aux).unwrap();
+        assert!(compact.wide_values.is_empty());
+        assert_eq!(compact.ones, vec![0xaaaa_aaaa_aaaa_aaaa; 10]);
+        assert_eq!(compact.bytes(), 80);
+        assert_eq!(compact.expand(), aux);
+    }
+
+    #[test]
+    fn a_witness_of_wide_values_is_left_whole() {
+        let aux = witness(1000, 2);
+        assert_eq!(CompactWitness::of(&aux), None);
+        assert!(CompactWitness::of(&[]).is_some_and(|c| c.expand().is_empty()));
+    }
+
+    #[test]
+    fn minus_one_and_two_are_wide_and_one_is_not() {
+        assert!(is_wide(&Fr::from(2)));
+        assert!(is_wide(&-Fr::ONE));
+        assert!(!is_wide(&Fr::ONE));
+        assert!(!is_wide(&Fr::ZERO));
+    }
+}
