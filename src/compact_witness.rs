@@ -17,6 +17,20 @@ pub fn is_wide(scalar: &Fr) -> bool {
     !bool::from(scalar.is_zero()) && *scalar != Fr::ONE
 }
 
+// blstrs' `Scalar` is `repr(transparent)` over blst's `blst_fr`, which is `repr(C)` over four
+// `u64` limbs in Montgomery form: the layout the GPU reads too.
+const _: () = assert!(
+    std::mem::size_of::<Fr>() == 32 && std::mem::align_of::<Fr>() == std::mem::align_of::<u64>()
+);
+
+/// `value`'s Montgomery limbs: comparing these is several times faster than `Scalar`'s
+/// constant-time equality, which matters over a 130M-variable witness.
+fn limbs(value: &Fr) -> &[u64; 4] {
+    // SAFETY: same size and alignment (asserted above), and every bit pattern is a valid
+    // `[u64; 4]`; the borrow keeps `value` alive.
+    unsafe { &*(value as *const Fr).cast::<[u64; 4]>() }
+}
+
 /// Aux variables stored as bits, with the wide values (neither 0 nor 1) beside them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactWitness {
@@ -40,14 +54,16 @@ impl CompactWitness {
         if u32::try_from(aux.len()).is_err() {
             return None;
         }
+        let (one, zero) = (*limbs(&Fr::ONE), [0u64; 4]);
         let mut ones = vec![0u64; aux.len().div_ceil(64)];
         let mut wide_index = Vec::new();
         let mut wide_values = Vec::new();
         for (w, (word, chunk)) in ones.iter_mut().zip(aux.chunks(64)).enumerate() {
             for (bit, value) in chunk.iter().enumerate() {
-                if *value == Fr::ONE {
+                let value_limbs = limbs(value);
+                if *value_limbs == one {
                     *word |= 1 << bit;
-                } else if !bool::from(value.is_zero()) {
+                } else if *value_limbs != zero {
                     if wide_values.len() >= aux.len() / MAX_WIDE_SHARE {
                         return None;
                     }
@@ -67,14 +83,12 @@ impl CompactWitness {
 
     /// The aux variables as field elements again.
     pub fn expand(&self) -> Vec<Fr> {
-        let mut aux = vec![Fr::ZERO; self.len];
-        for (chunk, word) in aux.chunks_mut(64).zip(&self.ones) {
-            for (bit, value) in chunk.iter_mut().enumerate() {
-                if word >> bit & 1 == 1 {
-                    *value = Fr::ONE;
-                }
-            }
-        }
+        let mut aux: Vec<Fr> = (0..self.len)
+            .map(|i| match self.ones[i / 64] >> (i % 64) & 1 {
+                1 => Fr::ONE,
+                _ => Fr::ZERO,
+            })
+            .collect();
         for (&i, value) in self.wide_index.iter().zip(&self.wide_values) {
             aux[i as usize] = *value;
         }
@@ -139,5 +153,12 @@ mod tests {
         assert!(is_wide(&-Fr::ONE));
         assert!(!is_wide(&Fr::ONE));
         assert!(!is_wide(&Fr::ZERO));
+        // The limbs are Montgomery's: one is not the integer 1 there.
+        assert_ne!(*limbs(&Fr::ONE), [1, 0, 0, 0]);
+        assert_eq!(*limbs(&Fr::ZERO), [0; 4]);
+        let values = [Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(2), Fr::from(u64::MAX)];
+        let compact = CompactWitness::of(&[&values[..], &[Fr::ZERO; 40]].concat()).unwrap();
+        assert_eq!(compact.ones[0], 0b10);
+        assert_eq!(compact.wide_index, vec![2, 3, 4]);
     }
 }
