@@ -350,7 +350,10 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
     // Its witness held compact, as the pipeline holds it: bits, expanded on the GPU.
     let compact = |k| -> Result<SynthesizedPartition> {
         let mut partition = sector.circuits.synthesize_partition(k, &deferred)?;
-        ensure!(partition.compact_witness(), "the real witness was not compacted");
+        ensure!(
+            partition.compact_witness(),
+            "the real witness was not compacted"
+        );
         Ok(partition)
     };
     let (on_gpu, timings) = cuda.prove(compact(0)?, &resident, Fr::ZERO, Fr::ZERO, None)?;

@@ -96,6 +96,11 @@ pub struct SynthesisProfile {
     pub evaluate_ms: f64,
     /// CPU milliseconds of that evaluation, summed over the pool's threads.
     pub evaluate_cpu_ms: f64,
+    /// Wall-clock milliseconds turning the witness compact (0 when it stayed whole): the
+    /// scan, and giving back the whole one.
+    pub compact_ms: f64,
+    /// CPU milliseconds of that.
+    pub compact_cpu_ms: f64,
     /// Bytes of the vectors the partition holds (a, b, c and the witness).
     pub bytes: u64,
     /// How the witness was computed.
@@ -131,7 +136,10 @@ impl SynthesisProfile {
             + partition.c.capacity()
             + partition.input_assignment.capacity()
             + partition.aux_assignment.capacity();
-        let compact = partition.compact_aux.as_ref().map_or(0, CompactWitness::bytes);
+        let compact = partition
+            .compact_aux
+            .as_ref()
+            .map_or(0, CompactWitness::bytes);
         (scalars * std::mem::size_of::<Fr>()) as u64 + compact
     }
 }
@@ -480,7 +488,10 @@ pub(crate) mod tests {
         };
         let mut whole = synthesize(circuit.clone()).expect("synthesis");
         assert_eq!(whole.first_unsatisfied(), None);
-        assert!(!whole.compact_witness(), "a, b and c on the host: left whole");
+        assert!(
+            !whole.compact_witness(),
+            "a, b and c on the host: left whole"
+        );
         let r1cs = Arc::new(crate::r1cs::R1cs::record(circuit.clone()).expect("record"));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
@@ -494,10 +505,16 @@ pub(crate) mod tests {
         assert!(!deferred.compact_witness(), "once");
         assert!(deferred.aux_assignment.is_empty());
         assert_eq!(deferred.aux_len(), whole.aux_assignment.len());
-        assert!(deferred.bytes_in_flight() < before / 4, "{before} bytes before");
+        assert!(
+            deferred.bytes_in_flight() < before / 4,
+            "{before} bytes before"
+        );
         deferred.evaluate_deferred();
         assert_eq!(deferred.aux_assignment, whole.aux_assignment);
-        assert_eq!((deferred.a, deferred.b, deferred.c), (whole.a, whole.b, whole.c));
+        assert_eq!(
+            (deferred.a, deferred.b, deferred.c),
+            (whole.a, whole.b, whole.c)
+        );
     }
 
     #[test]

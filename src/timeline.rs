@@ -192,13 +192,16 @@ fn encode(kind: &EventKind) -> Fields<'_> {
             worker,
             detail: format!(
                 "constraints={constraints};precompiled={is_precompiled};deferred={is_deferred};\
-                 witness_ms={:.1};witness_cpu_ms={:.1};eval_ms={:.1};eval_cpu_ms={:.1};bytes={};witness={}",
+                 witness_ms={:.1};witness_cpu_ms={:.1};eval_ms={:.1};eval_cpu_ms={:.1};bytes={};witness={};\
+                 compact_ms={:.1};compact_cpu_ms={:.1}",
                 p.witness_ms,
                 p.witness_cpu_ms,
                 p.evaluate_ms,
                 p.evaluate_cpu_ms,
                 p.bytes,
-                p.witness_path.name()
+                p.witness_path.name(),
+                p.compact_ms,
+                p.compact_cpu_ms
             ),
         },
         EventKind::MemoryWait {
@@ -584,6 +587,8 @@ fn decode_synthesis_profile(detail: &str) -> SynthesisProfile {
         witness_cpu_ms: ms("witness_cpu_ms"),
         evaluate_ms: ms("eval_ms"),
         evaluate_cpu_ms: ms("eval_cpu_ms"),
+        compact_ms: ms("compact_ms"),
+        compact_cpu_ms: ms("compact_cpu_ms"),
         bytes: detail_value(detail, "bytes")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),

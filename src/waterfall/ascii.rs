@@ -388,9 +388,17 @@ fn ascii_throughput(run: &RunMetrics, lines: &mut Vec<String>) {
         ));
     }
     if let Some(sy) = &run.synthesis {
+        let compaction = match sy.compacted {
+            0 => String::new(),
+            n => format!(
+                ", witness made compact {:.2} s (CPU {:.2} s, {n} of them)",
+                sy.compact_s, sy.compact_cpu_s
+            ),
+        };
         lines.push(format!(
             "synthesis per partition ({}: {} pre-compiled, {} evaluated on the GPU): circuit \
-             pass {:.2} s (CPU {:.2} s), constraint evaluation {:.2} s (CPU {:.2} s); each held {}",
+             pass {:.2} s (CPU {:.2} s), constraint evaluation {:.2} s (CPU {:.2} s){compaction}; \
+             each held {}",
             plural(sy.partitions, "partition"),
             sy.precompiled,
             sy.deferred,
