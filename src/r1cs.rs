@@ -820,4 +820,40 @@ mod tests {
         let err = R1cs::load(&path).err().expect("damage is caught");
         assert!(err.to_string().contains("digest"), "{err}");
     }
+
+    #[test]
+    fn a_witness_of_bits_is_held_compact_only_with_its_evaluation_deferred() {
+        let circuit = crate::synth::tests::BitsCircuit {
+            value: Some(0xdead_beef_0123_4567),
+        };
+        let mut whole = synthesize(circuit.clone()).expect("synthesis");
+        assert_eq!(whole.first_unsatisfied(), None);
+        assert!(
+            !whole.compact_witness(),
+            "a, b and c on the host: left whole"
+        );
+        let r1cs = Arc::new(R1cs::record(circuit.clone()).expect("record"));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let mut deferred = r1cs
+            .synthesize(circuit, &pool, Capacity::default(), true)
+            .expect("deferred");
+        let before = deferred.bytes_in_flight();
+        assert!(deferred.compact_witness());
+        assert!(!deferred.compact_witness(), "once");
+        assert!(deferred.aux_assignment.is_empty());
+        assert_eq!(deferred.aux_len(), whole.aux_assignment.len());
+        assert!(
+            deferred.bytes_in_flight() < before / 4,
+            "{before} bytes before"
+        );
+        deferred.evaluate_deferred();
+        assert_eq!(deferred.aux_assignment, whole.aux_assignment);
+        assert_eq!(
+            (deferred.a, deferred.b, deferred.c),
+            (whole.a, whole.b, whole.c)
+        );
+    }
 }
