@@ -335,38 +335,7 @@ impl CudaProver {
         if !on_gpu.ptr_eq(&Arc::downgrade(matrices)) {
             return None;
         }
-        let (aux, aux_len, aux_ones, aux_wide_index, aux_wide, aux_wide_len) = witness_of(next);
-        Some(ffi::Partition {
-            a: std::ptr::null(),
-            b: std::ptr::null(),
-            c: std::ptr::null(),
-            abc_len: matrices.rows(),
-            evaluate: 1,
-            witness_id: next.witness_id,
-            lg_domain: 0,
-            inputs: next.input_assignment.as_ptr(),
-            input_len: next.input_assignment.len(),
-            aux,
-            aux_len,
-            aux_ones,
-            aux_wide_index,
-            aux_wide,
-            aux_wide_len,
-            a_aux_words: std::ptr::null(),
-            a_aux_prefix: std::ptr::null(),
-            a_aux_total: 0,
-            b_input_words: std::ptr::null(),
-            b_input_prefix: std::ptr::null(),
-            b_input_total: 0,
-            b_aux_words: std::ptr::null(),
-            b_aux_prefix: std::ptr::null(),
-            b_aux_total: 0,
-            host_h: std::ptr::null(),
-            host_l: std::ptr::null(),
-            host_a: std::ptr::null(),
-            host_b_g1: std::ptr::null(),
-            host_b_g2: std::ptr::null(),
-        })
+        Some(witness_only_view(next, matrices.rows()))
     }
 
     /// Uploads `matrices` unless they are already on the GPU.
@@ -437,8 +406,6 @@ impl CudaProver {
         let b_aux = Density::of(&partition.b_aux_density, partition.aux_len())
             .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
         let host = |set| params.streamed(set);
-        let (aux, aux_len, aux_ones, aux_wide_index, aux_wide, aux_wide_len) =
-            witness_of(&partition);
         let abc = |v: &Vec<Fr>| {
             if evaluate {
                 std::ptr::null()
@@ -452,16 +419,7 @@ impl CudaProver {
             c: abc(&partition.c),
             abc_len: rows,
             evaluate: i32::from(evaluate),
-            witness_id: partition.witness_id,
             lg_domain: domain.log_m as usize,
-            inputs: partition.input_assignment.as_ptr(),
-            input_len: partition.input_assignment.len(),
-            aux,
-            aux_len,
-            aux_ones,
-            aux_wide_index,
-            aux_wide,
-            aux_wide_len,
             a_aux_words: a_aux.words.as_ptr(),
             a_aux_prefix: a_aux.prefix.as_ptr(),
             a_aux_total: a_aux.total,
@@ -476,6 +434,7 @@ impl CudaProver {
             host_a: host(BaseSet::A),
             host_b_g1: host(BaseSet::BG1),
             host_b_g2: host(BaseSet::BG2),
+            ..witness_only_view(&partition, rows)
         };
         if !evaluate
             && [&partition.a, &partition.b, &partition.c]
@@ -531,27 +490,59 @@ impl CudaProver {
     }
 }
 
-/// `partition`'s aux variables as the GPU reads them (`cuzk_partition`'s aux fields): the
-/// values whole, or, when compact, null with its bits and wide values beside.
-fn witness_of(
-    partition: &SynthesizedPartition,
-) -> (*const Fr, usize, *const u64, *const u32, *const Fr, usize) {
-    match &partition.compact_aux {
-        Some(compact) => (
-            std::ptr::null(),
-            compact.len,
-            compact.ones.as_ptr(),
-            compact.wide_index.as_ptr(),
-            compact.wide_values.as_ptr(),
-            compact.wide_values.len(),
-        ),
-        None => (
-            partition.aux_assignment.as_ptr(),
-            partition.aux_assignment.len(),
-            std::ptr::null(),
-            std::ptr::null(),
-            std::ptr::null(),
-            0,
-        ),
+/// `partition` as the GPU reads it from its witness alone, the constraints evaluated there:
+/// the inputs, and the aux variables whole or, when compact, as bits and wide values (`aux`
+/// null). No a, b and c, densities or streamed bases: a proof's view adds those.
+fn witness_only_view(partition: &SynthesizedPartition, rows: usize) -> ffi::Partition {
+    use std::ptr::null;
+    let (aux, aux_len, aux_ones, aux_wide_index, aux_wide, aux_wide_len) =
+        match &partition.compact_aux {
+            Some(compact) => (
+                null(),
+                compact.len,
+                compact.ones.as_ptr(),
+                compact.wide_index.as_ptr(),
+                compact.wide_values.as_ptr(),
+                compact.wide_values.len(),
+            ),
+            None => (
+                partition.aux_assignment.as_ptr(),
+                partition.aux_assignment.len(),
+                null(),
+                null(),
+                null(),
+                0,
+            ),
+        };
+    ffi::Partition {
+        a: null(),
+        b: null(),
+        c: null(),
+        abc_len: rows,
+        evaluate: 1,
+        witness_id: partition.witness_id,
+        lg_domain: 0,
+        inputs: partition.input_assignment.as_ptr(),
+        input_len: partition.input_assignment.len(),
+        aux,
+        aux_len,
+        aux_ones,
+        aux_wide_index,
+        aux_wide,
+        aux_wide_len,
+        a_aux_words: null(),
+        a_aux_prefix: null(),
+        a_aux_total: 0,
+        b_input_words: null(),
+        b_input_prefix: null(),
+        b_input_total: 0,
+        b_aux_words: null(),
+        b_aux_prefix: null(),
+        b_aux_total: 0,
+        host_h: null(),
+        host_l: null(),
+        host_a: null(),
+        host_b_g1: null(),
+        host_b_g2: null(),
     }
 }
