@@ -124,7 +124,7 @@ fn prove_while_healthy(
         let batch = next_batch(&links.rx, held, prover.batch_size())?;
         // A prover that uploads ahead gets the next partition now, if one is coming.
         if held.is_none() && prover.uploads_ahead() {
-            *held = lookahead(&links.rx, was_waiting);
+            *held = lookahead(&links.rx, was_waiting, LOOKAHEAD_WAIT);
         }
         let next = held.as_ref().map(|msg| &msg.synthesized);
         let call = Call {
@@ -221,13 +221,13 @@ const LOOKAHEAD_WAIT: Duration = Duration::from_millis(10);
 
 /// The partition to prove after this batch, for a prover that uploads its witness meanwhile.
 /// When the batch's partition was waiting for the prover (`was_waiting`), synthesis is ahead
-/// and a worker is about to deliver: a bare `try_recv` would find the queue empty every
-/// time, since taking the batch is what let that worker send. Otherwise the prover does
-/// not wait for what is not there.
-fn lookahead<T>(rx: &Receiver<T>, was_waiting: bool) -> Option<T> {
+/// and a worker is about to deliver, so it waits up to `wait`: a bare `try_recv` would find
+/// the queue empty every time, since taking the batch is what let that worker send.
+/// Otherwise the prover does not wait for what is not there.
+fn lookahead<T>(rx: &Receiver<T>, was_waiting: bool, wait: Duration) -> Option<T> {
     match rx.try_recv() {
         Ok(msg) => Some(msg),
-        Err(_) if was_waiting => rx.recv_timeout(LOOKAHEAD_WAIT).ok(),
+        Err(_) if was_waiting => rx.recv_timeout(wait).ok(),
         Err(_) => None,
     }
 }
@@ -472,12 +472,13 @@ mod tests {
     }
 
     #[test]
-    fn a_prover_ahead_of_nothing_gets_the_partition_a_blocked_worker_hands_over() {
+    fn a_prover_behind_synthesis_gets_the_partition_a_blocked_worker_hands_over() {
         for _ in 0..20 {
             let rx = blocked_workers(3);
             let first = rx.recv().expect("a queued partition");
-            // The queue is empty for a moment; a bare try_recv found nothing here.
-            let next = lookahead(&rx, true);
+            // The queue is empty for a moment; a bare try_recv found nothing here. The wait
+            // is long so that a loaded test machine cannot make this fail.
+            let next = lookahead(&rx, true, Duration::from_secs(5));
             assert!(
                 next.is_some(),
                 "after {first}, the blocked worker's partition"
@@ -490,12 +491,18 @@ mod tests {
     fn a_prover_that_waited_for_its_partition_does_not_wait_for_the_next() {
         let (tx, rx) = crossbeam_channel::bounded::<u32>(1);
         let started = Instant::now();
-        assert_eq!(lookahead(&rx, false), None);
-        assert_eq!(lookahead(&rx, true), None, "nothing comes within the wait");
-        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(lookahead(&rx, false, Duration::from_secs(60)), None);
+        assert!(started.elapsed() < Duration::from_secs(30), "no wait");
+        let wait = Duration::from_millis(50);
+        assert_eq!(
+            lookahead(&rx, true, wait),
+            None,
+            "nothing came within the wait"
+        );
+        assert!(started.elapsed() >= wait);
         tx.send(7).unwrap();
         assert_eq!(
-            lookahead(&rx, false),
+            lookahead(&rx, false, wait),
             Some(7),
             "a queued one is taken either way"
         );
