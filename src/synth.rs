@@ -167,10 +167,17 @@ impl SynthesizedPartition {
         }
     }
 
-    /// Bytes the partition holds while it waits for its prover: its vectors and its
-    /// densities (a bit per variable for each of the three).
+    /// Bytes the partition holds while it waits for its prover: its vectors and its three
+    /// densities (a bit per variable each tracks).
     pub fn bytes_in_flight(&self) -> u64 {
-        let densities = 3 * self.aux_len().div_ceil(8) + self.input_assignment.len().div_ceil(8);
+        let densities: usize = [
+            &self.a_aux_density,
+            &self.b_input_density,
+            &self.b_aux_density,
+        ]
+        .iter()
+        .map(|density| density.bv.len().div_ceil(8))
+        .sum();
         self.profile.bytes + densities as u64
     }
 

@@ -16,10 +16,16 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// Fails with the fix if the 2KiB parameters are missing.
 pub fn require_params() {
-    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    let paths = cuzk::params::param_paths(2048).expect("param paths");
+    require_param_files(paths, "2KiB parameters", "");
+}
+
+/// Fails, naming `what` and the `params gen` command (with `flag`) that makes them, unless
+/// both files of a parameter set are there.
+fn require_param_files((params, vk): (PathBuf, PathBuf), what: &str, flag: &str) {
     assert!(
         params.is_file() && vk.is_file(),
-        "2KiB parameters missing at {}: run `cargo run -- params gen --sector-size 2KiB` first (scripts/test.sh does)",
+        "{what} missing at {}: run `cargo run -- params gen --sector-size 2KiB{flag}` first (scripts/test.sh does)",
         params.display()
     );
 }
@@ -41,12 +47,8 @@ pub fn copy_update_fixture(inbox: &Path, name: &str) {
 
 /// Fails with the fix if the 2KiB SnapDeals update parameters are missing.
 pub fn require_update_params() {
-    let (params, vk) = cuzk::update::param_paths(2048).expect("update param paths");
-    assert!(
-        params.is_file() && vk.is_file(),
-        "2KiB update parameters missing at {}: run `cargo run -- params gen --sector-size 2KiB --update` first (scripts/test.sh does)",
-        params.display()
-    );
+    let paths = cuzk::update::param_paths(2048).expect("update param paths");
+    require_param_files(paths, "2KiB update parameters", " --update");
 }
 
 /// The update input in the file at `path`, read as `cuzk prove-dir` reads it (by content,

@@ -276,6 +276,12 @@ __device__ __forceinline__ uint32_t limbs_or(const fr_t& a)
     return d;
 }
 
+// A scalar neither zero nor one: it goes to the tail.
+__device__ __forceinline__ bool is_wide(const fr_t& x, const fr_t& one)
+{
+    return limbs_xor(x, one) != 0 && limbs_or(x) != 0;
+}
+
 // The split of a query's scalars into bits and the rest, a warp per 32 scalars: `ones` gets
 // a bit per scalar equal to one (the words up to `nwords` past the end are zero, as batch
 // addition reads whole rows of 32 words), and `tail` counts the scalars neither zero nor one.
@@ -293,7 +299,7 @@ void split_bits(uint32_t* ones, uint32_t* tail, const fr_t* scalars, size_t n, s
         if (i < n) {
             fr_t x = scalars[i];
             is_one = limbs_xor(x, one) == 0;
-            wide = !is_one && limbs_or(x) != 0;
+            wide = is_wide(x, one);
         }
         uint32_t one_bits = __ballot_sync(0xffffffffu, is_one);
         uint32_t wide_bits = __ballot_sync(0xffffffffu, wide);
@@ -319,7 +325,7 @@ void gather_tail(fr_t* tail_scalars, uint32_t* tail_index, uint32_t* cursor,
          w += warps) {
         size_t i = w * 32 + lane;
         fr_t x = scalars[i < n ? i : 0];
-        bool wide = i < n && limbs_xor(x, one) != 0 && limbs_or(x) != 0;
+        bool wide = i < n && is_wide(x, one);
         uint32_t wide_bits = __ballot_sync(0xffffffffu, wide);
         uint32_t at = 0;
         if (lane == 0 && wide_bits)
