@@ -19,11 +19,11 @@ use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, ver
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar as Fr};
 use clap::Parser;
-use cuzk::backend::cpu::{self, ProverKernels};
 #[cfg(feature = "cuda")]
 use cuzk::backend::cuda::{CudaProver, ResidentParams};
 use cuzk::backend::gpu::GpuSelection;
 use cuzk::backend::groth16::prove_partition;
+use cuzk::backend::kernels::{self, ProverKernels};
 use cuzk::backend::{BackendChoice, Prover};
 #[cfg(feature = "cuda")]
 use cuzk::sector::SynthesisPlan;
@@ -263,7 +263,7 @@ fn main() -> Result<()> {
 
     let env = cuzk::backend::gpu::env::GpuEnv::from_env();
     for (path, budget, chunk) in [("resident", u64::MAX, usize::MAX), ("streamed", 0, 1000)] {
-        let mut gpu = cpu::provers_for(&GpuSelection::All, 1, &env)
+        let mut gpu = kernels::provers_for(&GpuSelection::All, 1, &env)
             .provers
             .remove(0);
         ensure!(gpu.is_gpu(), "no GPU for the ec-gpu kernels");

@@ -7,17 +7,18 @@
 //! ```
 
 use anyhow::Result;
-use cuzk::backend::residency;
+use cuzk::backend::cuda::residency;
 use cuzk::c1::SectorSizeName;
-use cuzk::memory::{show_bytes, Footprint};
+use cuzk::footprint::Footprint;
+use cuzk::memory::show_bytes;
 use cuzk::params::load::ParamsLayout;
 
 fn main() -> Result<()> {
     println!("| sector size | partitions | constraints per partition | per partition in flight | parameter set | parameters + one partition | cuda backend: per partition in flight | cuda backend: GPU memory beside the constraints |");
     println!("|---|---|---|---|---|---|---|---|");
     for size in [2u64 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30] {
-        let counts = cuzk::shape::count(cuzk::proof_kind::CircuitId::seal(size))?;
-        let partitions = cuzk::params::registered_proof_for(size)?.partitions();
+        let counts = cuzk::circuits::count_shape(cuzk::proof_kind::CircuitId::seal(size))?;
+        let partitions = cuzk::porep::registered_proof_for(size)?.partitions();
         let layout = ParamsLayout {
             vk_bytes: 868 + 96 * counts.inputs,
             ic: counts.inputs,

@@ -53,14 +53,15 @@ fn main() -> Result<()> {
     let c1 = parse_c1(std::path::Path::new("s-t01000-1.json"), &bytes)?;
     let sector = bind(c1, identity)?;
     // The parameter file's counts where it exists (counting a 32GiB circuit takes a minute).
-    let capacity = match cuzk::memory::Footprint::of_file(&sector.circuits.params_path()?) {
+    let capacity = match cuzk::footprint::Footprint::of_file(&sector.circuits.params_path()?) {
         Ok(f) => Capacity {
             abc: f.domain as usize,
             aux: f.aux as usize,
             inputs: f.inputs as usize,
         },
         Err(_) => {
-            let counts = cuzk::shape::count(cuzk::proof_kind::CircuitId::seal(args.sector_size))?;
+            let counts =
+                cuzk::circuits::count_shape(cuzk::proof_kind::CircuitId::seal(args.sector_size))?;
             Capacity {
                 abc: counts.domain() as usize,
                 aux: counts.aux as usize,

@@ -15,7 +15,9 @@ use anyhow::{Context, Result};
 use rand::SeedableRng;
 
 use crate::c1::SectorIdentity;
-use crate::memory::{show_bytes, Footprint};
+use crate::circuits;
+use crate::footprint::Footprint;
+use crate::memory::show_bytes;
 use crate::params::{self, load::ParamsLayout};
 use crate::pipeline::{self, RunSettings};
 use crate::proof_kind::{CircuitId, ProofKind};
@@ -74,7 +76,7 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
     let params_dir = plan.dir.join("params");
     shape::ensure_synthetic_dir(&params_dir)?;
     params::use_params_dir(&params_dir);
-    let (params_path, vk_path) = params::param_paths_of(circuit)?;
+    let (params_path, vk_path) = circuits::param_paths(circuit)?;
     let counts = shape_counts(circuit, &params_path)?;
     eprintln!(
         "{circuit} partition circuit: {} constraints, {} aux variables, {} inputs",
@@ -233,7 +235,7 @@ fn shape_counts(circuit: CircuitId, params_path: &Path) -> Result<ShapeCounts> {
         return Ok(counts);
     }
     eprintln!("counting the {circuit} partition circuit (about a minute for 32GiB)");
-    let counts = shape::count(circuit)?;
+    let counts = circuits::count_shape(circuit)?;
     fs::write(&cache, serde_json::to_vec_pretty(&counts)?)
         .with_context(|| format!("writing {}", cache.display()))?;
     Ok(counts)

@@ -14,10 +14,10 @@ use clap::{Args, Parser, Subcommand};
 use crate::backend::gpu::GpuSelection;
 use crate::backend::BackendChoice;
 use crate::c1::{self, parse_sector_size, SectorSizeName};
-use crate::params;
 use crate::pipeline::{self, RunSettings};
 use crate::proof_kind::{CircuitId, ProofKind};
 use crate::spool::SpoolLayout;
+use crate::{circuits, params};
 use crate::{damocles, prometheus, reference, status, waterfall};
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
@@ -815,7 +815,7 @@ fn run_bench(args: BenchArgs) -> Result<u8> {
 fn params_gen(args: ParamsSizeArgs) -> Result<u8> {
     let size = SectorSizeName(args.sector_size);
     let circuit = args.circuit();
-    let (params_path, vk_path) = params::param_paths_of(circuit)?;
+    let (params_path, vk_path) = circuits::param_paths(circuit)?;
     if params_path.is_file() && vk_path.is_file() {
         eprintln!(
             "parameters for {circuit} already present: {}",
@@ -840,7 +840,7 @@ fn params_gen(args: ParamsSizeArgs) -> Result<u8> {
     );
     let started = Instant::now();
     let progress = Spinner::start(format!("generating {circuit} parameters"));
-    let result = params::generate_for(circuit);
+    let result = circuits::generate_params(circuit);
     progress.finish();
     let (params_path, vk_path) = result?;
     eprintln!(
@@ -854,7 +854,7 @@ fn params_gen(args: ParamsSizeArgs) -> Result<u8> {
 
 /// The top-level entry point for `cuzk params path`.
 fn params_path(args: ParamsSizeArgs) -> Result<u8> {
-    let (params_path, vk_path) = params::param_paths_of(args.circuit())?;
+    let (params_path, vk_path) = circuits::param_paths(args.circuit())?;
     print(&format!(
         "{}\n{}\n",
         params_path.display(),
@@ -866,12 +866,12 @@ fn params_path(args: ParamsSizeArgs) -> Result<u8> {
 /// The top-level entry point for `cuzk params constraints`.
 fn params_constraints(args: ParamsSizeArgs) -> Result<u8> {
     let circuit = args.circuit();
-    let (params_path, _) = params::param_paths_of(circuit)?;
+    let (params_path, _) = circuits::param_paths(circuit)?;
     let file = crate::r1cs::r1cs_path(&params_path)?;
     // Recording a 32GiB circuit takes minutes; a whole file of this circuit is kept as it is.
     if file.is_file() {
         let loaded = crate::r1cs::R1cs::load(&file)
-            .and_then(|r1cs| crate::r1cs::check_counts(&r1cs, &file, &params_path));
+            .and_then(|r1cs| crate::params::check_recorded(&r1cs, &file, &params_path));
         match loaded {
             Ok(()) => {
                 eprintln!("{circuit} constraints already recorded: {}", file.display());
@@ -882,10 +882,7 @@ fn params_constraints(args: ParamsSizeArgs) -> Result<u8> {
     }
     let started = Instant::now();
     let progress = Spinner::start(format!("recording the {circuit} circuit's constraints"));
-    let recorded = match circuit.kind {
-        ProofKind::Seal => crate::porep::record_constraints(args.sector_size),
-        ProofKind::Update => crate::update::record_constraints(args.sector_size),
-    };
+    let recorded = circuits::record_constraints(circuit);
     progress.finish();
     let r1cs = recorded?;
     if !r1cs.save(&file)? {
@@ -912,7 +909,7 @@ fn params_check(args: ParamsCheckArgs) -> Result<u8> {
     let dir = params::params_dir();
     let required: Vec<String> = match args.sector_size {
         Some(size) => {
-            let (params_path, vk_path) = params::param_paths(size)?;
+            let (params_path, vk_path) = crate::porep::param_paths(size)?;
             [params_path, vk_path]
                 .iter()
                 .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))

@@ -1,17 +1,25 @@
-//! cuzk proves Filecoin PoRep commit phase 2 in bulk: C1 files in, verified Groth16 proofs
-//! out, with a timeline of where every second went.
+//! cuzk proves Filecoin PoRep commit phase 2 and SnapDeals updates in bulk: C1 files (or
+//! update inputs) in, verified Groth16 proofs out, with a timeline of where every second
+//! went.
 //!
 //! # Brief overview
 //! The data flows one way through one module per stage:
 //!
-//! - [`spool`] claims C1 files from the inbox and moves results to the outbox or `failed/`;
-//! - [`c1`] parses a C1 file and resolves its miner and sector;
-//! - [`porep`] binds it to the PoRep circuit of its sector size;
-//! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`];
-//! - [`backend`] turns synthesized partitions into Groth16 proofs: cuzk's own Groth16 on the
-//!   CPU or on a GPU's ec-gpu kernels, or SupraSeal on every GPU; it chooses one for the run
-//!   and holds what GPU backends share (device discovery and conventions, free memory, kernel
-//!   activity, the PoSt priority lock, the CPU split) in [`backend::gpu`];
+//! - [`spool`] claims input files from the inbox and moves results to the outbox or `failed/`;
+//! - [`input`] tells a C1 file ([`c1`], which also resolves its miner and sector) from an
+//!   update input ([`update`]) by content;
+//! - [`porep`] and [`update`] bind an input to its circuit as a [`sector::Sector`];
+//!   [`proof_kind`] names the circuit, and [`circuits`] is the one route from it to its
+//!   parameter files, counts and recorded constraints;
+//! - [`witness`] computes native witnesses, [`compact_witness`] keeps one small while it
+//!   waits for the GPU;
+//! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`], through the
+//!   gadgets or over constraints [`r1cs`] recorded;
+//! - [`backend`] turns synthesized partitions into Groth16 proofs: cuzk's own CUDA Groth16
+//!   (`cuda`, the default where built), cuzk's Groth16 on the CPU or on ec-gpu's kernels, or
+//!   SupraSeal; it chooses one for the run and holds what GPU backends share (device
+//!   discovery and conventions, free memory, kernel activity, the PoSt priority lock, the
+//!   CPU split) in [`backend::gpu`];
 //! - [`pipeline`] runs those stages concurrently and emits [`event::Event`]s;
 //! - [`report`] consumes the events: the [`timeline`] CSV, progress and the summary;
 //! - [`waterfall`] draws a timeline.
@@ -20,13 +28,14 @@
 //! instead of an inbox somebody else fills.
 //!
 //! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
-//! allocate. [`status`] reports what a spool holds, and [`prometheus`] says it to Prometheus.
-//! [`params`] finds, checks and loads the Groth16 parameters; [`reference`] runs
-//! filecoin-proofs' own prover for comparison; [`sealing`] seals random test sectors;
-//! [`shape`] makes benchmark inputs of any size; [`commcid`] writes commitments as the CIDs
-//! lotus shows; [`atomic_file`] writes every file a reader takes whole or not at all;
-//! [`process`] names this process to other runs sharing a directory; [`cpus`] reads and sets
-//! the CPUs it runs on; [`util`] holds small
+//! allocate what [`footprint`] says they take. [`status`] reports what a spool holds, and [`prometheus`] says it to Prometheus.
+//! [`params`] finds, checks, loads and generates Groth16 parameter files, knowing files,
+//! not circuits; [`reference`] runs filecoin-proofs' own provers for comparison;
+//! [`sealing`] seals random test sectors with the partition counts of [`test_sizes`];
+//! [`shape`] makes benchmark inputs of any size and [`bench`] runs `cuzk bench` on them;
+//! [`commcid`] writes commitments as the CIDs lotus shows; [`atomic_file`] writes every
+//! file a reader takes whole or not at all; [`process`] names this process to other runs
+//! sharing a directory; [`cpus`] reads and sets the CPUs it runs on; [`util`] holds small
 //! helpers every room may use; [`cli`] is the command line, and [`build_info`] what
 //! `cuzk --version` says the binary was built from.
 #![deny(missing_docs)]
@@ -36,12 +45,14 @@ pub mod backend;
 pub mod bench;
 pub mod build_info;
 pub mod c1;
+pub mod circuits;
 pub mod cli;
 pub mod commcid;
 pub mod compact_witness;
 pub mod cpus;
 pub mod damocles;
 pub mod event;
+pub mod footprint;
 pub mod input;
 pub mod memory;
 pub mod params;

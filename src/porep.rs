@@ -8,7 +8,7 @@
 //! filecoin-proofs' `seal_commit_phase2` builds them; synthesis itself is `synth`'s job.
 
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,13 +20,13 @@ use filecoin_proofs::{
     DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
 
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
-use crate::c1::{C1File, SectorIdentity};
-use crate::params::registered_proof_for;
+use crate::c1::{C1File, SectorIdentity, SectorSizeName};
 use crate::proof_kind::CircuitId;
 use crate::r1cs::{self, R1cs, ShapeCounts};
 use crate::sector::{BindSectorError, Commitments, Sector, SectorCircuits, SynthesisPlan};
@@ -372,4 +372,66 @@ pub fn record_constraints(sector_size: u64) -> Result<R1cs> {
 
 fn record_for_shape<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<R1cs> {
     Ok(R1cs::record(blank_circuit::<Tree>(&shape_params(config)?))?)
+}
+
+/// The registered proof cuzk generates parameters for, per size (all PoRep versions of a
+/// size share one parameter set).
+pub fn registered_proof_for(sector_size: u64) -> Result<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    Ok(match sector_size {
+        s if s == 2 << 10 => StackedDrg2KiBV1_1,
+        s if s == 8 << 20 => StackedDrg8MiBV1_1,
+        s if s == 512 << 20 => StackedDrg512MiBV1_1,
+        s if s == 32 << 30 => StackedDrg32GiBV1_1,
+        s if s == 64 << 30 => StackedDrg64GiBV1_1,
+        s => anyhow::bail!(
+            "{} is not a PoRep sector size (hint: use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB)",
+            SectorSizeName(s)
+        ),
+    })
+}
+
+/// Paths of the `.params` and `.vk` files of `sector_size`'s PoRep circuit, by the names
+/// filecoin-proofs gives them.
+pub fn param_paths(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
+    let config = registered_proof_for(sector_size)?.as_v1_config();
+    with_shape!(sector_size, paths_for_shape, &config)
+}
+
+fn paths_for_shape<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<(PathBuf, PathBuf)> {
+    Ok((
+        config.get_cache_params_path::<Tree>()?,
+        config.get_cache_verifying_key_path::<Tree>()?,
+    ))
+}
+
+/// Random (INSECURE) parameters for the PoRep circuit of a test size at `params_path` and
+/// `vk_path`, with filecoin-proofs' `.meta` file beside them.
+pub fn generate_params(sector_size: u64, params_path: &Path, vk_path: &Path) -> Result<()> {
+    let config = registered_proof_for(sector_size)?.as_v1_config();
+    with_shape!(
+        sector_size,
+        generate_for_shape,
+        &config,
+        params_path,
+        vk_path
+    )
+}
+
+fn generate_for_shape<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    params_path: &Path,
+    vk_path: &Path,
+) -> Result<()> {
+    type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+    let pub_params = filecoin_proofs::parameters::public_params::<Tree>(config)?;
+    let blank = || {
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pub_params)
+    };
+    crate::params::random::generate_set(blank, params_path, vk_path)?;
+    // The small `.meta` file, by filecoin-proofs under its own name.
+    <Compound<Tree> as storage_proofs_core::parameter_cache::CacheableParameters<_, _>>::get_param_metadata(blank(), &pub_params)?;
+    Ok(())
 }

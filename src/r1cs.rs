@@ -45,7 +45,7 @@ use crate::witness::Witness;
 
 mod identity;
 
-pub use identity::{check_counts, CircuitIdentity, RECORDER_VERSION};
+pub use identity::{CircuitIdentity, RECORDER_VERSION};
 
 /// The file format's magic and version.
 const MAGIC: &[u8; 8] = b"CUZKR1CS";
@@ -149,6 +149,24 @@ impl Default for Matrix {
 }
 
 impl R1cs {
+    /// The counts a parameter file made for this circuit holds: inputs, aux variables, H
+    /// bases (the FFT domain less one), A bases (inputs and the A aux density) and B bases
+    /// (both B densities).
+    pub fn parameter_counts(&self) -> [u64; 5] {
+        let counts = self.counts();
+        let [a_aux, b_input, b_aux] = self
+            .densities
+            .each_ref()
+            .map(|d| d.get_total_density() as u64);
+        [
+            counts.inputs,
+            counts.aux,
+            counts.constraints.next_power_of_two() - 1,
+            counts.inputs + a_aux,
+            b_input + b_aux,
+        ]
+    }
+
     /// The counts.
     pub fn counts(&self) -> R1csCounts {
         self.counts

@@ -24,7 +24,7 @@ use filecoin_proofs_api::{
 use rand::{Rng, RngCore};
 
 use crate::c1::SectorIdentity;
-use crate::params::registered_proof_for;
+use crate::porep::registered_proof_for;
 use crate::update::UpdateInput;
 
 /// Seals a sector of `sector_size` bytes of random data for `identity` and returns its

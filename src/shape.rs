@@ -43,8 +43,7 @@ use typenum::Unsigned;
 
 use crate::atomic_file;
 use crate::c1::{SectorIdentity, BENCHMARK_KEY};
-use crate::params::registered_proof_for;
-use crate::proof_kind::{CircuitId, ProofKind};
+use crate::porep::registered_proof_for;
 use crate::r1cs::ShapeCounts;
 
 pub use crate::params::{is_synthetic_dir, SYNTHETIC_MARKER};
@@ -264,15 +263,6 @@ fn tree_path<Tree: MerkleTreeTrait>(
         }
     }
     path
-}
-
-/// Counts the shape of one partition circuit on the blank circuit, the way the parameter
-/// generator sees it. About a minute on one core for 32GiB.
-pub fn count(circuit: CircuitId) -> Result<ShapeCounts> {
-    match circuit.kind {
-        ProofKind::Seal => crate::porep::count_shape(circuit.sector_size),
-        ProofKind::Update => crate::update::count_shape(circuit.sector_size),
-    }
 }
 
 /// Makes a shape update input (the file `prove-dir` takes) for `identity`: the real
@@ -510,6 +500,7 @@ mod tests {
     use super::*;
     use crate::c1::parse_c1;
     use crate::porep::bind;
+    use crate::proof_kind::CircuitId;
     use rand::SeedableRng;
 
     #[test]
@@ -530,7 +521,7 @@ mod tests {
             .expect("synthesizes");
         // The real 2KiB circuit: 2,687,921 constraints plus 40 input constraints.
         assert_eq!(synthesized.num_constraints(), 2_687_921 + 40);
-        let counts = count(CircuitId::seal(2048)).expect("count");
+        let counts = crate::circuits::count_shape(CircuitId::seal(2048)).expect("count");
         assert_eq!(counts.constraints, synthesized.num_constraints() as u64);
         assert_eq!(counts.aux, synthesized.aux_assignment.len() as u64);
         assert_eq!(
@@ -563,7 +554,7 @@ mod tests {
             .circuits
             .synthesize_partition(0, &Default::default())
             .expect("synthesizes");
-        let counts = count(CircuitId::update(2048)).expect("count");
+        let counts = crate::circuits::count_shape(CircuitId::update(2048)).expect("count");
         assert_eq!(counts.constraints, synthesized.num_constraints() as u64);
         assert_eq!(counts.aux, synthesized.aux_assignment.len() as u64);
     }

@@ -88,13 +88,14 @@ fn assert_each_in_one_place(root: &Path, expected: &[String], when: &str) {
 #[test]
 fn kill_nine_at_random_points_proves_every_file_exactly_once() {
     two_partitions_for_2kib();
-    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    let (params, vk) = cuzk::porep::param_paths(2048).expect("param paths");
     if !(params.is_file() && vk.is_file()) {
         eprintln!(
             "generating 2KiB two-partition test parameters into {}",
             params.display()
         );
-        cuzk::params::generate(2048).expect("generate parameters");
+        cuzk::circuits::generate_params(cuzk::proof_kind::CircuitId::seal(2048))
+            .expect("generate parameters");
     }
     let (dir, inbox) = common::spool();
     let root = dir.path();

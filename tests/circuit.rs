@@ -73,11 +73,11 @@ fn wrong_miner_is_caught_before_proving() {
 }
 
 /// The memory budget charges SupraSeal's own buffers for a share of each point set
-/// (`supraseal_host::ESTIMATED_TAIL_SHARE`): the points whose scalar is neither 0 nor 1. The
+/// (`supraseal::host_buffers::ESTIMATED_TAIL_SHARE`): the points whose scalar is neither 0 nor 1. The
 /// real circuit's witness must not need more, alone or two partitions to a call.
 #[test]
 fn supraseals_tail_on_real_sectors_is_within_what_the_budget_charges() {
-    use cuzk::backend::supraseal_host::{TailCounts, ESTIMATED_TAIL_SHARE};
+    use cuzk::backend::supraseal::host_buffers::{TailCounts, ESTIMATED_TAIL_SHARE};
     let partitions: Vec<_> = ["s-t01000-1.json", "s-t01000-2.json"]
         .iter()
         .map(|name| {

@@ -346,7 +346,7 @@ fn parameters_that_arrive_while_a_request_waits_prove_it_on_the_next_try() {
     let dir = tempfile::tempdir().expect("tempdir");
     // A parameter cache that is still being filled: the verifying key and the recorded
     // constraints are there, the parameters themselves not yet.
-    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    let (params, vk) = cuzk::porep::param_paths(2048).expect("param paths");
     let cache = dir.path().join("params");
     std::fs::create_dir(&cache).expect("cache");
     let link = |from: &Path| {

@@ -46,13 +46,14 @@ fn settings(root: &Path) -> RunSettings {
 #[test]
 fn two_partition_sectors_prove_in_order_and_a_failed_partition_cancels_its_sibling() {
     two_partitions_for_2kib();
-    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    let (params, vk) = cuzk::porep::param_paths(2048).expect("param paths");
     if !(params.is_file() && vk.is_file()) {
         eprintln!(
             "generating 2KiB two-partition test parameters into {}",
             params.display()
         );
-        cuzk::params::generate(2048).expect("generate parameters");
+        cuzk::circuits::generate_params(cuzk::proof_kind::CircuitId::seal(2048))
+            .expect("generate parameters");
     }
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -88,7 +89,7 @@ fn two_partition_sectors_prove_in_order_and_a_failed_partition_cancels_its_sibli
     // A budget of the parameters and one and a half partitions: partitions must take turns
     // (a partition holds its memory until it is proved, so sector 1's second partition
     // waits for its first).
-    let footprint = cuzk::memory::Footprint::of_file(&params).expect("footprint");
+    let footprint = cuzk::footprint::Footprint::of_file(&params).expect("footprint");
     let mut settings = settings(root);
     settings.max_memory = Some(footprint.params_bytes + footprint.partition_bytes * 3 / 2);
     let summary = cuzk::pipeline::run(&settings).expect("the run");

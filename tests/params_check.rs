@@ -33,7 +33,7 @@ fn params_bytes(cut: usize) -> Vec<u8> {
 
 /// The 2KiB PoRep parameter file names.
 fn porep_2kib_names() -> (String, String) {
-    let (params, vk) = cuzk::params::param_paths(2048).expect("paths");
+    let (params, vk) = cuzk::porep::param_paths(2048).expect("paths");
     let name = |p: &Path| p.file_name().expect("name").to_string_lossy().into_owned();
     (name(&params), name(&vk))
 }

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
+use cuzk::params::check_recorded;
 use cuzk::porep::bind;
-use cuzk::r1cs::{check_counts, r1cs_path, R1cs};
+use cuzk::r1cs::{r1cs_path, R1cs};
 use cuzk::sector::{Sector, SynthesisPlan};
 use cuzk::synth::SynthesizedPartition;
 
@@ -131,7 +132,7 @@ impl bellperson::Circuit<blstrs::Scalar> for Square {
 
 /// A parameter cache of links to the 2KiB set, so files written beside it stay in the test.
 fn linked_cache(dir: &Path) -> (PathBuf, PathBuf) {
-    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    let (params, vk) = cuzk::porep::param_paths(2048).expect("param paths");
     let cache = dir.join("params");
     fs::create_dir(&cache).expect("cache");
     for real in [&params, &vk] {
@@ -202,7 +203,7 @@ fn constraints_of_another_circuit_are_recorded_again_and_never_replaced() {
     let out = cuzk(&record, dir.path(), &env);
     assert_eq!(out.status.code(), Some(0));
     let recorded = R1cs::load(&file).expect("recorded file");
-    check_counts(&recorded, &file, &params).expect("this circuit's counts");
+    check_recorded(&recorded, &file, &params).expect("this circuit's counts");
     let out = cuzk(&record, dir.path(), &env);
     assert_eq!(out.status.code(), Some(0));
     assert!(

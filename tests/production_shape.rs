@@ -10,7 +10,8 @@ use rand::SeedableRng;
 
 #[test]
 fn the_32gib_partition_circuit_has_the_real_constraint_count() {
-    let counts = cuzk::shape::count(cuzk::proof_kind::CircuitId::seal(32 << 30)).expect("count");
+    let counts =
+        cuzk::circuits::count_shape(cuzk::proof_kind::CircuitId::seal(32 << 30)).expect("count");
     // 130,278,541 constraints and 328 inputs per partition (rust-fil-proofs' circuitinfo),
     // plus the prover's one constraint per input.
     assert_eq!(counts.constraints, 130_278_541 + 328);
@@ -72,7 +73,7 @@ fn a_32gib_shape_file_has_the_real_structure_and_binds() {
 #[test]
 fn the_32gib_update_circuit_has_the_real_constraint_count_and_its_shape_binds() {
     use cuzk::proof_kind::CircuitId;
-    let counts = cuzk::shape::count(CircuitId::update(32 << 30)).expect("count");
+    let counts = cuzk::circuits::count_shape(CircuitId::update(32 << 30)).expect("count");
     // 81,049,499 constraints per partition (storage-proofs-update's own constraint test) and
     // four public inputs besides the constant one, plus the prover's one constraint per input.
     assert_eq!(counts.inputs, 5);

@@ -241,7 +241,7 @@ fn synthetic_parameters_are_refused_for_real_files() {
     // A benchmark directory that happens to hold the 2KiB set: usable files, but marked.
     let bench_params = dir.path().join("bench-params");
     fs::create_dir_all(&bench_params).expect("cache");
-    let (params, vk) = cuzk::params::param_paths(2048).expect("param paths");
+    let (params, vk) = cuzk::porep::param_paths(2048).expect("param paths");
     for real in [&params, &vk] {
         let name = real.file_name().expect("file name");
         std::os::unix::fs::symlink(real, bench_params.join(name)).expect("link");

@@ -31,7 +31,7 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 use log::debug;
 
-use super::cpu::{to_exponents, MultiexpError, ProverKernels};
+use super::kernels::{to_exponents, MultiexpError, ProverKernels};
 use super::quotient::{Domain, DomainTooLarge};
 use crate::event::ProveTimings;
 use crate::synth::SynthesizedPartition;

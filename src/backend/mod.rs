@@ -3,18 +3,21 @@
 //! the [`ParamsKind`] its parameter cache loads for them, and the [`ProveError`] a failed
 //! partition carries.
 //!
-//! One room per way of proving:
+//! One room per way of proving, each with its own memory arithmetic and plan:
 //!
-//! - [`cpu`]: cuzk's own Groth16 ([`groth16`], its [`quotient`]) on the CPU's kernels;
-//! - `cuda` (the `cuda` feature): cuzk's own CUDA Groth16 on sppark's NTT and multiexp, the
-//!   parameters resident on each GPU, every step of a partition on the device; one prover
-//!   thread per GPU;
-//! - `ec_gpu` (the `cuda` feature): the same Groth16 on ec-gpu-gen's CUDA kernels, with one
-//!   set, and its own buffers, per GPU and prover thread;
+//! - [`cuda`] (the default where built): cuzk's own CUDA Groth16 on sppark's NTT and
+//!   multiexp, the parameters resident on each GPU, every step of a partition on the device;
+//!   one prover thread per GPU;
+//! - [`cpu`]: cuzk's own Groth16 ([`groth16`], its [`quotient`], [`fft`], [`msm`]) on the
+//!   CPU's kernels;
+//! - [`ec_gpu`]: the same Groth16 on ec-gpu-gen's CUDA kernels, with one set, and its own
+//!   buffers, per GPU and prover thread; [`kernels`] dispatches each step of cuzk's Groth16
+//!   to the CPU or to these, the CPU taking over a failed step;
 //! - [`supraseal`]: whole batches handed to SupraSeal's CUDA prover; one prover thread drives
 //!   every GPU, a partition per GPU per call;
 //!
-//! and beside them [`gpu`], what every GPU backend shares.
+//! and beside them [`gpu`], what every GPU backend shares. The device code of `cuda`,
+//! `ec_gpu` and `supraseal` needs their features; their arithmetic is built everywhere.
 //!
 //! `auto` takes the cuda backend when it is built and a GPU is there, else the CPU: it
 //! measured fastest (BENCHMARKS.md: 2.6 s of GPU time per 32GiB partition against 7.5 s
@@ -24,18 +27,15 @@
 //! [`RequireGpuError`] before anything is claimed.
 
 pub mod cpu;
-#[cfg(feature = "cuda")]
 pub mod cuda;
-#[cfg(feature = "cuda")]
 pub mod ec_gpu;
 pub mod fft;
 pub mod gpu;
 pub mod groth16;
+pub mod kernels;
 pub mod msm;
 pub mod quotient;
-pub mod residency;
 pub mod supraseal;
-pub mod supraseal_host;
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,12 +50,12 @@ use crate::event::ProveTimings;
 use crate::params::load::{read_parameters, ParamsLayout};
 use crate::synth::SynthesizedPartition;
 use crate::util::panic_message;
-use cpu::{KernelPlan, ProverKernels};
 use gpu::env::GpuEnv;
 use gpu::free_memory::GpuDescription;
 use gpu::GpuSelection;
 use groth16::Groth16Error;
-use supraseal::SuprasealError;
+use kernels::{KernelPlan, ProverKernels};
+use supraseal::{SuprasealError, SuprasealProver};
 
 /// `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +110,7 @@ pub enum ParamsKind {
     /// bellperson's `Parameters`, in ordinary memory.
     Groth16,
     /// SupraSeal's SRS, in pinned memory, and its own buffers for calls of `batch`
-    /// partitions ([`supraseal_host`]).
+    /// partitions ([`supraseal::host_buffers`]).
     Supraseal {
         /// Partitions per call.
         batch: usize,
@@ -154,10 +154,10 @@ impl ParamsKind {
     pub fn host_bytes(self, layout: &ParamsLayout) -> u64 {
         match self {
             ParamsKind::Groth16 => layout.memory_bytes(),
-            ParamsKind::Supraseal { batch } => {
-                layout.memory_bytes() + supraseal_host::estimated_call_bytes(layout, batch as u64)
+            ParamsKind::Supraseal { batch } => supraseal::host_bytes(layout, batch),
+            ParamsKind::Resident { device_bytes } => {
+                cuda::residency::host_bytes(layout, device_bytes)
             }
-            ParamsKind::Resident { device_bytes } => residency::host_bytes(layout, device_bytes),
         }
     }
 
@@ -168,7 +168,7 @@ impl ParamsKind {
         match self {
             ParamsKind::Groth16 | ParamsKind::Supraseal { .. } => None,
             ParamsKind::Resident { device_bytes } => {
-                residency::room_for_constraints(layout, device_bytes)
+                cuda::residency::room_for_constraints(layout, device_bytes)
             }
         }
     }
@@ -218,13 +218,8 @@ pub enum ProveError {
 pub enum Prover {
     /// cuzk's Groth16 on a CPU or one GPU's kernels; one partition at a time.
     Kernels(ProverKernels),
-    /// SupraSeal on every visible GPU; up to `batch` partitions per call.
-    Supraseal {
-        /// Its name in the timeline.
-        name: String,
-        /// Partitions per call: one per GPU.
-        batch: usize,
-    },
+    /// SupraSeal on every visible GPU; a partition per GPU per call.
+    Supraseal(SuprasealProver),
     /// cuzk's CUDA Groth16 on one GPU, its parameters resident there; one partition at a
     /// time.
     #[cfg(feature = "cuda")]
@@ -242,7 +237,7 @@ impl Prover {
     pub fn name(&self) -> &str {
         match self {
             Prover::Kernels(kernels) => kernels.name(),
-            Prover::Supraseal { name, .. } => name,
+            Prover::Supraseal(prover) => prover.name(),
             #[cfg(feature = "cuda")]
             Prover::Cuda(prover, _) => prover.name(),
         }
@@ -252,7 +247,7 @@ impl Prover {
     pub fn is_gpu(&self) -> bool {
         match self {
             Prover::Kernels(kernels) => kernels.is_gpu(),
-            Prover::Supraseal { .. } => true,
+            Prover::Supraseal(_) => true,
             #[cfg(feature = "cuda")]
             Prover::Cuda(..) => true,
         }
@@ -262,7 +257,7 @@ impl Prover {
     pub fn batch_size(&self) -> usize {
         match self {
             Prover::Kernels(_) => 1,
-            Prover::Supraseal { batch, .. } => *batch,
+            Prover::Supraseal(prover) => prover.batch_size(),
             #[cfg(feature = "cuda")]
             Prover::Cuda(..) => 1,
         }
@@ -272,7 +267,9 @@ impl Prover {
     pub fn params_kind(&self) -> ParamsKind {
         match self {
             Prover::Kernels(_) => ParamsKind::Groth16,
-            Prover::Supraseal { batch, .. } => ParamsKind::Supraseal { batch: *batch },
+            Prover::Supraseal(prover) => ParamsKind::Supraseal {
+                batch: prover.batch_size(),
+            },
             #[cfg(feature = "cuda")]
             Prover::Cuda(_, kind) => *kind,
         }
@@ -288,27 +285,21 @@ impl Prover {
         }
     }
 
-    /// True when `params` must first go to the prover's device (the cuda backend uploads
-    /// a set's bases once per GPU): a parameter load the timeline shows as such.
-    pub fn needs_upload(&self, params: &ProverParams) -> bool {
-        match (self, params) {
-            #[cfg(feature = "cuda")]
-            (Prover::Cuda(prover, _), ProverParams::Resident(params)) => {
-                !prover.has_bases_of(params)
-            }
-            _ => false,
-        }
-    }
-
-    /// Uploads `params` to the prover's device where [`Prover::needs_upload`] says so. A
+    /// Makes `params` ready on the prover's device: the cuda backend uploads a set's bases
+    /// once per GPU, the others have nothing to do. `on_upload` is called when an upload
+    /// starts (the timeline shows it as the lane's parameter load); true when it uploaded. A
     /// failure here is tried again, and reported per partition, by [`Prover::prove`].
-    pub fn upload(&mut self, params: &ProverParams) -> Result<(), ProveError> {
+    pub fn upload(
+        &mut self,
+        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] params: &ProverParams,
+        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] on_upload: impl FnOnce(),
+    ) -> Result<bool, ProveError> {
         match (self, params) {
             #[cfg(feature = "cuda")]
             (Prover::Cuda(prover, _), ProverParams::Resident(params)) => {
-                prover.ensure_bases(params).map_err(ProveError::from)
+                prover.upload(params, on_upload).map_err(ProveError::from)
             }
-            _ => Ok(()),
+            _ => Ok(false),
         }
     }
 
@@ -317,7 +308,7 @@ impl Prover {
     pub fn take_cpu_fallbacks(&mut self) -> Vec<String> {
         match self {
             Prover::Kernels(kernels) => kernels.take_fallbacks(),
-            Prover::Supraseal { .. } => Vec::new(),
+            Prover::Supraseal(_) => Vec::new(),
             #[cfg(feature = "cuda")]
             Prover::Cuda(..) => Vec::new(),
         }
@@ -349,56 +340,12 @@ impl Prover {
                 })
                 .collect(),
             #[cfg(feature = "supraseal")]
-            (Prover::Supraseal { .. }, ProverParams::Supraseal(params)) => {
-                let started = std::time::Instant::now();
-                let mut batch = batch;
-                batch
-                    .iter_mut()
-                    .for_each(SynthesizedPartition::evaluate_deferred);
-                let (r, s): (Vec<_>, Vec<_>) =
-                    batch.iter().map(|_| groth16::fresh_randomness()).unzip();
-                let refs: Vec<&SynthesizedPartition> = batch.iter().collect();
-                // What the budget charged for the call's own buffers, against what this
-                // batch makes it allocate (a pass over the witness: only when asked for).
-                if log::log_enabled!(log::Level::Debug) {
-                    let tail = supraseal_host::TailCounts::of(&refs);
-                    log::debug!(
-                        "supraseal call of {} partition(s): host buffers {} bytes (tail {:?}, {:.1}% of the points), {} charged",
-                        refs.len(),
-                        supraseal_host::call_bytes(&params.layout, refs.len() as u64, tail),
-                        tail,
-                        100.0 * tail.share_of(&params.layout),
-                        supraseal_host::estimated_call_bytes(&params.layout, refs.len() as u64)
-                    );
-                }
-                let proved = supraseal::prove_batch(&refs, params, &r, &s);
-                // Free a, b, c and the witness before reporting: the next batch needs the room.
-                drop(refs);
-                drop(batch);
-                let timings = ProveTimings {
-                    gpu_call_ms: started.elapsed().as_secs_f64() * 1e3,
-                    ..Default::default()
-                };
-                match proved {
-                    Ok(proofs) => proofs.into_iter().map(|p| Ok((p, timings))).collect(),
-                    Err(err) => (0..r.len()).map(|_| Err(err.clone().into())).collect(),
-                }
+            (Prover::Supraseal(prover), ProverParams::Supraseal(params)) => {
+                prover.prove_each(batch, params)
             }
             #[cfg(feature = "cuda")]
             (Prover::Cuda(prover, _), ProverParams::Resident(params)) => {
-                let mut batch: std::collections::VecDeque<_> = batch.into();
-                let mut results = Vec::with_capacity(batch.len());
-                while let Some(partition) = batch.pop_front() {
-                    let (r, s) = groth16::fresh_randomness();
-                    let following = batch.front().or(next);
-                    let proved = catch_unwind(AssertUnwindSafe(|| {
-                        prover.prove(partition, params, r, s, following)
-                    }))
-                    .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))
-                    .and_then(|result| result.map_err(ProveError::from));
-                    results.push(proved);
-                }
-                results
+                prover.prove_each(batch, params, next)
             }
             (prover, _) => {
                 let prover = prover.name().to_owned();
@@ -443,6 +390,13 @@ impl ProverPlan {
                 self.provers.first().map_or("no prover", |p| p.name())
             )
         })
+    }
+
+    /// The plan with `notes` (the run's own, about the GPU variables) before its own.
+    fn after(mut self, mut notes: Vec<String>) -> ProverPlan {
+        notes.append(&mut self.notes);
+        self.notes = notes;
+        self
     }
 
     /// The plan, unless `--require-gpu` (`is_gpu_required`) forbids proving on the CPU.
@@ -508,12 +462,8 @@ pub fn provers_within(
     }
     #[cfg(feature = "cuda")]
     if matches!(choice, BackendChoice::Cuda | BackendChoice::Auto) {
-        match cuda_provers(gpus, gpu_memory, env)? {
-            Some(mut plan) => {
-                notes.append(&mut plan.notes);
-                plan.notes = notes;
-                return Ok(plan);
-            }
+        match cuda::plan(gpus, gpu_memory, env)? {
+            Some(plan) => return Ok(plan.after(notes)),
             None if choice == BackendChoice::Cuda => bail!(
                 "--backend cuda: {} (hint: check `nvidia-smi` and CUDA_VISIBLE_DEVICES)",
                 gpu::no_gpu_reason(env)
@@ -525,115 +475,23 @@ pub fn provers_within(
     if choice == BackendChoice::Cuda {
         bail!("--backend cuda: this cuzk was built without CUDA (hint: build with scripts/build-cuda.sh)");
     }
-    let want_supraseal = match choice {
-        BackendChoice::Supraseal => {
-            if !supraseal::IS_BUILT {
-                bail!("--backend supraseal: this cuzk was built without SupraSeal (hint: build with scripts/build-cuda.sh, which enables it)");
-            }
-            true
-        }
-        BackendChoice::Auto => supraseal::IS_BUILT,
-        BackendChoice::Cuda | BackendChoice::EcGpu | BackendChoice::Cpu => false,
-    };
-    if want_supraseal {
-        let visible = gpu::gpu_descriptions();
-        if !visible.is_empty() {
-            if let GpuSelection::Indices(_) = gpus {
-                bail!("--gpus with --backend supraseal: SupraSeal uses every GPU this process sees (hint: choose them with CUDA_VISIBLE_DEVICES, e.g. CUDA_VISIBLE_DEVICES=0,1)");
-            }
-            notes.push(format!(
-                "{}{}",
-                env.visible_prefix(),
-                gpu::free_memory::supraseal_note(&visible)
-            ));
-            return Ok(ProverPlan {
-                provers: vec![Prover::Supraseal {
-                    name: "supraseal".into(),
-                    batch: visible.len(),
-                }],
-                notes,
-                cpu_reason: None,
-                gpus: visible,
-            });
-        }
-        if choice == BackendChoice::Supraseal {
-            bail!(
-                "--backend supraseal: {} (hint: check `nvidia-smi` and CUDA_VISIBLE_DEVICES)",
-                gpu::no_gpu_reason(env)
-            );
-        }
+    if let Some(plan) = supraseal::plan(choice, gpus, env)? {
+        return Ok(plan.after(notes));
     }
-    Ok(from_kernels(cpu::provers_for(gpus, per_gpu, env), notes))
-}
-
-/// One cuda prover per selected GPU, or `None` when no GPU is there. Each takes its GPU's
-/// free memory, or `gpu_memory` when smaller; the parameters are planned for the least of
-/// them.
-#[cfg(feature = "cuda")]
-fn cuda_provers(
-    gpus: &GpuSelection,
-    gpu_memory: Option<u64>,
-    env: &GpuEnv,
-) -> Result<Option<ProverPlan>> {
-    let count = cuda::gpu_count();
-    if count == 0 {
-        return Ok(None);
-    }
-    let indices: Vec<usize> = match gpus {
-        GpuSelection::All => (0..count).collect(),
-        GpuSelection::None => return Ok(None),
-        GpuSelection::Indices(indices) => {
-            if let Some(bad) = indices.iter().find(|&&i| i >= count) {
-                bail!("--gpus {bad}: this process sees {count} GPU(s), numbered from 0 (hint: CUDA_VISIBLE_DEVICES renumbers them)");
-            }
-            let mut unique = indices.clone();
-            unique.sort_unstable();
-            unique.dedup();
-            unique
-        }
-    };
-    let mut provers = Vec::new();
-    let mut notes = Vec::new();
-    let mut least = u64::MAX;
-    for index in &indices {
-        let mut prover = cuda::CudaProver::open(*index, format!("cuda-{index}"))?;
-        let free = prover.free_bytes()? as u64;
-        let take = gpu_memory.map_or(free, |cap| cap.min(free));
-        least = least.min(take);
-        notes.push(format!(
-            "{}{}: {} with {} free; cuzk takes up to {}",
-            env.visible_prefix(),
-            prover.name(),
-            prover.gpu().name(),
-            crate::memory::show_bytes(free),
-            crate::memory::show_bytes(take)
-        ));
-        provers.push(prover);
-    }
-    let kind = ParamsKind::Resident {
-        device_bytes: least,
-    };
-    let described = gpu::gpu_descriptions();
-    Ok(Some(ProverPlan {
-        provers: provers.into_iter().map(|p| Prover::Cuda(p, kind)).collect(),
+    Ok(from_kernels(
+        kernels::provers_for(gpus, per_gpu, env),
         notes,
-        cpu_reason: None,
-        gpus: described
-            .into_iter()
-            .filter(|d| indices.contains(&d.index))
-            .collect(),
-    }))
+    ))
 }
-
 /// A plan of kernel provers, after `notes`.
-fn from_kernels(plan: KernelPlan, mut notes: Vec<String>) -> ProverPlan {
-    notes.extend(plan.notes);
+fn from_kernels(plan: KernelPlan, notes: Vec<String>) -> ProverPlan {
     ProverPlan {
         provers: plan.provers.into_iter().map(Prover::Kernels).collect(),
-        notes,
+        notes: plan.notes,
         cpu_reason: plan.cpu_reason,
         gpus: plan.gpus,
     }
+    .after(notes)
 }
 
 #[cfg(test)]

@@ -19,10 +19,13 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use anyhow::Context;
 use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
+
+use crate::r1cs::R1cs;
 
 /// Bytes of one uncompressed G1 point.
 pub const G1_BYTES: u64 = 96;
@@ -198,6 +201,22 @@ pub fn decode_points_into<G: Uncompressed, const SIZE: usize>(
                 Ok(())
             },
         )
+}
+
+/// Checks that `r1cs` (loaded from `file`) has the counts the parameters at `params_path`
+/// were made for: inputs, aux variables, the FFT domain, and the A and B densities.
+pub fn check_recorded(r1cs: &R1cs, file: &Path, params_path: &Path) -> anyhow::Result<()> {
+    let layout = ParamsLayout::read(params_path)
+        .with_context(|| format!("reading the counts of {}", params_path.display()))?;
+    let recorded = r1cs.parameter_counts();
+    let expected = [layout.ic, layout.l, layout.h, layout.a, layout.b];
+    anyhow::ensure!(
+        recorded == expected,
+        "{}: recorded for another circuit than the parameters {} (inputs, aux, h, a, b: {recorded:?}, the parameters hold {expected:?}); they are recorded again",
+        file.display(),
+        params_path.display()
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,11 @@
-//! Groth16 parameters: finds them in the standard Filecoin parameter cache, loads each set
-//! once per run and keeps it resident ([`ParamSets`]), reads files fast ([`load`]), checks
+//! Groth16 parameter files: finds them in the standard Filecoin parameter cache, loads each
+//! set once per run and keeps it resident ([`ParamSets`]), reads files fast ([`load`]), checks
 //! them ([`check`]: cheaply before use, by digest on request), and generates insecure random
-//! test parameters ([`generate`]) for the PoRep circuit and the update circuit of a size.
+//! test parameters for any circuit ([`random`], [`generate_with`]).
+//!
+//! It knows files, not circuits: which file a circuit's parameters are in, and the circuit
+//! to generate them from, come from the circuit rooms (`porep`, `update`) through
+//! `circuits`, the one route from a [`CircuitId`] to its facts.
 //!
 //! The cache directory is `--params`, else `FIL_PROOFS_PARAMETER_CACHE`, else
 //! `/var/tmp/filecoin-proof-parameters`, with the file names every Filecoin tool uses
@@ -11,11 +15,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use filecoin_proofs::{parameters::public_params, with_shape, DefaultPieceHasher, MerkleTreeTrait};
-use filecoin_proofs_api::RegisteredSealProof;
-use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::parameter_cache::CacheableParameters;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 use crate::c1::SectorSizeName;
 use crate::proof_kind::{CircuitId, ProofKind};
@@ -27,6 +26,7 @@ pub mod random;
 
 pub use cache::{LoadParamsError, ParamSets, ParamsLoader};
 pub use check::{check_usable, DamagedParamsError};
+pub use load::check_recorded;
 
 /// The environment variable filecoin-proofs reads for the parameter cache.
 pub const PARAMS_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
@@ -114,57 +114,15 @@ pub fn is_test_size(sector_size: u64) -> bool {
     sector_size < 32 << 30
 }
 
-/// The registered proof cuzk generates parameters for, per size (all PoRep versions of a
-/// size share one parameter set).
-pub fn registered_proof_for(sector_size: u64) -> Result<RegisteredSealProof> {
-    use RegisteredSealProof::*;
-    Ok(match sector_size {
-        s if s == 2 << 10 => StackedDrg2KiBV1_1,
-        s if s == 8 << 20 => StackedDrg8MiBV1_1,
-        s if s == 512 << 20 => StackedDrg512MiBV1_1,
-        s if s == 32 << 30 => StackedDrg32GiBV1_1,
-        s if s == 64 << 30 => StackedDrg64GiBV1_1,
-        s => bail!(
-            "{} is not a PoRep sector size (hint: use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB)",
-            SectorSizeName(s)
-        ),
-    })
-}
-
-/// Paths of the `.params` and `.vk` files for a sector size.
-pub fn param_paths(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
-    let config = registered_proof_for(sector_size)?.as_v1_config();
-    with_shape!(sector_size, paths_for_shape, &config)
-}
-
-fn paths_for_shape<Tree: 'static + MerkleTreeTrait>(
-    config: &filecoin_proofs::PoRepConfig,
-) -> Result<(PathBuf, PathBuf)> {
-    Ok((
-        config.get_cache_params_path::<Tree>()?,
-        config.get_cache_verifying_key_path::<Tree>()?,
-    ))
-}
-
-/// Generates insecure random PoRep parameters for a test sector size into the cache (see
-/// [`generate_for`]).
-pub fn generate(sector_size: u64) -> Result<(PathBuf, PathBuf)> {
-    generate_for(CircuitId::seal(sector_size))
-}
-
-/// Paths of the `.params` and `.vk` files of a circuit: the PoRep one of a size, or its
-/// update circuit's.
-pub fn param_paths_of(circuit: CircuitId) -> Result<(PathBuf, PathBuf)> {
-    match circuit.kind {
-        ProofKind::Seal => param_paths(circuit.sector_size),
-        ProofKind::Update => crate::update::param_paths(circuit.sector_size),
-    }
-}
-
-/// Generates insecure random parameters for a circuit of a test sector size into the cache,
-/// unless they are already there, and records each file it makes beside it (see
-/// [`check`]). Returns the `.params` and `.vk` paths.
-pub fn generate_for(circuit: CircuitId) -> Result<(PathBuf, PathBuf)> {
+/// Generates insecure random parameters for `circuit` at `params_path` and `vk_path` with
+/// `make` (which writes both, and leaves a file that is already there alone), unless the
+/// size is one people mine with, and records each file made now beside it (see [`check`]).
+pub fn generate_with(
+    circuit: CircuitId,
+    params_path: &Path,
+    vk_path: &Path,
+    make: impl FnOnce(&Path, &Path) -> Result<()>,
+) -> Result<()> {
     let sector_size = circuit.sector_size;
     if !is_test_size(sector_size) {
         bail!(
@@ -173,42 +131,13 @@ pub fn generate_for(circuit: CircuitId) -> Result<(PathBuf, PathBuf)> {
             SectorSizeName(sector_size)
         );
     }
-    let (params_path, vk_path) = param_paths_of(circuit)?;
     let is_new = [!params_path.exists(), !vk_path.exists()];
-    match circuit.kind {
-        ProofKind::Seal => {
-            let config = registered_proof_for(sector_size)?.as_v1_config();
-            with_shape!(
-                sector_size,
-                generate_for_shape,
-                &config,
-                &params_path,
-                &vk_path
-            )?
-        }
-        ProofKind::Update => crate::update::generate_params(sector_size, &params_path, &vk_path)?,
-    }
+    make(params_path, vk_path)?;
     // Only files made now: a file that was there is official, or recorded when it was made.
-    for (path, is_new) in [&params_path, &vk_path].into_iter().zip(is_new) {
+    for (path, is_new) in [params_path, vk_path].into_iter().zip(is_new) {
         if is_new {
             check::write_generation_record(path)?;
         }
     }
-    Ok((params_path, vk_path))
-}
-
-fn generate_for_shape<Tree: 'static + MerkleTreeTrait>(
-    config: &filecoin_proofs::PoRepConfig,
-    params_path: &Path,
-    vk_path: &Path,
-) -> Result<()> {
-    type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
-    let pub_params = public_params::<Tree>(config)?;
-    let blank = || {
-        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pub_params)
-    };
-    random::generate_set(blank, params_path, vk_path)?;
-    // The small `.meta` file, by filecoin-proofs under its own name.
-    <Compound<Tree> as CacheableParameters<_, _>>::get_param_metadata(blank(), &pub_params)?;
     Ok(())
 }

@@ -20,7 +20,8 @@ use anyhow::{Context, Result};
 
 use crate::event::{EventKind, EventSink};
 use crate::memory::{show_bytes, MemoryBudget, Reservation};
-use crate::r1cs::{check_counts, r1cs_path, R1cs};
+use crate::params::check_recorded;
+use crate::r1cs::{r1cs_path, R1cs};
 
 use super::job::Job;
 
@@ -116,7 +117,7 @@ impl ConstraintSets {
             // two, so the partition asking waits for it rather than synthesizing in full.
             let started = Instant::now();
             let loaded = R1cs::load(&file)
-                .and_then(|r1cs| check_counts(&r1cs, &file, params_path).map(|()| r1cs));
+                .and_then(|r1cs| check_recorded(&r1cs, &file, params_path).map(|()| r1cs));
             match loaded {
                 Ok(r1cs) => {
                     drop(slots);

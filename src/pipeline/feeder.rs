@@ -24,8 +24,10 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::backend::{ParamsKind, ProverParams};
 use crate::c1::SectorSizeName;
+use crate::circuits;
 use crate::event::{EventKind, EventSink};
-use crate::memory::{show_bytes, Footprint, MemoryBudget};
+use crate::footprint::Footprint;
+use crate::memory::{show_bytes, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::proof_kind::{CircuitId, ProofKind};
 use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
@@ -499,7 +501,7 @@ impl Feeder<'_> {
     /// Stops the run if `circuit`'s jobs cannot fit the budget (when their parameters are
     /// here to say how big they are).
     fn check_fits(&mut self, circuit: CircuitId) -> Result<()> {
-        let Ok((params_path, _)) = params::param_paths_of(circuit) else {
+        let Ok((params_path, _)) = circuits::param_paths(circuit) else {
             return Ok(());
         };
         if !params_path.is_file() {
@@ -518,7 +520,7 @@ impl Feeder<'_> {
         });
         let wake = self.wake.0.clone();
         let handle = std::thread::spawn(move || {
-            let made = params::generate_for(circuit).map(|_| ());
+            let made = circuits::generate_params(circuit).map(|_| ());
             let _ = wake.try_send(());
             made
         });

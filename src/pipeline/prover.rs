@@ -162,21 +162,24 @@ fn upload(
     params: &ProverParams,
     events: &EventSink,
 ) {
-    if !prover.needs_upload(params) {
-        return;
-    }
     let path = path.display().to_string();
-    events.emit(EventKind::ParamsLoadStarted {
-        worker: worker.to_owned(),
-        path: path.clone(),
+    let mut has_started = false;
+    let uploaded = prover.upload(params, || {
+        has_started = true;
+        events.emit(EventKind::ParamsLoadStarted {
+            worker: worker.to_owned(),
+            path: path.clone(),
+        });
     });
-    if let Err(err) = prover.upload(params) {
+    if let Err(err) = uploaded {
         log::warn!("{worker}: {err}");
     }
-    events.emit(EventKind::ParamsLoadFinished {
-        worker: worker.to_owned(),
-        path,
-    });
+    if has_started {
+        events.emit(EventKind::ParamsLoadFinished {
+            worker: worker.to_owned(),
+            path,
+        });
+    }
 }
 
 /// A GPU prover's check of bellperson's priority lock before each batch.

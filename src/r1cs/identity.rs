@@ -7,17 +7,14 @@
 //! is keyed by the circuit's identity: a BLAKE3 digest of the verifying key beside the
 //! parameters (generated with the circuit, so another circuit has another key) and of this
 //! cuzk's [`RECORDER_VERSION`]; the digest is part of the file's name, and the counts of a
-//! loaded file are checked against the parameters' own ([`check_counts`]).
+//! loaded file are checked against the parameters' own (`params::check_recorded`).
 //!
 //! A file of another identity is never replaced, only left aside: another process may have
 //! it mapped, and replacing a mapped file on NFS can kill that process with SIGBUS.
 
 use std::path::Path;
 
-use anyhow::{ensure, Context, Result};
-
-use super::R1cs;
-use crate::params::load::ParamsLayout;
+use anyhow::{Context, Result};
 
 /// The version of what the recorder writes for a given circuit (variable order, the input
 /// constraints, the density rules). Bump it when that changes: files recorded by an earlier
@@ -58,33 +55,6 @@ impl CircuitIdentity {
     pub fn short_hex(&self) -> String {
         hex::encode(&self.0[..NAME_HEX_LEN / 2])
     }
-}
-
-/// Checks that `r1cs` (loaded from `file`) has the counts the parameters at `params_path`
-/// were made for: inputs, aux variables, the FFT domain, and the A and B densities.
-pub fn check_counts(r1cs: &R1cs, file: &Path, params_path: &Path) -> Result<()> {
-    let layout = ParamsLayout::read(params_path)
-        .with_context(|| format!("reading the counts of {}", params_path.display()))?;
-    let counts = r1cs.counts();
-    let [a_aux, b_input, b_aux] = r1cs
-        .densities
-        .each_ref()
-        .map(|d| d.get_total_density() as u64);
-    let recorded = [
-        counts.inputs,
-        counts.aux,
-        counts.constraints.next_power_of_two() - 1,
-        counts.inputs + a_aux,
-        b_input + b_aux,
-    ];
-    let expected = [layout.ic, layout.l, layout.h, layout.a, layout.b];
-    ensure!(
-        recorded == expected,
-        "{}: recorded for another circuit than the parameters {} (inputs, aux, h, a, b: {recorded:?}, the parameters hold {expected:?}); they are recorded again",
-        file.display(),
-        params_path.display()
-    );
-    Ok(())
 }
 
 #[cfg(test)]

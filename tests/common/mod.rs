@@ -16,7 +16,7 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// Fails with the fix if the 2KiB parameters are missing.
 pub fn require_params() {
-    let paths = cuzk::params::param_paths(2048).expect("param paths");
+    let paths = cuzk::porep::param_paths(2048).expect("param paths");
     require_param_files(paths, "2KiB parameters", "");
 }
 

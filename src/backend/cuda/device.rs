@@ -11,8 +11,8 @@ use blstrs::{Fp, Fp2, G1Projective, G2Projective, Scalar as Fr};
 use ff::Field;
 
 use super::ffi;
+use super::residency::BaseSet;
 use crate::backend::groth16::Multiexps;
-use crate::backend::residency::BaseSet;
 use crate::synth::ConstraintMatrices;
 
 /// A failed CUDA call, with the GPU it ran on.

@@ -1,5 +1,5 @@
 //! The `cuda` backend: cuzk's own Groth16 on sppark's NTT and multiexp kernels
-//! (`groth16.cu`), with the parameters resident on each GPU.
+//! (`groth16.cu`), with the parameters resident on each GPU, one prover thread per GPU.
 //!
 //! - **Parameters** ([`ResidentParams`]): the host keeps only the verifying key and the
 //!   file's layout. Each prover uploads the bases to its GPU at its first partition of a
@@ -17,532 +17,90 @@
 //!   combination with fresh `r`, `s` after ([`groth16::assemble`]).
 //! - **Failures**: a CUDA error comes back as a [`CudaError`] naming the GPU and the step;
 //!   it fails the partition, never the process (see the safety rules in `groth16.cu`).
+//!
+//! Its plan ([`residency`]: which bases a GPU keeps, what stays on the host) is plain
+//! arithmetic built everywhere, so it is tested without a GPU; the device code needs the
+//! `cuda` feature.
 
+pub mod residency;
+
+#[cfg(feature = "cuda")]
 mod device;
+#[cfg(feature = "cuda")]
 mod ffi;
+#[cfg(feature = "cuda")]
+mod params;
+#[cfg(feature = "cuda")]
+mod prover;
 
-use std::mem::MaybeUninit;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
-use std::time::Instant;
-
-use bellperson::groth16::{Proof, VerifyingKey};
-use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
-use log::{debug, info, warn};
-
-pub use super::residency::BaseSet;
+#[cfg(feature = "cuda")]
 pub use device::{gpu_count, CudaError, CudaGpu, PinnedBuffer};
+#[cfg(feature = "cuda")]
+pub use params::{ResidentParams, ResidentParamsError};
+#[cfg(feature = "cuda")]
+pub use prover::{CudaProveError, CudaProver};
+pub use residency::BaseSet;
 
-use super::groth16::{self, ms_since, Groth16Error};
-use super::quotient::Domain;
-use super::residency::{plan_residency, set_extent, Density};
-use crate::event::ProveTimings;
-use crate::params::load::{decode_points_into, ParamsLayout};
-use crate::synth::{ConstraintMatrices, SynthesizedPartition};
+#[cfg(feature = "cuda")]
+use super::gpu::{self, env::GpuEnv, GpuSelection};
+#[cfg(feature = "cuda")]
+use super::{ParamsKind, Prover, ProverPlan};
 
-/// Bytes of the pinned buffer bases are staged through on their way to a GPU.
-const STAGING_BYTES: usize = 256 << 20;
-
-/// Why a parameter set could not be made ready for the cuda backend.
-#[derive(Debug, thiserror::Error)]
-pub enum ResidentParamsError {
-    /// The file could not be read.
-    #[error("{path}: {source}")]
-    Read {
-        /// The parameter file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Pinned host memory for streamed bases could not be had.
-    #[error("{path}: keeping the {set} bases in pinned host memory: {source}")]
-    Pinned {
-        /// The parameter file.
-        path: PathBuf,
-        /// Which bases.
-        set: &'static str,
-        /// Why.
-        #[source]
-        source: CudaError,
-    },
-}
-
-/// A parameter set as the cuda backend proves with it: the verifying key and the file's
-/// layout on the host; the bases on each GPU, uploaded by each prover at first use.
-pub struct ResidentParams {
-    path: PathBuf,
-    layout: ParamsLayout,
-    vk: VerifyingKey<Bls12>,
-    /// Bases kept on every GPU (a mask of [`BaseSet::bit`]s).
-    resident: u32,
-    /// The others, in pinned host memory, streamed at each proof.
-    streamed: Vec<(BaseSet, PinnedBuffer)>,
-}
-
-impl std::fmt::Debug for ResidentParams {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ResidentParams({})", self.path.display())
+/// One cuda prover per selected GPU (`cuda-N`), or `None` when no GPU is there. Each takes
+/// its GPU's free memory, or `gpu_memory` when smaller; the parameters are planned for the
+/// least of them.
+#[cfg(feature = "cuda")]
+pub fn plan(
+    gpus: &GpuSelection,
+    gpu_memory: Option<u64>,
+    env: &GpuEnv,
+) -> anyhow::Result<Option<ProverPlan>> {
+    let count = gpu_count();
+    if count == 0 {
+        return Ok(None);
     }
-}
-
-impl ResidentParams {
-    /// Reads the verifying key and layout of `path` and decides which bases each GPU keeps,
-    /// given `device_bytes`, the least device memory any prover may take (free memory, or
-    /// `--gpu-memory` when smaller). Bases left over are loaded into pinned host memory now.
-    pub fn load(path: &Path, device_bytes: u64) -> Result<ResidentParams, ResidentParamsError> {
-        let read = |source| ResidentParamsError::Read {
-            path: path.to_owned(),
-            source,
-        };
-        let layout = ParamsLayout::read(path).map_err(read)?;
-        let vk = {
-            let file = std::fs::File::open(path).map_err(read)?;
-            let mut head = vec![0u8; layout.vk_bytes as usize];
-            std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).map_err(read)?;
-            VerifyingKey::<Bls12>::read(&head[..]).map_err(read)?
-        };
-        let resident = plan_residency(&layout, device_bytes);
-        let mut streamed = Vec::new();
-        for set in BaseSet::ALL {
-            if resident & set.bit() != 0 {
-                continue;
+    let indices: Vec<usize> = match gpus {
+        GpuSelection::All => (0..count).collect(),
+        GpuSelection::None => return Ok(None),
+        GpuSelection::Indices(indices) => {
+            if let Some(bad) = indices.iter().find(|&&i| i >= count) {
+                anyhow::bail!("--gpus {bad}: this process sees {count} GPU(s), numbered from 0 (hint: CUDA_VISIBLE_DEVICES renumbers them)");
             }
-            let (offset, count) = set_extent(&layout, set);
-            let mut buffer =
-                PinnedBuffer::new(count as usize * set.point_bytes()).map_err(|source| {
-                    ResidentParamsError::Pinned {
-                        path: path.to_owned(),
-                        set: set.name(),
-                        source,
-                    }
-                })?;
-            let file = std::fs::File::open(path).map_err(read)?;
-            decode_set(&file, set, offset, buffer.as_mut_slice()).map_err(read)?;
-            streamed.push((set, buffer));
+            let mut unique = indices.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            unique
         }
-        let names: Vec<&str> = BaseSet::ALL
-            .iter()
-            .filter(|s| resident & s.bit() == 0)
-            .map(|s| s.name())
-            .collect();
-        if !names.is_empty() {
-            info!(
-                "{}: {} GiB of GPU memory per prover keep all but the {} bases, which stream from pinned host memory at each proof",
-                path.display(),
-                device_bytes >> 30,
-                names.join(", ")
-            );
-        }
-        Ok(ResidentParams {
-            path: path.to_owned(),
-            layout,
-            vk,
-            resident,
-            streamed,
-        })
+    };
+    let mut provers = Vec::new();
+    let mut notes = Vec::new();
+    let mut least = u64::MAX;
+    for index in &indices {
+        let mut prover = CudaProver::open(*index, format!("cuda-{index}"))?;
+        let free = prover.free_bytes()? as u64;
+        let take = gpu_memory.map_or(free, |cap| cap.min(free));
+        least = least.min(take);
+        notes.push(format!(
+            "{}{}: {} with {} free; cuzk takes up to {}",
+            env.visible_prefix(),
+            prover.name(),
+            prover.gpu().name(),
+            crate::memory::show_bytes(free),
+            crate::memory::show_bytes(take)
+        ));
+        provers.push(prover);
     }
-
-    /// Bytes this set keeps in host memory: the streamed bases (the verifying key is small).
-    pub fn host_bytes(&self) -> u64 {
-        self.streamed
-            .iter()
-            .map(|(_, b)| b.len() as u64)
-            .sum::<u64>()
-            + self.layout.vk_bytes
-    }
-
-    /// The verifying key.
-    pub fn vk(&self) -> &VerifyingKey<Bls12> {
-        &self.vk
-    }
-
-    fn streamed(&self, set: BaseSet) -> *const u8 {
-        self.streamed
-            .iter()
-            .find(|(s, _)| *s == set)
-            .map_or(std::ptr::null(), |(_, b)| b.as_slice().as_ptr())
-    }
-}
-
-/// Decodes `set`'s points, starting at byte `offset` of `file`, into `out` (Montgomery
-/// affine, the layout the GPU reads), in parallel.
-fn decode_set(
-    file: &std::fs::File,
-    set: BaseSet,
-    offset: u64,
-    out: &mut [u8],
-) -> std::io::Result<()> {
-    // SAFETY (both arms): `out` is plain bytes sized for whole points of `set`; blstrs'
-    // affine points are plain data of exactly `point_bytes()` bytes (blst's layout), and
-    // every slot is written by `decode_points_into` or it fails.
-    match set {
-        BaseSet::BG2 => {
-            let slots = unsafe {
-                std::slice::from_raw_parts_mut(
-                    out.as_mut_ptr() as *mut MaybeUninit<G2Affine>,
-                    out.len() / std::mem::size_of::<G2Affine>(),
-                )
-            };
-            decode_points_into::<G2Affine, 192>(file, offset, slots)
-        }
-        _ => {
-            let slots = unsafe {
-                std::slice::from_raw_parts_mut(
-                    out.as_mut_ptr() as *mut MaybeUninit<G1Affine>,
-                    out.len() / std::mem::size_of::<G1Affine>(),
-                )
-            };
-            decode_points_into::<G1Affine, 96>(file, offset, slots)
-        }
-    }
-}
-
-/// Why the cuda backend could not prove a partition.
-#[derive(Debug, thiserror::Error)]
-pub enum CudaProveError {
-    /// The GPU failed (a CUDA error, out of memory, a sticky fault).
-    #[error(transparent)]
-    Gpu(#[from] CudaError),
-    /// The bases could not be read from the parameter file.
-    #[error("{path}: uploading the bases to the GPU: {source}")]
-    Bases {
-        /// The parameter file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The proof's assembly refused (a subverted setup, a domain too large).
-    #[error(transparent)]
-    Groth16(#[from] Groth16Error),
-    /// The partition does not match the parameters.
-    #[error("the partition does not match the parameters: {0}")]
-    Mismatch(String),
-}
-
-/// One prover thread's GPU.
-pub struct CudaProver {
-    name: String,
-    gpu: CudaGpu,
-    /// The set whose bases are on the GPU. A weak handle: it keeps the set's allocation, so
-    /// no later set can take its address and pass for it.
-    uploaded: Option<Weak<ResidentParams>>,
-    /// The pre-compiled constraints on the GPU, held the same way.
-    matrices: Option<Weak<dyn ConstraintMatrices>>,
-    staging: Option<PinnedBuffer>,
-}
-
-impl std::fmt::Debug for CudaProver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.name)
-    }
-}
-
-impl CudaProver {
-    /// A prover on GPU `index`, named `name` in the timeline.
-    pub fn open(index: usize, name: String) -> Result<CudaProver, CudaError> {
-        Ok(CudaProver {
-            name,
-            gpu: CudaGpu::open(index)?,
-            uploaded: None,
-            matrices: None,
-            staging: None,
-        })
-    }
-
-    /// Its name in the timeline.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The GPU it proves on.
-    pub fn gpu(&self) -> &CudaGpu {
-        &self.gpu
-    }
-
-    /// Free device memory now.
-    pub fn free_bytes(&mut self) -> Result<usize, CudaError> {
-        self.gpu.free_bytes()
-    }
-
-    /// True when `params`' resident bases are on the GPU.
-    pub fn has_bases_of(&self, params: &Arc<ResidentParams>) -> bool {
-        self.uploaded
-            .as_ref()
-            .is_some_and(|set| set.ptr_eq(&Arc::downgrade(params)))
-    }
-
-    /// Uploads `params`' resident bases unless they are already on the GPU: read from the
-    /// file piece by piece, decoded by every core into the pinned staging buffer, copied up.
-    pub fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<(), CudaProveError> {
-        if self.has_bases_of(params) {
-            return Ok(());
-        }
-        self.uploaded = None;
-        let started = Instant::now();
-        let layout = &params.layout;
-        let counts = ffi::BaseCounts {
-            h: layout.h as usize,
-            l: layout.l as usize,
-            a: layout.a as usize,
-            b: layout.b as usize,
-        };
-        self.gpu.reserve_bases(counts, params.resident)?;
-        let staging = match &mut self.staging {
-            Some(staging) => staging,
-            none => none.insert(PinnedBuffer::new(STAGING_BYTES)?),
-        };
-        let bases = |source| CudaProveError::Bases {
-            path: params.path.clone(),
-            source,
-        };
-        let file = std::fs::File::open(&params.path).map_err(bases)?;
-        let mut bytes = 0u64;
-        for set in BaseSet::ALL {
-            if params.resident & set.bit() == 0 {
-                continue;
-            }
-            let (offset, count) = set_extent(layout, set);
-            let size = set.point_bytes();
-            let per_piece = STAGING_BYTES / size;
-            let mut first = 0usize;
-            while first < count as usize {
-                let take = per_piece.min(count as usize - first);
-                let piece = &mut staging.as_mut_slice()[..take * size];
-                let at = offset + first as u64 * set.file_point_bytes();
-                decode_set(&file, set, at, piece).map_err(bases)?;
-                self.gpu.upload_bases(set, first, piece)?;
-                first += take;
-            }
-            bytes += count * size as u64;
-        }
-        info!(
-            "{}: {} GB of bases resident on {} in {:.1} s",
-            self.name,
-            bytes / 1_000_000_000,
-            self.gpu.name(),
-            started.elapsed().as_secs_f64()
-        );
-        self.uploaded = Some(Arc::downgrade(params));
-        Ok(())
-    }
-
-    /// `next`'s witness as the GPU reads it, when its constraints are the ones on the GPU.
-    fn witness_view(&self, next: &SynthesizedPartition) -> Option<ffi::Partition> {
-        let matrices = next.deferred.as_ref()?;
-        let on_gpu = self.matrices.as_ref()?;
-        if !on_gpu.ptr_eq(&Arc::downgrade(matrices)) {
-            return None;
-        }
-        Some(witness_only_view(next, matrices.rows()))
-    }
-
-    /// Uploads `matrices` unless they are already on the GPU.
-    fn ensure_matrices(&mut self, matrices: &Arc<dyn ConstraintMatrices>) -> Result<(), CudaError> {
-        if self
-            .matrices
-            .as_ref()
-            .is_some_and(|on_gpu| on_gpu.ptr_eq(&Arc::downgrade(matrices)))
-        {
-            return Ok(());
-        }
-        self.matrices = None;
-        let started = Instant::now();
-        self.gpu.upload_matrices(&**matrices)?;
-        let bytes: usize = (0..3)
-            .map(|which| {
-                let (row_ptr, entries) = matrices.matrix(which);
-                8 * (row_ptr.len() + entries.len())
-            })
-            .sum();
-        info!(
-            "{}: {:.1} GB of pre-compiled constraints on {} in {:.1} s; partitions in flight hold only their witness",
-            self.name,
-            bytes as f64 / 1e9,
-            self.gpu.name(),
-            started.elapsed().as_secs_f64()
-        );
-        self.matrices = Some(Arc::downgrade(matrices));
-        Ok(())
-    }
-
-    /// Proves `partition` with randomness `r`, `s`. The witness of `next`, the partition
-    /// this prover takes after it, goes up meanwhile where the GPU evaluates both one's
-    /// constraints (its upload then overlaps this one's kernels).
-    pub fn prove(
-        &mut self,
-        partition: SynthesizedPartition,
-        params: &Arc<ResidentParams>,
-        r: Fr,
-        s: Fr,
-        next: Option<&SynthesizedPartition>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), CudaProveError> {
-        let started = Instant::now();
-        self.ensure_bases(params)?;
-        let mut partition = partition;
-        let mut evaluate = false;
-        if let Some(matrices) = partition.deferred.clone() {
-            match self.ensure_matrices(&matrices) {
-                Ok(()) => evaluate = true,
-                Err(err) => {
-                    warn!(
-                        "{}: {err}; this partition's constraints are evaluated on the host",
-                        self.name
-                    );
-                    partition.evaluate_deferred();
-                }
-            }
-        }
-        let bases_ms = ms_since(started);
-
-        let started = Instant::now();
-        let rows = partition.num_constraints();
-        let domain = Domain::for_constraints(rows).map_err(Groth16Error::from)?;
-        let a_aux = Density::of(&partition.a_aux_density, partition.aux_len())
-            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
-        let b_input = Density::of(&partition.b_input_density, partition.input_assignment.len())
-            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
-        let b_aux = Density::of(&partition.b_aux_density, partition.aux_len())
-            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
-        let host = |set| params.streamed(set);
-        let abc = |v: &Vec<Fr>| {
-            if evaluate {
-                std::ptr::null()
-            } else {
-                v.as_ptr()
-            }
-        };
-        let view = ffi::Partition {
-            a: abc(&partition.a),
-            b: abc(&partition.b),
-            c: abc(&partition.c),
-            abc_len: rows,
-            evaluate: i32::from(evaluate),
-            lg_domain: domain.log_m as usize,
-            a_aux_words: a_aux.words.as_ptr(),
-            a_aux_prefix: a_aux.prefix.as_ptr(),
-            a_aux_total: a_aux.total,
-            b_input_words: b_input.words.as_ptr(),
-            b_input_prefix: b_input.prefix.as_ptr(),
-            b_input_total: b_input.total,
-            b_aux_words: b_aux.words.as_ptr(),
-            b_aux_prefix: b_aux.prefix.as_ptr(),
-            b_aux_total: b_aux.total,
-            host_h: host(BaseSet::H),
-            host_l: host(BaseSet::L),
-            host_a: host(BaseSet::A),
-            host_b_g1: host(BaseSet::BG1),
-            host_b_g2: host(BaseSet::BG2),
-            ..witness_only_view(&partition, rows)
-        };
-        if !evaluate
-            && [&partition.a, &partition.b, &partition.c]
-                .iter()
-                .any(|v| v.len() != rows)
-        {
-            return Err(CudaProveError::Mismatch(
-                "a, b and c differ in length".into(),
-            ));
-        }
-        let layout = &params.layout;
-        let a_len = (view.input_len + view.a_aux_total) as u64;
-        let b_len = (view.b_input_total + view.b_aux_total) as u64;
-        if layout.h + 1 < domain.m as u64
-            || layout.l != view.aux_len as u64
-            || layout.a != a_len
-            || layout.b != b_len
-        {
-            return Err(CudaProveError::Mismatch(format!(
-                "{} constraints, {} aux, A {a_len}, B {b_len} against parameters with H {}, L {}, A {}, B {}",
-                view.abc_len, view.aux_len, layout.h, layout.l, layout.a, layout.b
-            )));
-        }
-        let prepare_ms = ms_since(started);
-
-        // SAFETY: every pointer in `view` borrows `partition`, the densities or `params`,
-        // all alive until the call returns; lengths were checked against the parameters.
-        let next_view = next
-            .filter(|_| evaluate)
-            .and_then(|next| self.witness_view(next));
-        // SAFETY (both): `next_view` borrows `next`, alive for the call as well.
-        let (msm, step) = unsafe { self.gpu.prove(&view, next_view.as_ref())? };
-        drop(partition);
-
-        let started = Instant::now();
-        groth16::check_delta(&params.vk)?;
-        let proof = groth16::assemble(&params.vk, r, s, &msm);
-        let timings = ProveTimings {
-            upload_ms: step.upload,
-            fft_ms: step.quotient,
-            evaluate_ms: step.evaluate,
-            msm_g1_ms: step.msm_h + step.msm_l + step.msm_a + step.msm_b_g1,
-            msm_g1_split_ms: [step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1],
-            msm_g2_ms: step.msm_b_g2,
-            cpu_tail_ms: prepare_ms + ms_since(started),
-            gpu_call_ms: 0.0,
-        };
-        debug!(
-            "{}: proved partition (bases {bases_ms:.0} ms; upload {:.0}, evaluation {:.0}, quotient {:.0}, H {:.0}, L {:.0}, A {:.0}, B_G1 {:.0}, B_G2 {:.0} ms)",
-            self.name, step.upload, step.evaluate, step.quotient, step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1, step.msm_b_g2
-        );
-        Ok((proof, timings))
-    }
-}
-
-/// `partition` as the GPU reads it from its witness alone, the constraints evaluated there:
-/// the inputs, and the aux variables whole or, when compact, as bits and wide values (`aux`
-/// null). No a, b and c, densities or streamed bases: a proof's view adds those.
-fn witness_only_view(partition: &SynthesizedPartition, rows: usize) -> ffi::Partition {
-    use std::ptr::null;
-    let (aux, aux_len, aux_ones, aux_wide_index, aux_wide, aux_wide_len) =
-        match &partition.compact_aux {
-            Some(compact) => (
-                null(),
-                compact.len,
-                compact.ones.as_ptr(),
-                compact.wide_index.as_ptr(),
-                compact.wide_values.as_ptr(),
-                compact.wide_values.len(),
-            ),
-            None => (
-                partition.aux_assignment.as_ptr(),
-                partition.aux_assignment.len(),
-                null(),
-                null(),
-                null(),
-                0,
-            ),
-        };
-    ffi::Partition {
-        a: null(),
-        b: null(),
-        c: null(),
-        abc_len: rows,
-        evaluate: 1,
-        witness_id: partition.witness_id,
-        lg_domain: 0,
-        inputs: partition.input_assignment.as_ptr(),
-        input_len: partition.input_assignment.len(),
-        aux,
-        aux_len,
-        aux_ones,
-        aux_wide_index,
-        aux_wide,
-        aux_wide_len,
-        a_aux_words: null(),
-        a_aux_prefix: null(),
-        a_aux_total: 0,
-        b_input_words: null(),
-        b_input_prefix: null(),
-        b_input_total: 0,
-        b_aux_words: null(),
-        b_aux_prefix: null(),
-        b_aux_total: 0,
-        host_h: null(),
-        host_l: null(),
-        host_a: null(),
-        host_b_g1: null(),
-        host_b_g2: null(),
-    }
+    let kind = ParamsKind::Resident {
+        device_bytes: least,
+    };
+    let described = gpu::gpu_descriptions();
+    Ok(Some(ProverPlan {
+        provers: provers.into_iter().map(|p| Prover::Cuda(p, kind)).collect(),
+        notes,
+        cpu_reason: None,
+        gpus: described
+            .into_iter()
+            .filter(|d| indices.contains(&d.index))
+            .collect(),
+    }))
 }

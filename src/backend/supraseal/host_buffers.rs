@@ -109,7 +109,7 @@ pub fn estimated_call_bytes(layout: &ParamsLayout, batch: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::residency::tests::layout_32gib;
+    use crate::backend::cuda::residency::tests::layout_32gib;
 
     #[test]
     fn a_call_charges_its_bit_vectors_and_its_tail() {

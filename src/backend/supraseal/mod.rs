@@ -10,11 +10,91 @@
 //! failed partition with the reason.
 //!
 //! Without the `supraseal` feature this module only says the backend is absent, and keeps
-//! [`check_batch`], the guard against those assertions, which is pure and tested in every
-//! build.
+//! what is pure and tested in every build: [`check_batch`], the guard against those
+//! assertions, the memory it needs ([`host_buffers`], [`note`]) and the plan of its one
+//! prover ([`plan`]).
 
+pub mod host_buffers;
+
+use anyhow::{bail, Result};
+
+use super::gpu::env::GpuEnv;
+use super::gpu::free_memory::{gib, GpuDescription, GIB};
+use super::gpu::{self, GpuSelection};
+use super::{BackendChoice, Prover, ProverPlan};
 use crate::params::load::ParamsLayout;
 use crate::synth::SynthesizedPartition;
+
+/// What SupraSeal needs on each GPU for a 32GiB or 64GiB partition (Curio's figure).
+pub const GPU_BYTES_32GIB: u64 = 12 * GIB;
+
+/// SupraSeal's prover: one thread drives every visible GPU, a partition per GPU per call.
+pub struct SuprasealProver {
+    /// Partitions per call: one per GPU.
+    batch: usize,
+}
+
+impl SuprasealProver {
+    /// Its name in the timeline.
+    pub fn name(&self) -> &str {
+        "supraseal"
+    }
+
+    /// Partitions it proves per call.
+    pub fn batch_size(&self) -> usize {
+        self.batch
+    }
+}
+
+/// Bytes of a set of `layout` the host keeps for SupraSeal: all of it, and the host buffers
+/// of its calls of `batch` partitions, which the run holds for as long as the set.
+pub fn host_bytes(layout: &ParamsLayout, batch: usize) -> u64 {
+    layout.memory_bytes() + host_buffers::estimated_call_bytes(layout, batch as u64)
+}
+
+/// The SupraSeal prover of a run that `choice` asks for, or lets take the GPUs (`auto` in a
+/// build that has it, when no cuda prover started); `None` where another backend proves.
+/// SupraSeal uses every GPU this process sees, so `--gpus` cannot choose among them.
+pub fn plan(
+    choice: BackendChoice,
+    gpus: &GpuSelection,
+    env: &GpuEnv,
+) -> Result<Option<ProverPlan>> {
+    let wanted = match choice {
+        BackendChoice::Supraseal => {
+            if !IS_BUILT {
+                bail!("--backend supraseal: this cuzk was built without SupraSeal (hint: build with scripts/build-cuda.sh, which enables it)");
+            }
+            true
+        }
+        BackendChoice::Auto => IS_BUILT,
+        BackendChoice::Cuda | BackendChoice::EcGpu | BackendChoice::Cpu => false,
+    };
+    if !wanted {
+        return Ok(None);
+    }
+    let visible = gpu::gpu_descriptions();
+    if visible.is_empty() {
+        if choice == BackendChoice::Supraseal {
+            bail!(
+                "--backend supraseal: {} (hint: check `nvidia-smi` and CUDA_VISIBLE_DEVICES)",
+                gpu::no_gpu_reason(env)
+            );
+        }
+        return Ok(None);
+    }
+    if let GpuSelection::Indices(_) = gpus {
+        bail!("--gpus with --backend supraseal: SupraSeal uses every GPU this process sees (hint: choose them with CUDA_VISIBLE_DEVICES, e.g. CUDA_VISIBLE_DEVICES=0,1)");
+    }
+    Ok(Some(ProverPlan {
+        provers: vec![Prover::Supraseal(SuprasealProver {
+            batch: visible.len(),
+        })],
+        notes: vec![format!("{}{}", env.visible_prefix(), note(&visible))],
+        cpu_reason: None,
+        gpus: visible,
+    }))
+}
 
 /// Why SupraSeal did not prove a batch; every partition of the batch fails with it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -105,14 +185,45 @@ pub fn check_batch(
     Ok(())
 }
 
+/// The note for SupraSeal on `gpus` (all it will use), and whether each has room.
+pub fn note(gpus: &[GpuDescription]) -> String {
+    let short: Vec<String> = gpus
+        .iter()
+        .filter(|gpu| {
+            gpu.free_bytes
+                .unwrap_or(gpu.total_bytes)
+                .lt(&GPU_BYTES_32GIB)
+        })
+        .map(|gpu| format!("GPU {}", gpu.index))
+        .collect();
+    let listed: Vec<String> = gpus
+        .iter()
+        .map(|gpu| format!("GPU {} ({})", gpu.index, gpu.describe()))
+        .collect();
+    let verdict = if short.is_empty() {
+        "fits".to_owned()
+    } else {
+        format!(
+            "too little on {}: a 32GiB partition may fail there (hint: SupraSeal uses every GPU it sees; leave {} out with CUDA_VISIBLE_DEVICES, or use --backend ec-gpu)",
+            short.join(", "),
+            if short.len() == 1 { "it" } else { "them" }
+        )
+    };
+    format!(
+        "supraseal on {}; it needs ~{} per GPU for a 32GiB or 64GiB partition, less for smaller sectors: {verdict}",
+        listed.join("; "),
+        gib(GPU_BYTES_32GIB)
+    )
+}
+
 #[cfg(feature = "supraseal")]
-pub use gpu::{prove_batch, SuprasealParams, SRS};
+pub use calls::{prove_batch, SuprasealParams, SRS};
 
 /// True when this build has the SupraSeal backend.
 pub const IS_BUILT: bool = cfg!(feature = "supraseal");
 
 #[cfg(feature = "supraseal")]
-mod gpu {
+mod calls {
     //! The calls into supraseal-c2.
 
     use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -194,9 +305,66 @@ mod gpu {
     }
 }
 
+#[cfg(feature = "supraseal")]
+impl SuprasealProver {
+    /// Proves `batch` (partitions of one circuit, at most [`SuprasealProver::batch_size`])
+    /// in one call with fresh randomness: a proof per partition, or the call's failure for
+    /// each.
+    pub fn prove_each(
+        &mut self,
+        batch: Vec<SynthesizedPartition>,
+        params: &SuprasealParams,
+    ) -> Vec<
+        Result<
+            (
+                bellperson::groth16::Proof<blstrs::Bls12>,
+                crate::event::ProveTimings,
+            ),
+            super::ProveError,
+        >,
+    > {
+        let started = std::time::Instant::now();
+        let mut batch = batch;
+        batch
+            .iter_mut()
+            .for_each(SynthesizedPartition::evaluate_deferred);
+        let (r, s): (Vec<_>, Vec<_>) = batch
+            .iter()
+            .map(|_| super::groth16::fresh_randomness())
+            .unzip();
+        let refs: Vec<&SynthesizedPartition> = batch.iter().collect();
+        // What the budget charged for the call's own buffers, against what this batch makes
+        // it allocate (a pass over the witness: only when asked for).
+        if log::log_enabled!(log::Level::Debug) {
+            let tail = host_buffers::TailCounts::of(&refs);
+            log::debug!(
+                "supraseal call of {} partition(s): host buffers {} bytes (tail {:?}, {:.1}% of the points), {} charged",
+                refs.len(),
+                host_buffers::call_bytes(&params.layout, refs.len() as u64, tail),
+                tail,
+                100.0 * tail.share_of(&params.layout),
+                host_buffers::estimated_call_bytes(&params.layout, refs.len() as u64)
+            );
+        }
+        let proved = prove_batch(&refs, params, &r, &s);
+        // Free a, b, c and the witness before reporting: the next batch needs the room.
+        drop(refs);
+        drop(batch);
+        let timings = crate::event::ProveTimings {
+            gpu_call_ms: started.elapsed().as_secs_f64() * 1e3,
+            ..Default::default()
+        };
+        match proved {
+            Ok(proofs) => proofs.into_iter().map(|p| Ok((p, timings))).collect(),
+            Err(err) => (0..r.len()).map(|_| Err(err.clone().into())).collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::gpu::free_memory::tests::h200;
     use crate::synth::synthesize;
     use crate::synth::tests::CubeCircuit;
 
@@ -281,5 +449,16 @@ mod tests {
             check_batch(&[&one, &other], &layout),
             Err(SuprasealError::ShapesDiffer)
         );
+    }
+
+    #[test]
+    fn supraseal_warns_about_a_gpu_without_room() {
+        let roomy = note(&[h200(Some(139))]);
+        assert!(roomy.ends_with(": fits"), "{roomy}");
+        let mut small = h200(Some(8));
+        small.index = 1;
+        let note = note(&[h200(Some(139)), small]);
+        assert!(note.contains("too little on GPU 1"), "{note}");
+        assert!(note.contains("CUDA_VISIBLE_DEVICES"), "{note}");
     }
 }

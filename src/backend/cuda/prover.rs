@@ -1,0 +1,414 @@
+//! One prover thread's GPU ([`CudaProver`]): the bases and the pre-compiled constraints it
+//! keeps there, and the proof of a partition on it, every step on the device but the
+//! densities' prefix counts before and the combination with `r`, `s` after.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, Scalar as Fr};
+use log::{debug, info, warn};
+
+use super::device::{CudaError, CudaGpu, PinnedBuffer};
+use super::ffi;
+use super::params::ResidentParams;
+use super::residency::{BaseSet, Density};
+use crate::backend::groth16::{self, ms_since, Groth16Error};
+use crate::backend::quotient::Domain;
+use crate::backend::ProveError;
+use crate::event::ProveTimings;
+use crate::synth::{ConstraintMatrices, SynthesizedPartition};
+use crate::util::panic_message;
+
+/// Bytes of the pinned buffer bases are staged through on their way to a GPU.
+const STAGING_BYTES: usize = 256 << 20;
+
+/// Why the cuda backend could not prove a partition.
+#[derive(Debug, thiserror::Error)]
+pub enum CudaProveError {
+    /// The GPU failed (a CUDA error, out of memory, a sticky fault).
+    #[error(transparent)]
+    Gpu(#[from] CudaError),
+    /// The bases could not be read from the parameter file.
+    #[error("{path}: uploading the bases to the GPU: {source}")]
+    Bases {
+        /// The parameter file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The proof's assembly refused (a subverted setup, a domain too large).
+    #[error(transparent)]
+    Groth16(#[from] Groth16Error),
+    /// The partition does not match the parameters.
+    #[error("the partition does not match the parameters: {0}")]
+    Mismatch(String),
+}
+
+/// One prover thread's GPU.
+pub struct CudaProver {
+    name: String,
+    gpu: CudaGpu,
+    /// The set whose bases are on the GPU. A weak handle: it keeps the set's allocation, so
+    /// no later set can take its address and pass for it.
+    uploaded: Option<Weak<ResidentParams>>,
+    /// The pre-compiled constraints on the GPU, held the same way.
+    matrices: Option<Weak<dyn ConstraintMatrices>>,
+    staging: Option<PinnedBuffer>,
+}
+
+impl std::fmt::Debug for CudaProver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl CudaProver {
+    /// A prover on GPU `index`, named `name` in the timeline.
+    pub fn open(index: usize, name: String) -> Result<CudaProver, CudaError> {
+        Ok(CudaProver {
+            name,
+            gpu: CudaGpu::open(index)?,
+            uploaded: None,
+            matrices: None,
+            staging: None,
+        })
+    }
+
+    /// Its name in the timeline.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The GPU it proves on.
+    pub fn gpu(&self) -> &CudaGpu {
+        &self.gpu
+    }
+
+    /// Free device memory now.
+    pub fn free_bytes(&mut self) -> Result<usize, CudaError> {
+        self.gpu.free_bytes()
+    }
+
+    /// True when `params`' resident bases are on the GPU.
+    pub fn has_bases_of(&self, params: &Arc<ResidentParams>) -> bool {
+        self.uploaded
+            .as_ref()
+            .is_some_and(|set| set.ptr_eq(&Arc::downgrade(params)))
+    }
+
+    /// Uploads `params`' resident bases unless they are already on the GPU, calling
+    /// `on_upload` first (the timeline shows an upload as a parameter load): true when it
+    /// uploaded.
+    pub fn upload(
+        &mut self,
+        params: &Arc<ResidentParams>,
+        on_upload: impl FnOnce(),
+    ) -> Result<bool, CudaProveError> {
+        if self.has_bases_of(params) {
+            return Ok(false);
+        }
+        on_upload();
+        self.ensure_bases(params).map(|()| true)
+    }
+
+    /// Proves each partition of `batch` with fresh randomness, one after another; `next` is
+    /// the partition after the batch, whose witness goes up while the last one is proved. A
+    /// panic fails its partition, not the run.
+    pub fn prove_each(
+        &mut self,
+        batch: Vec<SynthesizedPartition>,
+        params: &Arc<ResidentParams>,
+        next: Option<&SynthesizedPartition>,
+    ) -> Vec<Result<(Proof<Bls12>, ProveTimings), ProveError>> {
+        let mut batch: std::collections::VecDeque<_> = batch.into();
+        let mut results = Vec::with_capacity(batch.len());
+        while let Some(partition) = batch.pop_front() {
+            let (r, s) = groth16::fresh_randomness();
+            let following = batch.front().or(next);
+            let proved = catch_unwind(AssertUnwindSafe(|| {
+                self.prove(partition, params, r, s, following)
+            }))
+            .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))
+            .and_then(|result| result.map_err(ProveError::from));
+            results.push(proved);
+        }
+        results
+    }
+
+    /// Uploads `params`' resident bases unless they are already on the GPU: read from the
+    /// file piece by piece, decoded by every core into the pinned staging buffer, copied up.
+    pub fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<(), CudaProveError> {
+        if self.has_bases_of(params) {
+            return Ok(());
+        }
+        self.uploaded = None;
+        let started = Instant::now();
+        let layout = &params.layout;
+        let counts = ffi::BaseCounts {
+            h: layout.h as usize,
+            l: layout.l as usize,
+            a: layout.a as usize,
+            b: layout.b as usize,
+        };
+        self.gpu.reserve_bases(counts, params.resident)?;
+        let staging = match &mut self.staging {
+            Some(staging) => staging,
+            none => none.insert(PinnedBuffer::new(STAGING_BYTES)?),
+        };
+        let bases = |source| CudaProveError::Bases {
+            path: params.path.clone(),
+            source,
+        };
+        let file = std::fs::File::open(&params.path).map_err(bases)?;
+        let mut bytes = 0u64;
+        for set in BaseSet::ALL {
+            if params.resident & set.bit() == 0 {
+                continue;
+            }
+            let (offset, count) = set_extent(layout, set);
+            let size = set.point_bytes();
+            let per_piece = STAGING_BYTES / size;
+            let mut first = 0usize;
+            while first < count as usize {
+                let take = per_piece.min(count as usize - first);
+                let piece = &mut staging.as_mut_slice()[..take * size];
+                let at = offset + first as u64 * set.file_point_bytes();
+                decode_set(&file, set, at, piece).map_err(bases)?;
+                self.gpu.upload_bases(set, first, piece)?;
+                first += take;
+            }
+            bytes += count * size as u64;
+        }
+        info!(
+            "{}: {} GB of bases resident on {} in {:.1} s",
+            self.name,
+            bytes / 1_000_000_000,
+            self.gpu.name(),
+            started.elapsed().as_secs_f64()
+        );
+        self.uploaded = Some(Arc::downgrade(params));
+        Ok(())
+    }
+
+    /// `next`'s witness as the GPU reads it, when its constraints are the ones on the GPU.
+    fn witness_view(&self, next: &SynthesizedPartition) -> Option<ffi::Partition> {
+        let matrices = next.deferred.as_ref()?;
+        let on_gpu = self.matrices.as_ref()?;
+        if !on_gpu.ptr_eq(&Arc::downgrade(matrices)) {
+            return None;
+        }
+        Some(witness_only_view(next, matrices.rows()))
+    }
+
+    /// Uploads `matrices` unless they are already on the GPU.
+    fn ensure_matrices(&mut self, matrices: &Arc<dyn ConstraintMatrices>) -> Result<(), CudaError> {
+        if self
+            .matrices
+            .as_ref()
+            .is_some_and(|on_gpu| on_gpu.ptr_eq(&Arc::downgrade(matrices)))
+        {
+            return Ok(());
+        }
+        self.matrices = None;
+        let started = Instant::now();
+        self.gpu.upload_matrices(&**matrices)?;
+        let bytes: usize = (0..3)
+            .map(|which| {
+                let (row_ptr, entries) = matrices.matrix(which);
+                8 * (row_ptr.len() + entries.len())
+            })
+            .sum();
+        info!(
+            "{}: {:.1} GB of pre-compiled constraints on {} in {:.1} s; partitions in flight hold only their witness",
+            self.name,
+            bytes as f64 / 1e9,
+            self.gpu.name(),
+            started.elapsed().as_secs_f64()
+        );
+        self.matrices = Some(Arc::downgrade(matrices));
+        Ok(())
+    }
+
+    /// Proves `partition` with randomness `r`, `s`. The witness of `next`, the partition
+    /// this prover takes after it, goes up meanwhile where the GPU evaluates both one's
+    /// constraints (its upload then overlaps this one's kernels).
+    pub fn prove(
+        &mut self,
+        partition: SynthesizedPartition,
+        params: &Arc<ResidentParams>,
+        r: Fr,
+        s: Fr,
+        next: Option<&SynthesizedPartition>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), CudaProveError> {
+        let started = Instant::now();
+        self.ensure_bases(params)?;
+        let mut partition = partition;
+        let mut evaluate = false;
+        if let Some(matrices) = partition.deferred.clone() {
+            match self.ensure_matrices(&matrices) {
+                Ok(()) => evaluate = true,
+                Err(err) => {
+                    warn!(
+                        "{}: {err}; this partition's constraints are evaluated on the host",
+                        self.name
+                    );
+                    partition.evaluate_deferred();
+                }
+            }
+        }
+        let bases_ms = ms_since(started);
+
+        let started = Instant::now();
+        let rows = partition.num_constraints();
+        let domain = Domain::for_constraints(rows).map_err(Groth16Error::from)?;
+        let a_aux = Density::of(&partition.a_aux_density, partition.aux_len())
+            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
+        let b_input = Density::of(&partition.b_input_density, partition.input_assignment.len())
+            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
+        let b_aux = Density::of(&partition.b_aux_density, partition.aux_len())
+            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
+        let host = |set| params.streamed(set);
+        let abc = |v: &Vec<Fr>| {
+            if evaluate {
+                std::ptr::null()
+            } else {
+                v.as_ptr()
+            }
+        };
+        let view = ffi::Partition {
+            a: abc(&partition.a),
+            b: abc(&partition.b),
+            c: abc(&partition.c),
+            abc_len: rows,
+            evaluate: i32::from(evaluate),
+            lg_domain: domain.log_m as usize,
+            a_aux_words: a_aux.words.as_ptr(),
+            a_aux_prefix: a_aux.prefix.as_ptr(),
+            a_aux_total: a_aux.total,
+            b_input_words: b_input.words.as_ptr(),
+            b_input_prefix: b_input.prefix.as_ptr(),
+            b_input_total: b_input.total,
+            b_aux_words: b_aux.words.as_ptr(),
+            b_aux_prefix: b_aux.prefix.as_ptr(),
+            b_aux_total: b_aux.total,
+            host_h: host(BaseSet::H),
+            host_l: host(BaseSet::L),
+            host_a: host(BaseSet::A),
+            host_b_g1: host(BaseSet::BG1),
+            host_b_g2: host(BaseSet::BG2),
+            ..witness_only_view(&partition, rows)
+        };
+        if !evaluate
+            && [&partition.a, &partition.b, &partition.c]
+                .iter()
+                .any(|v| v.len() != rows)
+        {
+            return Err(CudaProveError::Mismatch(
+                "a, b and c differ in length".into(),
+            ));
+        }
+        let layout = &params.layout;
+        let a_len = (view.input_len + view.a_aux_total) as u64;
+        let b_len = (view.b_input_total + view.b_aux_total) as u64;
+        if layout.h + 1 < domain.m as u64
+            || layout.l != view.aux_len as u64
+            || layout.a != a_len
+            || layout.b != b_len
+        {
+            return Err(CudaProveError::Mismatch(format!(
+                "{} constraints, {} aux, A {a_len}, B {b_len} against parameters with H {}, L {}, A {}, B {}",
+                view.abc_len, view.aux_len, layout.h, layout.l, layout.a, layout.b
+            )));
+        }
+        let prepare_ms = ms_since(started);
+
+        // SAFETY: every pointer in `view` borrows `partition`, the densities or `params`,
+        // all alive until the call returns; lengths were checked against the parameters.
+        let next_view = next
+            .filter(|_| evaluate)
+            .and_then(|next| self.witness_view(next));
+        // SAFETY (both): `next_view` borrows `next`, alive for the call as well.
+        let (msm, step) = unsafe { self.gpu.prove(&view, next_view.as_ref())? };
+        drop(partition);
+
+        let started = Instant::now();
+        groth16::check_delta(&params.vk)?;
+        let proof = groth16::assemble(&params.vk, r, s, &msm);
+        let timings = ProveTimings {
+            upload_ms: step.upload,
+            fft_ms: step.quotient,
+            evaluate_ms: step.evaluate,
+            msm_g1_ms: step.msm_h + step.msm_l + step.msm_a + step.msm_b_g1,
+            msm_g1_split_ms: [step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1],
+            msm_g2_ms: step.msm_b_g2,
+            cpu_tail_ms: prepare_ms + ms_since(started),
+            gpu_call_ms: 0.0,
+        };
+        debug!(
+            "{}: proved partition (bases {bases_ms:.0} ms; upload {:.0}, evaluation {:.0}, quotient {:.0}, H {:.0}, L {:.0}, A {:.0}, B_G1 {:.0}, B_G2 {:.0} ms)",
+            self.name, step.upload, step.evaluate, step.quotient, step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1, step.msm_b_g2
+        );
+        Ok((proof, timings))
+    }
+}
+
+/// `partition` as the GPU reads it from its witness alone, the constraints evaluated there:
+/// the inputs, and the aux variables whole or, when compact, as bits and wide values (`aux`
+/// null). No a, b and c, densities or streamed bases: a proof's view adds those.
+fn witness_only_view(partition: &SynthesizedPartition, rows: usize) -> ffi::Partition {
+    use std::ptr::null;
+    let (aux, aux_len, aux_ones, aux_wide_index, aux_wide, aux_wide_len) =
+        match &partition.compact_aux {
+            Some(compact) => (
+                null(),
+                compact.len,
+                compact.ones.as_ptr(),
+                compact.wide_index.as_ptr(),
+                compact.wide_values.as_ptr(),
+                compact.wide_values.len(),
+            ),
+            None => (
+                partition.aux_assignment.as_ptr(),
+                partition.aux_assignment.len(),
+                null(),
+                null(),
+                null(),
+                0,
+            ),
+        };
+    ffi::Partition {
+        a: null(),
+        b: null(),
+        c: null(),
+        abc_len: rows,
+        evaluate: 1,
+        witness_id: partition.witness_id,
+        lg_domain: 0,
+        inputs: partition.input_assignment.as_ptr(),
+        input_len: partition.input_assignment.len(),
+        aux,
+        aux_len,
+        aux_ones,
+        aux_wide_index,
+        aux_wide,
+        aux_wide_len,
+        a_aux_words: null(),
+        a_aux_prefix: null(),
+        a_aux_total: 0,
+        b_input_words: null(),
+        b_input_prefix: null(),
+        b_input_total: 0,
+        b_aux_words: null(),
+        b_aux_prefix: null(),
+        b_aux_total: 0,
+        host_h: null(),
+        host_l: null(),
+        host_a: null(),
+        host_b_g1: null(),
+        host_b_g2: null(),
+    }
+}
