@@ -92,6 +92,10 @@ fn ec_gpu_kernels() {
 fn sppark_prover() {
     const SOURCE: &str = "src/backend/cuda/groth16.cu";
     println!("cargo::rerun-if-changed={SOURCE}");
+    // The headers groth16.cu includes from its own directory.
+    for header in ["kernels.cuh", "split_msm.cuh", "partition_proof.cuh"] {
+        println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
+    }
     println!("cargo::rerun-if-env-changed=CUZK_CUDA_ARCHS");
     let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80 86 89 90 120".into());
     let archs: Vec<&str> = archs.split_whitespace().collect();

@@ -14,7 +14,8 @@
 //! - [`witness`] computes native witnesses, [`compact_witness`] keeps one small while it
 //!   waits for the GPU;
 //! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`], through the
-//!   gadgets or over constraints [`r1cs`] recorded;
+//!   gadgets or over constraints [`r1cs`] recorded; [`constraint_system`] is what their
+//!   constraint systems share;
 //! - [`backend`] turns synthesized partitions into Groth16 proofs: cuzk's own CUDA Groth16
 //!   (`cuda`, the default where built), cuzk's Groth16 on the CPU or on ec-gpu's kernels, or
 //!   SupraSeal; it chooses one for the run and holds what GPU backends share (device
@@ -49,6 +50,7 @@ pub mod circuits;
 pub mod cli;
 pub mod commcid;
 pub mod compact_witness;
+pub mod constraint_system;
 pub mod cpus;
 pub mod damocles;
 pub mod event;

@@ -36,6 +36,7 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use crate::atomic_file;
+use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 use crate::synth::{
     next_witness_id, thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile,
     SynthesizedPartition, WitnessPath,
@@ -670,14 +671,10 @@ impl Recorder {
     }
 }
 
-impl ConstraintSystem<Fr> for Recorder {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+impl NamelessSystem for Recorder {
+    fn new_aux<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.aux += 1;
         self.a_aux.add_element();
@@ -685,21 +682,17 @@ impl ConstraintSystem<Fr> for Recorder {
         Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    fn new_input<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.inputs += 1;
         self.b_input.add_element();
         Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    fn constrain<LA, LB, LC>(&mut self, a: LA, b: LB, c: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
         LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
@@ -711,20 +704,9 @@ impl ConstraintSystem<Fr> for Recorder {
         }
         self.constraints += 1;
     }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
 }
+
+nameless_constraint_system!(Recorder);
 
 /// Where the R1CS of the circuit whose parameters are at `params_path` is kept: beside them,
 /// named after them and the circuit's identity (read from the `.vk` beside them).

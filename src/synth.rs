@@ -14,6 +14,7 @@ use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::Field;
 
 use crate::compact_witness::CompactWitness;
+use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 
 /// A circuit's constraints as sparse matrices, for a prover that evaluates `A·w`, `B·w` and
 /// `C·w` where it proves (the cuda backend, on the GPU) instead of on the host. The
@@ -337,17 +338,13 @@ fn eval(
     acc
 }
 
-impl ConstraintSystem<Fr> for PartitionAssignment {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+impl NamelessSystem for PartitionAssignment {
+    fn new_aux<F>(&mut self, value: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         let p = &mut self.0;
-        p.aux_assignment.push(f()?);
+        p.aux_assignment.push(value()?);
         p.a_aux_density.add_element();
         p.b_aux_density.add_element();
         Ok(Variable::new_unchecked(Index::Aux(
@@ -355,24 +352,20 @@ impl ConstraintSystem<Fr> for PartitionAssignment {
         )))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    fn new_input<F>(&mut self, value: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         let p = &mut self.0;
-        p.input_assignment.push(f()?);
+        p.input_assignment.push(value()?);
         p.b_input_density.add_element();
         Ok(Variable::new_unchecked(Index::Input(
             p.input_assignment.len() - 1,
         )))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    fn constrain<LA, LB, LC>(&mut self, a: LA, b: LB, c: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
         LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
@@ -400,21 +393,9 @@ impl ConstraintSystem<Fr> for PartitionAssignment {
         p.b.push(b);
         p.c.push(c);
     }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-        // Names only matter for debugging constraint systems; proving ignores them.
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
 }
+
+nameless_constraint_system!(PartitionAssignment);
 
 #[cfg(test)]
 pub(crate) mod tests {

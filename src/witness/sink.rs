@@ -9,9 +9,11 @@
 use std::mem::MaybeUninit;
 
 use bellperson::gadgets::num::AllocatedNum;
-use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellperson::{Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ff::Field;
+
+use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 
 /// Where aux values go: a vector that grows, or slots of a larger vector set aside for this
 /// run of variables (so parallel parts write the partition's witness in place).
@@ -153,55 +155,36 @@ impl<'a> Sink<'a> {
     }
 }
 
-impl ConstraintSystem<Fr> for Sink<'_> {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+impl NamelessSystem for Sink<'_> {
+    fn new_aux<F>(&mut self, value: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
-        let value = f()?; // also how an `AllocatedNum` learns its value
+        let value = value()?; // also how an `AllocatedNum` learns its value
         if let Some(variable) = self.alias.take() {
             return Ok(variable);
         }
         Ok(Variable::new_unchecked(Index::Aux(self.num(value))))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    fn new_input<F>(&mut self, value: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
-        self.inputs.push(f()?);
+        self.inputs.push(value()?);
         Ok(Variable::new_unchecked(Index::Input(
             self.input_base + self.inputs.len() - 1,
         )))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    fn constrain<LA, LB, LC>(&mut self, _: LA, _: LB, _: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
         LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
         // The recorded matrices hold the constraints.
     }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
 }
+
+nameless_constraint_system!(Sink<'_>);

@@ -138,7 +138,7 @@ impl ResidentParams {
 
 /// Decodes `set`'s points, starting at byte `offset` of `file`, into `out` (Montgomery
 /// affine, the layout the GPU reads), in parallel.
-fn decode_set(
+pub(super) fn decode_set(
     file: &std::fs::File,
     set: BaseSet,
     offset: u64,

@@ -13,8 +13,8 @@ use log::{debug, info, warn};
 
 use super::device::{CudaError, CudaGpu, PinnedBuffer};
 use super::ffi;
-use super::params::ResidentParams;
-use super::residency::{BaseSet, Density};
+use super::params::{decode_set, ResidentParams};
+use super::residency::{set_extent, BaseSet, Density};
 use crate::backend::groth16::{self, ms_since, Groth16Error};
 use crate::backend::quotient::Domain;
 use crate::backend::ProveError;
@@ -336,8 +336,8 @@ impl CudaProver {
         drop(partition);
 
         let started = Instant::now();
-        groth16::check_delta(&params.vk)?;
-        let proof = groth16::assemble(&params.vk, r, s, &msm);
+        groth16::check_delta(params.vk())?;
+        let proof = groth16::assemble(params.vk(), r, s, &msm);
         let timings = ProveTimings {
             upload_ms: step.upload,
             fft_ms: step.quotient,

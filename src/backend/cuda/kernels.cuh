@@ -1,0 +1,188 @@
+// The device kernels of cuzk's Groth16 (groth16.cu): the quotient's pointwise steps, the
+// density filter, the constraint evaluation, the bit split of a query's scalars and the
+// expansion of a compact witness. Included by groth16.cu inside its anonymous namespace,
+// after sppark's headers; not a standalone header.
+
+__launch_bounds__(1024) __global__
+void pointwise_mul(fr_t* a, const fr_t* b, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        a[i] *= b[i];
+}
+
+// a = (a - c) / Z, where Z is the vanishing polynomial's constant value on the coset.
+__launch_bounds__(1024) __global__
+void sub_scale(fr_t* a, const fr_t* c, fr_t z_inv, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x) {
+        fr_t t = a[i] - c[i];
+        a[i] = t * z_inv;
+    }
+}
+
+// dst[prefix[w] + k] = src[64 w + j] for the k-th set bit j of word w: the variables a
+// query uses, in order, so they line up with the parameters' bases.
+__launch_bounds__(256) __global__
+void filter_by_density(fr_t* dst, const fr_t* src, const uint64_t* words,
+                       const uint32_t* prefix, size_t nwords, size_t nbits)
+{
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < nwords;
+         w += (size_t)blockDim.x * gridDim.x) {
+        uint64_t bits = words[w];
+        size_t base = w * 64;
+        if (base + 64 > nbits) {
+            size_t keep = nbits - base;
+            bits &= keep >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << keep) - 1);
+        }
+        size_t out = prefix[w];
+        while (bits) {
+            int j = __ffsll((long long)bits) - 1;
+            dst[out++] = src[base + j];
+            bits &= bits - 1;
+        }
+    }
+}
+
+// out[r] = sum of coeff * variable over row r's entries, for every r < n (0 past `rows`):
+// one thread per row; a coefficient of one or minus one is a plain addition.
+__launch_bounds__(256) __global__
+void evaluate_rows(fr_t* out, const uint64_t* row_ptr, const uint64_t* entries,
+                   const fr_t* coeffs, const fr_t* inputs, const fr_t* aux, size_t rows,
+                   size_t n, uint32_t one_id, uint32_t minus_one_id)
+{
+    for (size_t r = threadIdx.x + (size_t)blockIdx.x * blockDim.x; r < n;
+         r += (size_t)blockDim.x * gridDim.x) {
+        fr_t acc;
+        acc.zero();
+        if (r < rows) {
+            for (uint64_t k = row_ptr[r], end = row_ptr[r + 1]; k < end; k++) {
+                uint64_t e = entries[k];
+                uint32_t column = (uint32_t)e;
+                uint32_t id = (uint32_t)(e >> 32);
+                fr_t x = (column & 0x80000000u) ? inputs[column & 0x7fffffffu] : aux[column];
+                if (id == one_id)
+                    acc += x;
+                else if (id == minus_one_id)
+                    acc -= x;
+                else
+                    acc += x * coeffs[id];
+            }
+        }
+        out[r] = acc;
+    }
+}
+
+// Scalars are compared limb by limb, in Montgomery form: `one` is fr_t's one, passed in.
+__device__ __forceinline__ uint32_t limbs_xor(const fr_t& a, const fr_t& b)
+{
+    const uint32_t* x = reinterpret_cast<const uint32_t*>(&a);
+    const uint32_t* y = reinterpret_cast<const uint32_t*>(&b);
+    uint32_t d = 0;
+    for (size_t i = 0; i < sizeof(fr_t) / sizeof(uint32_t); i++)
+        d |= x[i] ^ y[i];
+    return d;
+}
+
+__device__ __forceinline__ uint32_t limbs_or(const fr_t& a)
+{
+    const uint32_t* x = reinterpret_cast<const uint32_t*>(&a);
+    uint32_t d = 0;
+    for (size_t i = 0; i < sizeof(fr_t) / sizeof(uint32_t); i++)
+        d |= x[i];
+    return d;
+}
+
+// A scalar neither zero nor one: it goes to the tail.
+__device__ __forceinline__ bool is_wide(const fr_t& x, const fr_t& one)
+{
+    return limbs_xor(x, one) != 0 && limbs_or(x) != 0;
+}
+
+// The split of a query's scalars into bits and the rest, a warp per 32 scalars: `ones` gets
+// a bit per scalar equal to one (the words up to `nwords` past the end are zero, as batch
+// addition reads whole rows of 32 words), and `tail` counts the scalars neither zero nor one.
+__launch_bounds__(256) __global__
+void split_bits(uint32_t* ones, uint32_t* tail, const fr_t* scalars, size_t n, size_t nwords,
+                fr_t one)
+{
+    const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
+    const uint32_t lane = threadIdx.x % 32;
+    uint32_t count = 0;
+    for (size_t w = (threadIdx.x + (size_t)blockIdx.x * blockDim.x) / 32; w < nwords;
+         w += warps) {
+        size_t i = w * 32 + lane;
+        bool is_one = false, wide = false;
+        if (i < n) {
+            fr_t x = scalars[i];
+            is_one = limbs_xor(x, one) == 0;
+            wide = is_wide(x, one);
+        }
+        uint32_t one_bits = __ballot_sync(0xffffffffu, is_one);
+        uint32_t wide_bits = __ballot_sync(0xffffffffu, wide);
+        if (lane == 0) {
+            ones[w] = one_bits;
+            count += __popc(wide_bits);
+        }
+    }
+    if (lane == 0 && count)
+        atomicAdd(tail, count);
+}
+
+// Gathers the scalars neither zero nor one, with their positions, in any order (a multiexp's
+// sum does not depend on it); `cursor` starts at zero.
+__launch_bounds__(256) __global__
+void gather_tail(fr_t* tail_scalars, uint32_t* tail_index, uint32_t* cursor,
+                 const fr_t* scalars, size_t n, fr_t one)
+{
+    const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
+    const uint32_t lane = threadIdx.x % 32;
+    const size_t nwords = (n + 31) / 32;
+    for (size_t w = (threadIdx.x + (size_t)blockIdx.x * blockDim.x) / 32; w < nwords;
+         w += warps) {
+        size_t i = w * 32 + lane;
+        fr_t x = scalars[i < n ? i : 0];
+        bool wide = i < n && is_wide(x, one);
+        uint32_t wide_bits = __ballot_sync(0xffffffffu, wide);
+        uint32_t at = 0;
+        if (lane == 0 && wide_bits)
+            at = atomicAdd(cursor, (uint32_t)__popc(wide_bits));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (wide) {
+            at += __popc(wide_bits & ((1u << lane) - 1));
+            tail_scalars[at] = x;
+            tail_index[at] = (uint32_t)i;
+        }
+    }
+}
+
+// dst[k] = bases[index[k]]: the tail's bases, beside its scalars.
+template<class affine_h>
+__launch_bounds__(256) __global__
+void gather_bases(affine_h* dst, const affine_h* bases, const uint32_t* index, size_t n)
+{
+    for (size_t k = threadIdx.x + (size_t)blockIdx.x * blockDim.x; k < n;
+         k += (size_t)blockDim.x * gridDim.x)
+        dst[k] = bases[index[k]];
+}
+
+// dst[i] = one where bit i of `ones` is set, else zero: a compact witness's bits.
+__launch_bounds__(256) __global__
+void expand_bits(fr_t* dst, const uint64_t* ones, size_t n, fr_t one)
+{
+    fr_t zero;
+    zero.zero();
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        dst[i] = (ones[i / 64] >> (i % 64)) & 1 ? one : zero;
+}
+
+// dst[index[k]] = wide[k]: a compact witness's other values, after its bits.
+__launch_bounds__(256) __global__
+void scatter_wide(fr_t* dst, const uint32_t* index, const fr_t* wide, size_t n)
+{
+    for (size_t k = threadIdx.x + (size_t)blockIdx.x * blockDim.x; k < n;
+         k += (size_t)blockDim.x * gridDim.x)
+        dst[index[k]] = wide[k];
+}

@@ -1,0 +1,312 @@
+// The steps of one partition's proof on the GPU (partition_proof), which cuzk_gpu_prove
+// calls top to bottom. Included by groth16.cu inside its anonymous namespace, after
+// cuzk_gpu, upload_witness and the multiexps; not a standalone header.
+
+// One partition's proof on a cuzk_gpu, in the order of the paper (cuzk_gpu_prove calls the
+// steps top to bottom). Two domain-sized device vectors, x and y, do the work:
+//   x = a, y = b; both to the coset; x *= y          (quotient, first half)
+//   y = c; to the coset; x = (x - y) / Z; x = h      (second half)
+//   y = aux (its upload overlaps the H multiexp); H over x; L over y
+// With the constraints on the device, x, y, z = A·w, B·w, C·w from the witness's slot.
+//   x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
+// `step` names what runs, for the error message of a failure.
+struct partition_proof {
+    using clock = std::chrono::steady_clock;
+
+    cuzk_gpu* g;
+    const cuzk_partition* p;
+    const char*& step;
+    const gpu_t& gpu;
+    stream_t& s0;
+    size_t n, sms, a_len, b_len;
+    bool evaluate;
+    int slot = -1;              // the witness's slot, when evaluating
+    bool is_staged = false;     // the witness was uploaded ahead, by the previous call
+    fr_t* x = nullptr;
+    fr_t* y = nullptr;
+    fr_t* z = nullptr;          // c: its own vector when evaluating, else y
+    const fr_t* aux_dev = nullptr;
+    size_t words_a = 0, words_bi = 0;
+    uint64_t *w_a = nullptr, *w_bi = nullptr, *w_ba = nullptr;
+    uint32_t *pf_a = nullptr, *pf_bi = nullptr, *pf_ba = nullptr;
+    double upload_ms = 0, evaluate_ms = 0, aux_upload_ms = 0;
+
+    partition_proof(cuzk_gpu* gpu_handle, const cuzk_partition* partition, const char*& name)
+        : g(gpu_handle), p(partition), step(name), gpu(gpu_handle->gpu), s0(gpu_handle->gpu[0]),
+          n((size_t)1 << partition->lg_domain), sms(gpu_handle->gpu.sm_count()),
+          a_len(partition->input_len + partition->a_aux_total),
+          b_len(partition->b_input_total + partition->b_aux_total),
+          evaluate(partition->evaluate != 0)
+    {}
+
+    // The partition against the parameters on the device, and against the constraints
+    // when they evaluate it.
+    void check() const
+    {
+        const auto& counts = g->counts;
+        if (p->abc_len > n || a_len > n || b_len > n || counts.h + 1 < n ||
+            counts.l != p->aux_len || counts.a != a_len || counts.b != b_len)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("the partition does not match the parameters")};
+        // A compact witness is expanded into a slot, which only evaluation on the device uses.
+        if (!evaluate && p->aux_ones)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("a compact witness needs the constraints on the GPU")};
+        if (evaluate && g->matrix_rows != p->abc_len)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("the partition does not match the uploaded constraints")};
+    }
+
+    // The working buffers (kept by the handle, grown only for a larger domain) and the slot
+    // of the witness: the one holding it already, else one to upload it into.
+    void allocate()
+    {
+        step = "allocating working buffers";
+        g->d_a.reserve(n);                                   // x
+        g->d_b.reserve(n > p->aux_len ? n : p->aux_len);     // y
+        if (evaluate) {
+            g->d_c.reserve(n);                               // z
+            for (int k = 0; k < 2; k++)
+                if (p->witness_id != 0 && g->slot_id[k] == p->witness_id &&
+                    g->slot_aux[k].len >= p->aux_len)
+                    slot = k;
+        }
+        is_staged = slot >= 0;
+        if (evaluate && !is_staged) {
+            slot = 0;
+            g->slot_id[0] = 0;
+            g->slot_aux[0].reserve(p->aux_len ? p->aux_len : 1);
+        }
+        g->d_inputs.reserve(p->input_len ? p->input_len : 1);
+        words_a = (p->aux_len + 63) / 64;
+        words_bi = (p->input_len + 63) / 64;
+        size_t words = 2 * words_a + words_bi;
+        g->d_words.reserve(words ? words : 1);
+        g->d_prefix.reserve(words ? words : 1);
+        x = g->d_a.ptr;
+        y = g->d_b.ptr;
+        z = evaluate ? g->d_c.ptr : y;
+    }
+
+    // The inputs, and the A and B densities with their prefix counts, for the filters.
+    void upload_densities()
+    {
+        step = "uploading the densities";
+        w_a = g->d_words.ptr;
+        w_bi = w_a + words_a;
+        w_ba = w_bi + words_bi;
+        pf_a = g->d_prefix.ptr;
+        pf_bi = pf_a + words_a;
+        pf_ba = pf_bi + words_bi;
+        CUDA_OK(cudaMemcpyAsync(g->d_inputs.ptr, p->inputs, p->input_len * sizeof(fr_t),
+                                cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(w_a, p->a_aux_words, words_a * 8, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(w_bi, p->b_input_words, words_bi * 8, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(w_ba, p->b_aux_words, words_a * 8, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(pf_a, p->a_aux_prefix, words_a * 4, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(pf_bi, p->b_input_prefix, words_bi * 4, cudaMemcpyHostToDevice, s0));
+        CUDA_OK(cudaMemcpyAsync(pf_ba, p->b_aux_prefix, words_a * 4, cudaMemcpyHostToDevice, s0));
+    }
+
+    // dst = src (abc_len values from the host) padded with zeros to the domain, timed.
+    void upload_padded(fr_t* dst, const fr_t* src)
+    {
+        auto u0 = clock::now();
+        g->stage.copy(dst, src, p->abc_len * sizeof(fr_t));
+        if (p->abc_len < n)
+            CUDA_OK(cudaMemsetAsync(dst + p->abc_len, 0, (n - p->abc_len) * sizeof(fr_t), s0));
+        upload_ms += ms_between(u0, clock::now());
+    }
+
+    // x, y, z = A·w, B·w, C·w from the witness's slot, uploading the witness first unless
+    // the previous call did (then its upload costs this call nothing).
+    void evaluate_constraints()
+    {
+        step = "uploading the witness";
+        auto u0 = clock::now();
+        s0.sync();      // the inputs, on s0
+        if (!is_staged) {
+            upload_witness(g, g->slot_aux[slot].ptr, p);
+            g->slot_id[slot] = p->witness_id;
+            upload_ms += ms_between(u0, clock::now());
+        }
+        aux_dev = g->slot_aux[slot].ptr;
+        step = "evaluating the constraints";
+        auto e0 = clock::now();
+        fr_t* outs[3] = {x, y, z};
+        for (int k = 0; k < 3; k++) {
+            evaluate_rows<<<sms * 8, 256, 0, s0>>>(outs[k], g->row_ptr[k].ptr, g->entries[k].ptr,
+                                                   g->coeffs.ptr, g->d_inputs.ptr, aux_dev,
+                                                   p->abc_len, n, g->one_id, g->minus_one_id);
+            CUDA_OK(cudaGetLastError());
+        }
+        s0.sync();
+        evaluate_ms = ms_between(e0, clock::now());
+    }
+
+    // v = its evaluations on the coset: iNTT, then the coset NTT.
+    void to_coset(fr_t* v)
+    {
+        NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
+                          NTT::Direction::inverse, NTT::Type::standard);
+        NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::RN,
+                          NTT::Direction::forward, NTT::Type::coset);
+    }
+
+    // h = coset_iNTT((coset_NTT(iNTT(a)) * coset_NTT(iNTT(b)) - coset_NTT(iNTT(c))) / Z),
+    // into x. Without the constraints on the device, c goes up into y once the product no
+    // longer reads it.
+    void quotient()
+    {
+        if (evaluate) {
+            evaluate_constraints();
+        } else {
+            aux_dev = y;
+            step = "uploading a and b";
+            upload_padded(x, p->a);
+            upload_padded(y, p->b);
+        }
+        step = "computing the quotient";
+        to_coset(x);
+        to_coset(y);
+        pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
+        CUDA_OK(cudaGetLastError());
+        if (!evaluate) {
+            step = "uploading c";
+            s0.sync();      // the product above still reads y; the stager has its own stream
+            upload_padded(z, p->c);
+        }
+        step = "computing the quotient";
+        to_coset(z);
+        sub_scale<<<sms, 1024, 0, s0>>>(x, z, z_inverse_on_coset(p->lg_domain), n);
+        CUDA_OK(cudaGetLastError());
+        NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NN,
+                          NTT::Direction::inverse, NTT::Type::coset);
+        s0.sync();
+    }
+
+    // The next partition's witness goes up into the other slot while the multiexps run,
+    // where the device has room for a second slot; a failure only means it goes up at its
+    // own call. The caller joins the thread.
+    std::thread upload_next_witness(const cuzk_partition* next)
+    {
+        if (!(evaluate && next && next->evaluate && next->witness_id != 0 &&
+              next->witness_id != p->witness_id && next->aux_len == p->aux_len))
+            return std::thread();
+        int other = 1 - slot;
+        size_t bytes = next->aux_len * sizeof(fr_t);
+        size_t free_bytes = 0, total_bytes = 0;
+        bool has_room = g->slot_aux[other].len >= next->aux_len ||
+            (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
+             free_bytes > bytes + ((size_t)2 << 30));
+        if (!has_room)
+            return std::thread();
+        g->slot_id[other] = 0;
+        cuzk_gpu* handle = g;
+        int device = gpu.cid();
+        return std::thread([handle, next, other, device] {
+            (void)cudaSetDevice(device);
+            try {
+                handle->slot_aux[other].reserve(next->aux_len ? next->aux_len : 1);
+                upload_witness(handle, handle->slot_aux[other].ptr, next);
+                handle->slot_id[other] = next->witness_id;
+            } catch (...) {
+                handle->slot_id[other] = 0;
+                (void)cudaGetLastError();   // not sticky: the next call uploads
+            }
+        });
+    }
+
+    // sum_j h_j H_j over x. Without the constraints on the device, the aux witness goes up
+    // into y meanwhile.
+    void multiexp_h(point_t& out)
+    {
+        step = "the H multiexp";
+        cudaError_t aux_status = cudaSuccess;
+        std::thread aux_upload;
+        if (!evaluate)
+            aux_upload = std::thread([&] {
+                auto u0 = clock::now();
+                (void)cudaSetDevice(gpu.cid());
+                try {
+                    g->stage.copy(y, p->aux, p->aux_len * sizeof(fr_t));
+                } catch (const cuda_error& e) {
+                    aux_status = (cudaError_t)(e.code() < 0 ? -e.code() : e.code());
+                } catch (...) {
+                    aux_status = cudaErrorUnknown;
+                }
+                aux_upload_ms = ms_between(u0, clock::now());
+            });
+        try {
+            run_msm<bucket_t>(gpu, out, g->resident[CUZK_H] ? g->h.ptr : nullptr, p->host_h, x,
+                              n - 1);
+        } catch (...) {
+            if (aux_upload.joinable())
+                aux_upload.join();
+            throw;
+        }
+        if (aux_upload.joinable())
+            aux_upload.join();
+        CUDA_OK(aux_status);
+    }
+
+    // sum_i w_i L_i over the aux witness: split, its scalars are mostly bits.
+    void multiexp_l(point_t& out)
+    {
+        step = "the L multiexp";
+        bit_split split{gpu, aux_dev, p->aux_len};
+        run_query_msm<bucket_t>(gpu, split, out, g->resident[CUZK_L] ? g->l.ptr : nullptr,
+                                p->host_l, aux_dev);
+    }
+
+    // dst[k] = the k-th variable of `src` (of `nbits`) whose density bit is set.
+    void filter(fr_t* dst, const fr_t* src, const uint64_t* words, const uint32_t* prefix,
+                size_t nwords, size_t nbits)
+    {
+        if (nwords == 0)
+            return;
+        filter_by_density<<<(nwords + 255) / 256, 256, 0, s0>>>(dst, src, words, prefix, nwords,
+                                                              nbits);
+        CUDA_OK(cudaGetLastError());
+    }
+
+    // The A query, [inputs, aux used in A], built in x; then sum_i s_i A_i over it.
+    void multiexp_a(point_t& out)
+    {
+        step = "filtering the A query";
+        CUDA_OK(cudaMemcpyAsync(x, g->d_inputs.ptr, p->input_len * sizeof(fr_t),
+                                cudaMemcpyDeviceToDevice, s0));
+        filter(x + p->input_len, aux_dev, w_a, pf_a, words_a, p->aux_len);
+        s0.sync();
+        step = "the A multiexp";
+        bit_split split{gpu, x, a_len};
+        run_query_msm<bucket_t>(gpu, split, out, g->resident[CUZK_A] ? g->a.ptr : nullptr,
+                                p->host_a, x);
+    }
+
+    // The B query, [inputs used in B, aux used in B], built in x; then its multiexps in G1
+    // and G2, one split of its scalars serving both. Returns when G1's ended.
+    clock::time_point multiexp_b(point_t& out_g1, point_fp2_t& out_g2)
+    {
+        step = "filtering the B query";
+        filter(x, g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len);
+        filter(x + p->b_input_total, aux_dev, w_ba, pf_ba, words_a, p->aux_len);
+        s0.sync();
+        step = "the B multiexp in G1";
+        bit_split split{gpu, x, b_len};
+        run_query_msm<bucket_t>(gpu, split, out_g1,
+                                g->resident[CUZK_B_G1] ? g->b_g1.ptr : nullptr, p->host_b_g1, x);
+        auto g1_done = clock::now();
+        step = "the B multiexp in G2";
+        run_query_msm<bucket_fp2_t>(gpu, split, out_g2,
+                                    g->resident[CUZK_B_G2] ? g->b_g2.ptr : nullptr,
+                                    p->host_b_g2, x);
+        return g1_done;
+    }
+};
+
+// Joins a thread when it goes out of scope, also when a step throws.
+struct joiner {
+    std::thread& t;
+    ~joiner() { if (t.joinable()) t.join(); }
+};

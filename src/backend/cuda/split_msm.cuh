@@ -1,0 +1,128 @@
+// The multiexps of groth16.cu: sppark's Pippenger on device or host bases (run_msm), and
+// the split of a query whose scalars are mostly bits into a batch addition of the ones'
+// bases and a Pippenger over the rest (bit_split). Included by groth16.cu inside its
+// anonymous namespace, after pool_buffer and the kernels; not a standalone header.
+
+template<class bucket, class point, class affine>
+void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
+             const fr_t* device_scalars, size_t n)
+{
+    if (n == 0) {
+        out.inf();
+        return;
+    }
+    msm_t<bucket, point, affine, scalar_t> msm{nullptr, n, sizeof(affine), gpu.id()};
+    RustError err;
+    if (device_bases)
+        err = msm.invoke(out, device_span<affine>{const_cast<affine*>(device_bases)}, n,
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
+    else
+        err = msm.invoke(out, host_bases, n,
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
+    std::string message = err.message ? err.message : "multiexp failed";
+    std::free(err.message);     // sppark strdup()s it for Rust; we own it here
+    if (err.code != cudaSuccess)
+        throw cuda_error{err.code, message};
+}
+
+// A query whose scalars are mostly zero and one (L, A and B: a PoRep witness is mostly the
+// bits of its SHA-256 gadgets), split once and used for every base set over it. Pippenger
+// sorts every window of every scalar, so such a multiexp cost a fifth of the full-width H
+// one; split, the ones' bases are summed by batch addition and only the tail (the other
+// scalars, about 1-2% of a PoRep query) goes through Pippenger. Its buffers are the
+// stream's, freed when it goes out of scope.
+struct bit_split {
+    // Past this share of wide scalars the split saves little and its buffers grow large.
+    static constexpr size_t MAX_TAIL_SHARE = 8;
+
+    const gpu_t& gpu;
+    size_t n = 0, tail = 0;
+    bool is_split = false;      // else: prove with plain Pippenger
+    pool_buffer<uint32_t> ones;
+    pool_buffer<fr_t> tail_scalars;
+    pool_buffer<uint32_t> tail_index;
+
+    bit_split(const gpu_t& g, const fr_t* scalars, size_t len) : gpu(g), n(len)
+    {
+        // Batch addition takes 31-bit positions and reads the ones in rows of 1024.
+        if (n == 0 || n >= ((size_t)1 << 31))
+            return;
+        stream_t& s = gpu[0];
+        const int grid = (int)gpu.sm_count() * 4;
+        size_t nwords = (n + 1023) / 1024 * 32;
+        pool_buffer<uint32_t> words{nwords + 1, s};
+        uint32_t* count = words.ptr + nwords;
+        CUDA_OK(cudaMemsetAsync(count, 0, sizeof(uint32_t), s));
+        split_bits<<<grid, 256, 0, s>>>(words.ptr, count, scalars, n, nwords, fr_t::one());
+        CUDA_OK(cudaGetLastError());
+        uint32_t wide = 0;
+        s.DtoH(&wide, count, 1);
+        s.sync();
+        if ((size_t)wide > n / MAX_TAIL_SHARE)
+            return;
+        if (wide) {
+            // Out of device memory here only means the plain multiexp.
+            try {
+                pool_buffer<fr_t> t_scalars{wide, s};
+                pool_buffer<uint32_t> t_index{wide, s};
+                CUDA_OK(cudaMemsetAsync(count, 0, sizeof(uint32_t), s));
+                gather_tail<<<grid, 256, 0, s>>>(t_scalars.ptr, t_index.ptr, count, scalars, n,
+                                                 fr_t::one());
+                CUDA_OK(cudaGetLastError());
+                s.sync();
+                tail_scalars = std::move(t_scalars);
+                tail_index = std::move(t_index);
+            } catch (const cuda_error& e) {
+                if (e.code() != cudaErrorMemoryAllocation)
+                    throw;
+                (void)cudaGetLastError();
+                return;
+            }
+        }
+        tail = wide;
+        ones = std::move(words);
+        is_split = true;
+    }
+
+    // out = the multiexp of the split scalars over `bases` (on the device, n of them).
+    template<class bucket, class point, class affine>
+    void multiexp(point& out, const affine* bases)
+    {
+        using bucket_h = typename bucket::mem_t;
+        using affine_h = typename affine::mem_t;
+        stream_t& s = gpu[0];
+        const int sms = (int)gpu.sm_count();
+        out.inf();
+        if (tail) {
+            pool_buffer<affine_h> tail_bases{tail, s};
+            gather_bases<<<sms * 4, 256, 0, s>>>(tail_bases.ptr, (const affine_h*)bases,
+                                                 (const uint32_t*)tail_index.ptr, tail);
+            CUDA_OK(cudaGetLastError());
+            s.sync();
+            run_msm<bucket>(gpu, out, (const affine*)tail_bases.ptr, (const affine*)nullptr,
+                            (const fr_t*)tail_scalars.ptr, tail);
+        }
+        const size_t nbuckets = (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+        pool_buffer<bucket_h> d_sums{nbuckets, s};
+        s.launch_coop(cuzk_batch_addition<bucket>, {sms, BATCH_ADD_BLOCK_SIZE},
+                      d_sums.ptr, (const affine_h*)bases, (uint32_t)n,
+                      (const uint32_t*)ones.ptr, false, (uint32_t)0);
+        std::vector<bucket> sums(nbuckets);
+        s.DtoH(&sums[0], d_sums.ptr, nbuckets);
+        s.sync();
+        point ones_sum = sum_up(sums);
+        out.add(ones_sum);
+    }
+};
+
+// A multiexp of a query's scalars: split where the bases are resident and the split pays,
+// else plain Pippenger.
+template<class bucket, class point, class affine>
+void run_query_msm(const gpu_t& gpu, bit_split& split, point& out, const affine* device_bases,
+                   const affine* host_bases, const fr_t* device_scalars)
+{
+    if (device_bases && split.is_split)
+        split.multiexp<bucket>(out, device_bases);
+    else
+        run_msm<bucket>(gpu, out, device_bases, host_bases, device_scalars, split.n);
+}
