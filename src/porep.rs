@@ -119,10 +119,31 @@ fn bind_shape<Tree: 'static + MerkleTreeTrait>(
 
     let vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
         output.vanilla_proofs.try_into().map_err(invalid)?;
+    // The circuit takes exactly one vanilla proof per challenge and partition: a file that
+    // says otherwise is not this sector size's C1, and more of them would only cost memory.
+    let vanilla_params = setup_params(config).map_err(invalid)?;
+    let partitions = usize::from(config.partitions);
+    let challenges = vanilla_params.challenges.num_challenges_per_partition();
     check(
-        vanilla_proofs.iter().all(|p| !p.is_empty()),
-        "a partition has no vanilla proofs",
+        vanilla_proofs.len() == partitions,
+        &format!(
+            "{} partitions of vanilla proofs, and this sector size's PoRep has {partitions}",
+            vanilla_proofs.len()
+        ),
     )?;
+    if let Some((k, proofs)) = vanilla_proofs
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.len() != challenges)
+    {
+        check(
+            false,
+            &format!(
+                "partition {k} has {} vanilla proofs, and this sector size's PoRep takes {challenges} (one per challenge)",
+                proofs.len()
+            ),
+        )?;
+    }
     let public_inputs = stacked::PublicInputs {
         replica_id: found,
         tau: Some(stacked::Tau {
@@ -133,8 +154,8 @@ fn bind_shape<Tree: 'static + MerkleTreeTrait>(
         seed: Some(output.seed),
     };
     let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(config).map_err(invalid)?,
-        partitions: Some(usize::from(config.partitions)),
+        vanilla_params,
+        partitions: Some(partitions),
         priority: false,
     };
     let compound = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<

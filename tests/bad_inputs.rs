@@ -175,6 +175,29 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
             "parse",
             "partitions",
         ),
+        // One vanilla proof per challenge, exactly: more would only cost memory, fewer
+        // cannot make the circuit.
+        (
+            "s-t01000-2.extra-challenge.json".into(),
+            with(&bare_2, &|v| {
+                let partition = &mut v["vanilla_proofs"]["StackedDrg2KiBV1"][0];
+                let first = partition[0].clone();
+                partition.as_array_mut().expect("array").push(first);
+            }),
+            "bind",
+            "one per challenge",
+        ),
+        (
+            "s-t01000-2.missing-challenge.json".into(),
+            with(&bare_2, &|v| {
+                v["vanilla_proofs"]["StackedDrg2KiBV1"][0]
+                    .as_array_mut()
+                    .expect("array")
+                    .pop();
+            }),
+            "bind",
+            "one per challenge",
+        ),
         (
             "no-vanilla-field.json".into(),
             with(&bare_2, &|v| {
@@ -250,11 +273,13 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
             "parse",
             "over the 250000-byte cap",
         ),
+        // A file whose name has a result: another C1's (the record names no digest), so
+        // that result is set aside and the file is judged as any other.
         (
             "s-t01000-7.json".into(),
             b"{}".to_vec(),
-            "spool",
-            "already in",
+            "parse",
+            "neither a lotus-bench",
         ),
     ];
     // `cuzk bench` shape inputs, a C1 file and an update: refused by a run that is no
@@ -277,7 +302,7 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
         "spool",
         "benchmark input: synthetic data in the shape of a real update",
     ));
-    // A finished result of the same name is already in the outbox.
+    // A finished result of the same name is already in the outbox, proved from other bytes.
     fs::create_dir_all(outbox).expect("outbox");
     fs::write(outbox.join("s-t01000-7.proof"), [1u8; 192]).expect("proof");
     fs::write(outbox.join("s-t01000-7.json"), b"{}").expect("meta");
@@ -359,9 +384,11 @@ fn every_broken_input_is_quarantined_with_its_reason_and_the_valid_one_is_proved
         "the valid file's proof verifies"
     );
     assert_eq!(
-        fs::read(outbox.join("s-t01000-7.proof")).expect("old proof"),
-        vec![1u8; 192]
+        fs::read(outbox.join("superseded/s-t01000-7.c1-unrecorded.proof")).expect("old proof kept"),
+        vec![1u8; 192],
+        "the earlier result is kept aside, never deleted"
     );
+    assert!(!outbox.join("s-t01000-7.proof").exists());
     assert_eq!(fs::read("/etc/passwd").expect("passwd"), passwd_before);
     assert!(fs::symlink_metadata(failed.join("link.json"))
         .expect("link")

@@ -528,3 +528,66 @@ fn a_resumed_claim_is_retired_only_onto_its_own_c1s_proof() {
         "the timeline says so:\n{timeline}"
     );
 }
+
+#[test]
+fn a_new_inbox_file_whose_name_has_a_proof_is_judged_by_its_digest() {
+    // As a resumed claim is: the same bytes go to done/ at once, other bytes (lotus ran C1
+    // again for the sector) set the earlier proof aside and are proved.
+    require_update_params();
+    let (dir, inbox) = spool();
+    let root = dir.path();
+    let name = "s-t01000-11.json";
+    let first = fs::read(update_fixture(name)).expect("fixture");
+    fs::write(inbox.join(name), &first).expect("copy");
+    assert_eq!(cuzk(&ONCE, root, &[]).status.code(), Some(0));
+    let (proof_path, record_path) = (
+        root.join("outbox/s-t01000-11.proof"),
+        root.join("outbox/s-t01000-11.json"),
+    );
+    let first_proof = fs::read(&proof_path).expect("first proof");
+    let first_record = fs::read(&record_path).expect("first record");
+
+    // The same bytes dropped again: retired onto the proof there, not proved again.
+    fs::write(inbox.join(name), &first).expect("copy again");
+    let out = cuzk(&ONCE, root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(fs::read(&record_path).expect("record"), first_record);
+    assert_eq!(fs::read(&proof_path).expect("proof"), first_proof);
+    assert!(!root.join("outbox/superseded").exists());
+    assert!(names(&root.join("failed")).is_empty(), "nothing failed");
+    assert_eq!(
+        c1_locations(root),
+        vec![
+            (name.to_owned(), "done".to_owned()),
+            (format!("{name}.1"), "done".to_owned())
+        ]
+    );
+
+    // New bytes for the sector: the earlier proof is kept aside and the new file proved.
+    let value: serde_json::Value = serde_json::from_slice(&first).expect("update JSON");
+    let second = serde_json::to_vec_pretty(&value).expect("rewrite");
+    assert_ne!(second, first, "the rewrite differs in bytes");
+    fs::write(inbox.join(name), &second).expect("new bytes");
+    let out = cuzk(&ONCE, root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let old16 = &blake3::hash(&first).to_hex()[..16];
+    let kept = root.join(format!("outbox/superseded/s-t01000-11.c1-{old16}.proof"));
+    assert_eq!(fs::read(&kept).expect("old proof kept"), first_proof);
+    assert_eq!(
+        recorded_digest(&record_path),
+        blake3::hash(&second).to_hex().to_string(),
+        "the outbox now holds the new file's proof"
+    );
+    let proved = root.join(format!("done/{name}.2"));
+    assert_eq!(fs::read(&proved).expect("new input in done"), second);
+    assert!(verifies_update(
+        &proved,
+        &fs::read(&proof_path).expect("new proof")
+    ));
+    assert!(names(&root.join("failed")).is_empty(), "nothing failed");
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    assert!(
+        timeline.contains(",SUPERSEDED,s-t01000-11,"),
+        "the timeline says so:\n{timeline}"
+    );
+}

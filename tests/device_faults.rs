@@ -111,11 +111,25 @@ fn a_fault_that_follows_the_file_fails_it_without_blaming_the_parameters() {
     require_update_params();
     // The faulty file is the oldest, so it is claimed first: its first fault hands it back,
     // the other file's good proof comes between its two faults (the prover is known to work,
-    // and its streak of faults is cleared), and its try alone then fails again. Claimed
-    // last, its retry would be another job than the one in the prover's streak, and it
-    // would only be handed back again.
+    // and its streak of faults is cleared), and its try alone then fails again.
     let dir = spool_with_fixtures(&["s-t01000-11.json", "s-t02000-12.json"]);
-    let root = dir.path();
+    assert_fault_follows_the_file(dir.path());
+}
+
+#[test]
+fn a_file_retried_as_a_new_job_is_still_known_by_its_bytes() {
+    require_update_params();
+    // The faulty file is claimed last: the good file proves first, then the faulty one's
+    // fault starts the prover's streak, and its try alone is another job of the same
+    // bytes. Judged by the file's digest, the streak is this file's, and it fails; judged
+    // by the job, it would be handed back until the prover stopped.
+    let dir = spool_with_fixtures(&["s-t02000-12.json", "s-t01000-11.json"]);
+    assert_fault_follows_the_file(dir.path());
+}
+
+/// Runs `root`'s spool with every call of s-t01000-11 failing and checks the fault followed
+/// that file: it failed once proved alone, s-t02000-12 was proved, nothing else was blamed.
+fn assert_fault_follows_the_file(root: &Path) {
     // Every call with a partition of s-t01000-11 fails; the other file proves on the same
     // prover, so the device works.
     let out = run_with_faults(root, "job=s-t01000-11", &[]);

@@ -9,7 +9,9 @@
 //!   apart from crashes, and marks it solo: its next try is the only file in flight;
 //! - a solo try that fails again follows the file, and quarantines it, when the device is
 //!   known to work (this prover proved partitions in this run, and every call that failed
-//!   since its last good one was this file's) or another prover failed the file before;
+//!   since its last good one was this file's) or another prover failed the file before.
+//!   A file is known by its bytes' digest, not by its job: a file handed back is a new
+//!   job at each try;
 //!   otherwise it is handed back again, behind the files already waiting;
 //! - a prover whose calls fail `--max-device-faults` times in a row stops: its device is
 //!   taken to be broken. When the last prover stops, the run halts and hands every file in
@@ -27,8 +29,9 @@ use super::job::Job;
 pub struct CallFailure {
     /// What a failed partition said.
     pub message: String,
-    /// The jobs whose partitions failed.
-    pub jobs: Vec<u64>,
+    /// The files whose partitions failed, by their C1 digest (a retry is a new job of the
+    /// same file).
+    pub files: Vec<String>,
 }
 
 /// `--max-device-faults`' default: faulty calls in a row after which a prover stops.
@@ -50,8 +53,8 @@ pub struct DeviceHealth {
     calls: u32,
     /// Calls in a row that had a failed partition, up to the last.
     streak: u32,
-    /// The jobs whose partitions failed in those calls.
-    streak_jobs: HashSet<u64>,
+    /// The files (C1 digests) whose partitions failed in those calls.
+    streak_files: HashSet<String>,
     /// True once a call proved every partition it was given.
     has_proved: bool,
     /// Faulty calls in a row after which the prover stops.
@@ -67,7 +70,7 @@ impl DeviceHealth {
         DeviceHealth {
             calls: 0,
             streak: 0,
-            streak_jobs: HashSet::new(),
+            streak_files: HashSet::new(),
             has_proved: false,
             max_faults: max_faults.max(1),
             last_error: String::new(),
@@ -88,7 +91,12 @@ impl DeviceHealth {
         }
         if attempt.fault_provers.iter().any(|p| p != worker) {
             Verdict::FollowsFile("after it failed on another prover too")
-        } else if self.has_proved && self.streak_jobs.iter().all(|&id| id == job.id) {
+        } else if self.has_proved
+            && self
+                .streak_files
+                .iter()
+                .all(|digest| digest == job.c1_digest.as_str())
+        {
             Verdict::FollowsFile("where that prover proves other files' partitions")
         } else {
             Verdict::HandBack
@@ -102,12 +110,12 @@ impl DeviceHealth {
         match failure {
             None => {
                 self.streak = 0;
-                self.streak_jobs.clear();
+                self.streak_files.clear();
                 self.has_proved = true;
             }
             Some(failure) => {
                 self.streak += 1;
-                self.streak_jobs.extend(failure.jobs);
+                self.streak_files.extend(failure.files);
                 self.last_error = failure.message;
             }
         }
@@ -136,10 +144,10 @@ pub struct ProversStoppedError {
 mod tests {
     use super::*;
 
-    fn failed(message: &str, job: u64) -> Option<CallFailure> {
+    fn failed(message: &str, file: u64) -> Option<CallFailure> {
         Some(CallFailure {
             message: message.into(),
-            jobs: vec![job],
+            files: vec![format!("digest-{file}")],
         })
     }
 

@@ -322,10 +322,14 @@ impl Feeder<'_> {
             job: claimed.name.clone(),
             is_resumed,
         });
-        if self.spool.has_result(&claimed.name) && is_resumed {
+        // A result of this name is judged by the digest it records, for a new inbox file as
+        // for a resumed claim: the same bytes were proved already, other bytes are the
+        // sector's C1 made again.
+        if self.spool.has_result(&claimed.name) {
             match self.spool.provenance(&claimed)? {
                 Provenance::ThisFile => {
-                    // Proved before a crash; only the move to done/ was missing.
+                    // Proved already (before a crash, or dropped into the inbox again): only
+                    // the move to done/ was missing.
                     self.spool.retire_finished(&claimed)?;
                     let (proof, _) = self.spool.outbox_paths(&claimed.name);
                     self.events.emit(EventKind::ProofWritten {
@@ -346,14 +350,6 @@ impl Feeder<'_> {
                     });
                 }
             }
-        }
-        if self.spool.has_result(&claimed.name) {
-            let message = format!(
-                "a proof named {} is already in {} (hint: a C1 file of the same name was proved before; remove or rename one of them)",
-                claimed.name,
-                self.spool.layout().outbox.display()
-            );
-            return self.fail(&claimed, &JobError::Spool(message));
         }
         let attempt = self.spool.start_attempt(&claimed, previous)?;
         if attempt.crashes >= self.settings.max_attempts {

@@ -126,6 +126,14 @@ pub fn finish_jobs(
         pending.remove(&job.id);
         match result {
             Ok(()) => counts.proved += 1,
+            Err(error @ JobError::ClaimTaken(_)) => {
+                // The other run has the file and proves it; nothing of it is left here.
+                job.cancel();
+                events.emit(EventKind::FileSkipped {
+                    job: job.name().to_owned(),
+                    reason: format!("{error:#}"),
+                });
+            }
             Err(error) if error.is_run_fault() => {
                 // The outbox or the parameters failed, not the C1 file: hand it back and stop
                 // the run rather than fail every job after it.
@@ -373,6 +381,7 @@ fn write_benchmark(
 fn finish_error(err: FinishJobError) -> JobError {
     match err {
         FinishJobError::AlreadyProved { .. } => JobError::AlreadyProved(err),
+        FinishJobError::ClaimTaken { .. } => JobError::ClaimTaken(err),
         FinishJobError::Io(err) => JobError::Write(err),
     }
 }

@@ -233,6 +233,10 @@ pub enum JobError {
     /// The proof could not be written to the outbox; a fault of the run, not of the file.
     #[error("{0:#}")]
     Write(anyhow::Error),
+    /// Another run took the claim over and proves the file: neither the file's fault nor
+    /// the run's; the job is dropped.
+    #[error(transparent)]
+    ClaimTaken(FinishJobError),
     /// The job took the prover down too many times.
     #[error("{0}")]
     Crash(String),
@@ -282,7 +286,7 @@ impl JobError {
             JobError::Synthesis { .. } => JobStage::Synthesis,
             JobError::Prove { .. } | JobError::ProveFollowsFile { .. } => JobStage::Prove,
             JobError::Verify(_) => JobStage::Verify,
-            JobError::Write(_) => JobStage::Write,
+            JobError::Write(_) | JobError::ClaimTaken(_) => JobStage::Write,
             JobError::Crash(_) => JobStage::Crash,
         }
     }

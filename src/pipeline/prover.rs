@@ -386,10 +386,10 @@ fn prove_batch(
                 failure
                     .get_or_insert_with(|| CallFailure {
                         message: error.to_string(),
-                        jobs: Vec::new(),
+                        files: Vec::new(),
                     })
-                    .jobs
-                    .push(job.id);
+                    .files
+                    .push(job.c1_digest.as_str().to_owned());
                 judged(job, partition, worker, error, health, &links.events)
             }
         };

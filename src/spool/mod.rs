@@ -116,6 +116,16 @@ pub enum FinishJobError {
         /// The outbox.
         outbox: PathBuf,
     },
+    /// The claimed file is no longer in this run's work directory: another run took the
+    /// claim over (this run's heartbeat went unseen for its lease) and proves the file now.
+    /// Nothing is written; this run drops the job and goes on.
+    #[error("{job}: another run took this claim over ({path} is gone: this run's heartbeat went unseen past its lease, so that run proves the file now); this run's proof was not written (hint: a run stalled that long, by a suspended VM or an overloaded host, loses its claims; give every run sharing the spool a longer --lease-secs)")]
+    ClaimTaken {
+        /// The job.
+        job: String,
+        /// Where this run held the file.
+        path: PathBuf,
+    },
     /// The outbox could not be written (disk full, permissions): the run stops.
     #[error(transparent)]
     Io(#[from] anyhow::Error),
@@ -489,6 +499,14 @@ impl Spool {
         // Runs finishing jobs of one name at once must not pair one's proof with the other's
         // metadata: "no result yet, write both" is one step under the outbox's lock.
         let _finishing = self.lock_outbox()?;
+        // A claim another run took over is that run's now: writing here would race its
+        // proof, and moving the file to done/ would fail for want of it.
+        if !is_present(&job.path) {
+            return Err(FinishJobError::ClaimTaken {
+                job: job.name.clone(),
+                path: job.path.clone(),
+            });
+        }
         if is_present(&meta_path) {
             return Err(FinishJobError::AlreadyProved {
                 job: job.name.clone(),
@@ -1090,6 +1108,33 @@ mod tests {
         assert!(fs::read_to_string(outbox.join("a.json"))
             .expect("metadata")
             .contains(&format!("\"round\": {round}")));
+    }
+
+    #[test]
+    fn a_claim_another_run_took_over_is_never_written() {
+        let (_dir, spool) = spool();
+        let layout = spool.layout().clone();
+        let c1 = layout.inbox.join("b.json");
+        fs::write(&c1, "b").expect("write");
+        let claimed = spool.claim(&c1).expect("claim").expect("claimed");
+        // The other run's takeover moves the file out of this run's work directory.
+        fs::rename(&claimed.path, layout.inbox.join("b.json")).expect("take over");
+        let err = spool
+            .finish(&claimed, &[5u8; 192], &serde_json::json!({}))
+            .expect_err("the claim is gone");
+        assert!(matches!(err, FinishJobError::ClaimTaken { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("another run took this claim over") && text.contains("--lease-secs"),
+            "{text}"
+        );
+        assert!(!text.contains("free space"), "{text}");
+        assert!(!spool.has_result("b"), "nothing written");
+        assert!(!layout.outbox.join("b.proof").exists());
+        assert_eq!(
+            fs::read_to_string(layout.inbox.join("b.json")).expect("c1"),
+            "b"
+        );
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! Provenance: which C1 file's bytes a result in the outbox was proved from.
 //!
 //! Lotus can run C1 again for a sector (same sector, same file name, a new seed). A run that
-//! resumes such a file must not retire it onto the proof of the earlier C1 just because a
-//! result of its name is in the outbox. So `outbox/<job>.json` carries the BLAKE3 digest of
-//! the C1 file it was proved from ([`DIGEST_FIELD`]), and a resumed claim is retired onto an
-//! existing result only when the digests match. A result that is not the file's (or that
+//! claims such a file (new in the inbox, or resumed) must not retire it onto the proof of the
+//! earlier C1 just because a result of its name is in the outbox. So `outbox/<job>.json`
+//! carries the BLAKE3 digest of the C1 file it was proved from ([`DIGEST_FIELD`]), and a
+//! claim is retired onto an existing result only when the digests match. A result that is not the file's (or that
 //! predates the digest) is kept in `outbox/superseded/`, never deleted, and the file is
 //! proved again.
 
