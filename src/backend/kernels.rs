@@ -101,7 +101,7 @@ impl ProverKernels {
     /// Kernels on the CPU, using the shared worker pool.
     pub fn cpu(index: usize) -> ProverKernels {
         ProverKernels {
-            name: format!("cpu-{index}"),
+            name: crate::event::WorkerName::Cpu(index).to_string(),
             gpu_fallbacks: 0,
             fallbacks: Vec::new(),
             #[cfg(feature = "cuda")]

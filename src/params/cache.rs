@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use crate::event::{EventKind, EventSink, PRELOAD_WORKER};
+use crate::event::{EventKind, EventSink, WorkerName};
 use crate::memory::{MemoryBudget, Reservation};
 
 /// Why a parameter set could not be loaded.
@@ -202,14 +202,19 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
         let loader = self.loader.clone();
         std::thread::spawn(move || {
             // A failure is reported by the prover that needs the set, with its job.
-            let result = load_with_events(&*loader, &path, PRELOAD_WORKER, &events);
+            let result = load_with_events(&*loader, &path, &WorkerName::ParamsLoader, &events);
             Self::finish_load(&slot, &result);
         });
     }
 
     /// The set at `path`: loaded on this thread if nobody is loading it, else waited for.
     /// `worker` names the waiting prover in the timeline.
-    pub fn get(&self, path: &Path, worker: &str, events: &EventSink) -> Result<P, LoadParamsError> {
+    pub fn get(
+        &self,
+        path: &Path,
+        worker: &WorkerName,
+        events: &EventSink,
+    ) -> Result<P, LoadParamsError> {
         let slot = self.slot(path);
         match Self::claim_load(&slot) {
             Claim::Done(result) => result,
@@ -239,7 +244,7 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
 fn load_with_events<P>(
     loader: &ParamsLoader<P>,
     path: &Path,
-    worker: &str,
+    worker: &WorkerName,
     events: &EventSink,
 ) -> Result<P, LoadParamsError> {
     let shown = path.display().to_string();
@@ -281,6 +286,10 @@ mod tests {
     use super::*;
     use crossbeam_channel::unbounded;
 
+    fn gpu(gpu: usize) -> WorkerName {
+        WorkerName::Gpu { gpu, lane: None }
+    }
+
     #[test]
     fn an_evicted_set_gives_its_room_back_and_loads_again_when_asked() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -295,7 +304,7 @@ mod tests {
         let sets = ParamSets::new(|path: &Path| Ok(path.to_owned()));
         let budget = MemoryBudget::new(100, None);
         assert!(sets.reserve_memory(&small, &budget, 60));
-        sets.get(&small, "gpu-0", &events).expect("load");
+        sets.get(&small, &gpu(0), &events).expect("load");
         assert!(
             !sets.reserve_memory(&large, &budget, 60),
             "no room for both"
@@ -307,10 +316,10 @@ mod tests {
             sets.reserve_memory(&large, &budget, 60),
             "room once evicted"
         );
-        sets.get(&large, "gpu-0", &events).expect("load");
+        sets.get(&large, &gpu(0), &events).expect("load");
         assert!(sets.evict(&large));
         assert!(sets.reserve_memory(&small, &budget, 60));
-        sets.get(&small, "gpu-0", &events).expect("loaded again");
+        sets.get(&small, &gpu(0), &events).expect("loaded again");
         let loads = rx
             .try_iter()
             .filter(|e| matches!(e.kind, EventKind::ParamsLoadStarted { .. }))
@@ -328,13 +337,13 @@ mod tests {
         let sets = ParamSets::new(|path: &Path| {
             crate::params::load::read_parameters(path).map_err(|e| e.to_string())
         });
-        let Err(first) = sets.get(&path, "gpu-0", &events) else {
+        let Err(first) = sets.get(&path, &gpu(0), &events) else {
             panic!("broken parameters loaded")
         };
         assert!(first.to_string().contains("v28-broken.params"), "{first}");
         // Mended on disk, but the run keeps its verdict: no second read.
         std::fs::remove_file(&path).expect("remove");
-        let Err(second) = sets.get(&path, "gpu-1", &events) else {
+        let Err(second) = sets.get(&path, &gpu(1), &events) else {
             panic!("broken parameters loaded the second time")
         };
         assert_eq!(first.reason, second.reason);

@@ -34,7 +34,7 @@ use crossbeam_channel::{bounded, unbounded};
 use crate::backend::gpu::activity::GpuActivity;
 use crate::backend::gpu::env::GpuEnv;
 use crate::backend::{self, ParamsKind, Prover};
-use crate::event::{Event, EventKind, EventSink};
+use crate::event::{Event, EventKind, EventSink, RunStartSettings, WorkerName};
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::prometheus::run::MetricsWriter;
@@ -130,7 +130,10 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     stop::set_abort_marker(&spool.abort_marker());
     let heartbeat = spool.keep_alive(settings.lease);
     let timeline = TimelineWriter::open(&settings.timeline, &run_id)?;
-    let prover_names: Vec<String> = provers.iter().map(|p| p.name().to_owned()).collect();
+    let prover_names: Vec<WorkerName> = provers
+        .iter()
+        .map(|p| WorkerName::parse(p.name()))
+        .collect();
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);
     let reporter = report::spawn(event_rx, timeline, observers);
@@ -139,18 +142,17 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         .map_or(ParamsKind::Groth16, Prover::params_kind);
     let synth_jobs = settings.synth_jobs_for(kind);
     events.emit(EventKind::RunStarted {
-        settings: format!(
-            "cuzk={};provers={};synth_jobs={};synthesis_threads={};prover_cpus={};queue_depth={};max_memory={};benchmark={};params={}",
-            env!("CARGO_PKG_VERSION"),
-            prover_names.join(","),
+        settings: RunStartSettings {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            provers: prover_names,
             synth_jobs,
-            settings.synthesis_threads,
-            settings.prover_cpus,
-            settings.queue_depth,
-            memory.total(),
-            settings.benchmark,
-            params::params_dir().display()
-        ),
+            synthesis_threads: settings.synthesis_threads,
+            prover_cpus: settings.prover_cpus,
+            queue_depth: settings.queue_depth,
+            max_memory_bytes: memory.total(),
+            is_benchmark: settings.benchmark,
+            params_dir: params::params_dir().display().to_string(),
+        },
     });
     let gpu_sampler = gpu_activity.map(|activity| activity.start(events.clone()));
 

@@ -15,7 +15,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::backend::gpu::priority_lock::{self, PriorityLockError};
 use crate::backend::{ProveError, Prover, ProverParams};
-use crate::event::{EventKind, EventSink, JobStage};
+use crate::event::{EventKind, EventSink, JobStage, WorkerName};
 use crate::params::ParamSets;
 use crate::spool::Spool;
 
@@ -52,7 +52,7 @@ pub struct ProverLinks {
 /// Proves partitions until the queue is closed and empty, or until the prover's device is
 /// taken to be broken.
 pub fn prove_partitions(prover: Prover, links: ProverLinks) {
-    let worker = prover.name().to_owned();
+    let worker = WorkerName::parse(prover.name());
     let mut held = None;
     let Some(health) = prove_while_healthy(prover, &links, &mut held) else {
         return;
@@ -66,7 +66,7 @@ pub fn prove_partitions(prover: Prover, links: ProverLinks) {
     let is_last = links.live_provers.fetch_sub(1, Ordering::SeqCst) == 1;
     if is_last {
         links.halt.set(ProversStoppedError {
-            worker,
+            worker: worker.to_string(),
             faults,
             message: message.to_owned(),
         });
@@ -91,7 +91,7 @@ fn prove_while_healthy(
     links: &ProverLinks,
     held: &mut Option<SynthesizedMsg>,
 ) -> Option<DeviceHealth> {
-    let worker = prover.name().to_owned();
+    let worker = WorkerName::parse(prover.name());
     let mut health = DeviceHealth::new(links.max_device_faults);
     let mut gate = prover.is_gpu().then(PriorityGate::default);
     // Sets uploaded ahead once already: a failed upload is not retried while idle.
@@ -143,7 +143,7 @@ fn prove_while_healthy(
 
 /// What one call of a prover works with.
 struct Call<'a> {
-    worker: &'a str,
+    worker: &'a WorkerName,
     links: &'a ProverLinks,
     /// The prover's record before this call, to judge its failures by.
     health: &'a DeviceHealth,
@@ -157,7 +157,7 @@ const IDLE_POLL: Duration = Duration::from_millis(200);
 /// proof tries again and fails its partitions with the reason.
 fn upload(
     prover: &mut Prover,
-    worker: &str,
+    worker: &WorkerName,
     path: &Path,
     params: &ProverParams,
     events: &EventSink,
@@ -191,7 +191,7 @@ struct PriorityGate {
 
 impl PriorityGate {
     /// Waits while a PoSt holds the priority lock, recording the wait; holds nothing after.
-    fn give_way(&mut self, worker: &str, events: &EventSink) {
+    fn give_way(&mut self, worker: &WorkerName, events: &EventSink) {
         let path = priority_lock::priority_lock_path();
         let waited = priority_lock::wait_until_free(&path, priority_lock::POLL, || {
             events.emit(EventKind::PriorityWaitStarted {
@@ -209,7 +209,7 @@ impl PriorityGate {
         }
     }
 
-    fn warn(&mut self, worker: &str, err: &PriorityLockError) {
+    fn warn(&mut self, worker: &WorkerName, err: &PriorityLockError) {
         if !self.has_failed {
             self.has_failed = true;
             log::warn!("{worker}: {err}");
@@ -340,7 +340,7 @@ fn prove_batch(
     }
     let started = Instant::now();
     let injected = fault_injection::fault_for(
-        worker,
+        &worker.to_string(),
         health.next_call(),
         done.iter().map(|(job, _, _)| job.name()),
     );
@@ -377,7 +377,7 @@ fn prove_batch(
                     job,
                     partition,
                     proof: Box::new(proof),
-                    prover: worker.to_owned(),
+                    prover: worker.to_string(),
                     synth_ms,
                     prove_ms,
                 }
@@ -403,12 +403,12 @@ fn prove_batch(
 fn judged(
     job: Arc<Job>,
     partition: usize,
-    worker: &str,
+    worker: &WorkerName,
     error: ProveError,
     health: &DeviceHealth,
     events: &EventSink,
 ) -> Outcome {
-    match health.judge(&job, worker) {
+    match health.judge(&job, &worker.to_string()) {
         Verdict::HandBack => {
             events.emit(EventKind::DeviceFault {
                 job: job.name().to_owned(),
@@ -419,7 +419,7 @@ fn judged(
             Outcome::DeviceFault {
                 job: cancelled(job),
                 partition,
-                prover: worker.to_owned(),
+                prover: worker.to_string(),
                 error,
             }
         }
@@ -430,7 +430,7 @@ fn judged(
                 error,
                 faults: attempt.device_faults,
                 provers: attempt.fault_provers.join(", "),
-                prover: worker.to_owned(),
+                prover: worker.to_string(),
                 why,
             };
             Outcome::Failed {

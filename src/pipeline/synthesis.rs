@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use crossbeam_channel::Sender;
 
-use crate::event::{EventKind, EventSink, JobStage};
+use crate::event::{EventKind, EventSink, JobStage, WorkerName};
 use crate::memory::Reservation;
 use crate::r1cs::R1cs;
 use crate::sector::SynthesisPlan;
@@ -108,7 +108,7 @@ impl SynthesisPool {
         Ok(SynthesisPool {
             pool: rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
-                .thread_name(|i| format!("synth-{i}"))
+                .thread_name(|i| WorkerName::Synthesis(i).to_string())
                 .build()
                 .context("starting the synthesis pool")?,
             constraints,
@@ -190,7 +190,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         return;
     }
     spool.note_attempt_stage(&job.claimed, JobStage::Synthesis, Some(partition));
-    let worker = format!("synth-{}", rayon::current_thread_index().unwrap_or(0));
+    let worker = WorkerName::Synthesis(rayon::current_thread_index().unwrap_or(0));
     let name = job.name().to_owned();
     let started = Instant::now();
     events.emit(EventKind::SynthStarted {

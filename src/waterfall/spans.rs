@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::event::ProveTimings;
-use crate::event::{EventKind, PRELOAD_WORKER};
+use crate::event::{EventKind, WorkerName};
 use crate::proof_kind::ProofKind;
 use crate::synth::SynthesisProfile;
 
@@ -230,20 +230,19 @@ pub(super) struct Workers {
 }
 
 impl Workers {
-    fn note_synthesis(&mut self, worker: &str) {
-        if !worker.is_empty() && !self.synthesis.contains(worker) {
-            self.synthesis.insert(worker.to_owned());
+    fn note_synthesis(&mut self, worker: &WorkerName) {
+        if !worker.is_empty() {
+            self.synthesis.insert(worker.to_string());
         }
     }
 
-    fn note_lane(&mut self, part: &mut PartitionSpans, worker: &str) {
+    fn note_lane(&mut self, part: &mut PartitionSpans, worker: &WorkerName) {
         if worker.is_empty() {
             return;
         }
-        part.lane.get_or_insert_with(|| worker.to_owned());
-        if !self.lanes.contains(worker) {
-            self.lanes.insert(worker.to_owned());
-        }
+        let name = worker.to_string();
+        part.lane.get_or_insert_with(|| name.clone());
+        self.lanes.insert(name);
     }
 }
 
@@ -277,54 +276,48 @@ pub(super) struct RunSpans {
     pub(super) kernel_busy: Vec<KernelBusy>,
 }
 
-/// Parameter loads ahead of the provers are recorded under [`PRELOAD_WORKER`], which is
-/// not a prover lane and must not count as an idle one.
-fn is_prover_lane(worker: &str) -> bool {
-    worker != PRELOAD_WORKER
-}
-
 impl RunSpans {
     pub(super) fn from_events(id: &str, events: &[Event]) -> RunSpans {
         let mut jobs: Vec<JobSpans> = Vec::new();
         let mut job_index: HashMap<&str, usize> = HashMap::new();
         let mut workers = Workers::default();
         let mut params: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-        let mut loading: HashMap<&str, f64> = HashMap::new();
+        let mut loading: HashMap<&WorkerName, f64> = HashMap::new();
         let mut priority_waits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-        let mut waiting: HashMap<&str, f64> = HashMap::new();
+        let mut waiting: HashMap<&WorkerName, f64> = HashMap::new();
         let mut deferred = BTreeSet::new();
         let mut kernel_busy = Vec::new();
         for event in events {
             match &event.kind {
+                // Loads ahead of the provers (the parameter loader's) are not a prover lane
+                // and must not count as an idle one.
                 EventKind::ParamsLoadStarted { worker, .. } => {
-                    if is_prover_lane(worker) {
-                        workers.lanes.insert(worker.clone());
+                    if worker.is_prover_lane() {
+                        workers.lanes.insert(worker.to_string());
                     }
-                    loading.entry(worker.as_str()).or_insert(event.t);
+                    loading.entry(worker).or_insert(event.t);
                 }
                 EventKind::ParamsLoadFinished { worker, .. } => {
-                    if is_prover_lane(worker) {
-                        workers.lanes.insert(worker.clone());
+                    if worker.is_prover_lane() {
+                        workers.lanes.insert(worker.to_string());
                     }
-                    if let Some(start) = loading.remove(worker.as_str()) {
+                    if let Some(start) = loading.remove(worker) {
                         params
-                            .entry(worker.clone())
+                            .entry(worker.to_string())
                             .or_default()
                             .push((start, event.t));
                     }
                 }
                 EventKind::PriorityWaitStarted { worker, .. } => {
-                    workers.lanes.insert(worker.clone());
-                    waiting.entry(worker.as_str()).or_insert(event.t);
+                    workers.lanes.insert(worker.to_string());
+                    waiting.entry(worker).or_insert(event.t);
                 }
                 EventKind::PriorityWaitFinished { worker, waited_ms } => {
-                    workers.lanes.insert(worker.clone());
+                    workers.lanes.insert(worker.to_string());
                     // Without its start row, the wait still says how long it was.
-                    let start = waiting
-                        .remove(worker.as_str())
-                        .unwrap_or(event.t - waited_ms / 1e3);
+                    let start = waiting.remove(worker).unwrap_or(event.t - waited_ms / 1e3);
                     priority_waits
-                        .entry(worker.clone())
+                        .entry(worker.to_string())
                         .or_default()
                         .push((start, event.t));
                 }
@@ -359,14 +352,14 @@ impl RunSpans {
         // A load still running when the timeline ends ran until then.
         for (lane, start) in loading {
             params
-                .entry(lane.to_owned())
+                .entry(lane.to_string())
                 .or_default()
                 .push((start, last_t));
         }
         // So does a wait for the priority lock.
         for (lane, start) in waiting {
             priority_waits
-                .entry(lane.to_owned())
+                .entry(lane.to_string())
                 .or_default()
                 .push((start, last_t));
         }

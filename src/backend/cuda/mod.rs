@@ -76,7 +76,8 @@ pub fn plan(
     let mut notes = Vec::new();
     let mut least = u64::MAX;
     for index in &indices {
-        let mut prover = CudaProver::open(*index, format!("cuda-{index}"))?;
+        let mut prover =
+            CudaProver::open(*index, crate::event::WorkerName::Cuda(*index).to_string())?;
         let free = prover.free_bytes()? as u64;
         let take = gpu_memory.map_or(free, |cap| cap.min(free));
         least = least.min(take);

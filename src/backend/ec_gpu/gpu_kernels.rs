@@ -190,11 +190,8 @@ pub fn open(selection: &GpuSelection, per_gpu: usize, env: &GpuEnv) -> Opened {
         let budget = memory::resident_budget(&description, count);
         let mut names = Vec::new();
         for k in 0..count {
-            let name = if per_gpu == 1 {
-                format!("gpu-{index}")
-            } else {
-                format!("gpu-{index}.{k}")
-            };
+            let lane = (per_gpu > 1).then_some(k);
+            let name = crate::event::WorkerName::Gpu { gpu: index, lane }.to_string();
             match GpuKernels::open(device, budget) {
                 Ok(gpu) => {
                     log::info!("{name}: {} kernels ready", device.name());

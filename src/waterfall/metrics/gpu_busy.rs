@@ -14,6 +14,7 @@
 use serde::Serialize;
 
 use super::lanes::LaneMetrics;
+use crate::event::WorkerName;
 use crate::waterfall::intervals::Intervals;
 use crate::waterfall::shared::{ratio, sum};
 use crate::waterfall::spans::{KernelBusy, RunSpans};
@@ -92,19 +93,11 @@ pub(super) enum LaneDevice {
 
 impl LaneDevice {
     pub(super) fn of(name: &str) -> LaneDevice {
-        if name.starts_with("cpu-") {
-            return LaneDevice::Cpu;
-        }
-        if let Some(gpu) = name.strip_prefix("cuda-").and_then(|n| n.parse().ok()) {
-            return LaneDevice::Resident(gpu);
-        }
-        let index = name
-            .strip_prefix("gpu-")
-            .map(|rest| rest.split_once('.').map_or(rest, |(gpu, _)| gpu))
-            .and_then(|gpu| gpu.parse().ok());
-        match index {
-            Some(gpu) => LaneDevice::Gpu(gpu),
-            None => LaneDevice::AllGpus,
+        match WorkerName::parse(name) {
+            WorkerName::Cpu(_) => LaneDevice::Cpu,
+            WorkerName::Cuda(gpu) => LaneDevice::Resident(gpu),
+            WorkerName::Gpu { gpu, .. } => LaneDevice::Gpu(gpu),
+            _ => LaneDevice::AllGpus,
         }
     }
 

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::waits::WaitSets;
-use crate::event::PRELOAD_WORKER;
+use crate::event::WorkerName;
 use crate::waterfall::intervals::Intervals;
 use crate::waterfall::shared::ratio;
 use crate::waterfall::spans::RunSpans;
@@ -137,7 +137,8 @@ pub(super) fn lane_metrics(
 
     let proving = Intervals::new(proving).intersect(window);
     // A lane waits on its own loads and on those started ahead of all provers.
-    let loading = loads(spans, [name, PRELOAD_WORKER], window).subtract(&proving);
+    let loader = WorkerName::ParamsLoader.to_string();
+    let loading = loads(spans, [name, loader.as_str()], window).subtract(&proving);
     let idle_spans = window.subtract(&proving.union(&loading));
     let lock_waits = spans
         .priority_waits
