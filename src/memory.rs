@@ -14,10 +14,16 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crossbeam_channel::Sender;
 
+/// The share of the available memory kept out of the default budget, in percent.
+pub const MARGIN_PERCENT: u64 = 5;
+/// The least kept out of the default budget, in bytes (a whole number of GiB, as
+/// `--max-memory`'s help says it).
+pub const MIN_MARGIN_BYTES: u64 = 2 << 30;
+
 /// Bytes kept out of the default budget: allocator slack, thread stacks, C1 files, the
 /// page cache a parameter load streams through.
 pub fn default_margin(available: u64) -> u64 {
-    (available / 20).max(2 << 30)
+    (available / (100 / MARGIN_PERCENT)).max(MIN_MARGIN_BYTES)
 }
 
 /// A budget of bytes shared by a run.

@@ -58,7 +58,9 @@ mod synthesis;
 pub use device_faults::{ProversStoppedError, DEFAULT_MAX_DEVICE_FAULTS};
 pub use fault_injection::VARIABLE as FAULT_INJECTION_VARIABLE;
 pub use job::JobError;
-pub use settings::RunSettings;
+pub use settings::{
+    RunSettings, Synthesis, DEFAULT_SYNTHESIS_THREADS_RULE, DEFAULT_SYNTH_JOBS_RULE,
+};
 pub use stop::{is_stopping, Drain};
 
 use constraints::ConstraintSets;

@@ -90,6 +90,14 @@ impl RunSettings {
     pub const DEFAULT_PROVERS_PER_GPU: usize = 2;
     /// Synthesized partitions that may wait for a prover (`--queue-depth`).
     pub const DEFAULT_QUEUE_DEPTH: usize = 1;
+    /// What proves the partitions (`--backend`).
+    pub const DEFAULT_BACKEND: BackendChoice = BackendChoice::Auto;
+    /// GPUs to prove on (`--gpus`).
+    pub const DEFAULT_GPUS: GpuSelection = GpuSelection::All;
+    /// How partitions are synthesized (`--synthesis`).
+    pub const DEFAULT_SYNTHESIS: Synthesis = Synthesis::Native;
+    /// CPUs kept for SupraSeal's host threads (`--prover-cpus`): none, every CPU shared.
+    pub const DEFAULT_PROVER_CPUS: usize = 0;
 
     /// Settings for a run on `layout` with every default: the timeline beside the inbox, a
     /// watching run, the backend and GPUs chosen automatically, and the CPU shares below.
@@ -101,8 +109,8 @@ impl RunSettings {
             once: false,
             miner_id: None,
             synth_jobs: None,
-            backend: BackendChoice::Auto,
-            gpus: GpuSelection::All,
+            backend: Self::DEFAULT_BACKEND,
+            gpus: Self::DEFAULT_GPUS,
             provers_per_gpu: Self::DEFAULT_PROVERS_PER_GPU,
             require_gpu: false,
             queue_depth: Self::DEFAULT_QUEUE_DEPTH,
@@ -117,12 +125,36 @@ impl RunSettings {
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
             max_device_faults: super::device_faults::DEFAULT_MAX_DEVICE_FAULTS,
             benchmark: false,
-            is_precompiled: true,
-            is_native_witness: true,
+            is_precompiled: Self::DEFAULT_SYNTHESIS.is_precompiled(),
+            is_native_witness: Self::DEFAULT_SYNTHESIS.is_native_witness(),
             synthesis_threads: default_synthesis_threads(cores),
-            prover_cpus: 0,
+            prover_cpus: Self::DEFAULT_PROVER_CPUS,
             metrics: None,
         }
+    }
+}
+
+/// How partitions are synthesized (`--synthesis`); a run keeps it as
+/// [`RunSettings::is_precompiled`] and [`RunSettings::is_native_witness`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synthesis {
+    /// Pre-compiled constraints, and the witness computed natively where cuzk can.
+    Native,
+    /// Record each circuit shape's constraints once, then compute only the witness.
+    Precompiled,
+    /// Build every constraint for every partition.
+    Full,
+}
+
+impl Synthesis {
+    /// Whether partitions are synthesized with pre-compiled constraints once they are ready.
+    pub fn is_precompiled(self) -> bool {
+        self != Synthesis::Full
+    }
+
+    /// Whether the witness is computed natively where cuzk can.
+    pub fn is_native_witness(self) -> bool {
+        self == Synthesis::Native
     }
 }
 
@@ -136,6 +168,10 @@ impl RunSettings {
     }
 }
 
+/// [`default_synth_jobs`] in words, for `--synth-jobs`' help.
+pub const DEFAULT_SYNTH_JOBS_RULE: &str = "one per core with the cuda backend, whose GPU \
+     evaluates the constraints; a quarter of the cores with the others";
+
 /// Partitions synthesized at once on `cores` CPUs for provers that need `kind`. With the
 /// cuda backend, a partition's synthesis is mostly one thread (its witness; the GPU
 /// evaluates the constraints), so one per core, and the memory budget caps how many are
@@ -147,6 +183,9 @@ pub fn default_synth_jobs(cores: usize, kind: ParamsKind) -> usize {
         ParamsKind::Groth16 | ParamsKind::Supraseal { .. } => (cores / 4).max(1),
     }
 }
+
+/// [`default_synthesis_threads`] in words, for `--synthesis-threads`' help.
+pub const DEFAULT_SYNTHESIS_THREADS_RULE: &str = "half the cores, at least 1";
 
 /// Threads evaluating pre-compiled constraints on `cores` CPUs: half of them, at least 1.
 pub fn default_synthesis_threads(cores: usize) -> usize {
