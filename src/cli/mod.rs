@@ -1,0 +1,144 @@
+//! Command line: the [`Cli`] parser and [`run`], which hands each command to its own short
+//! entry point.
+//!
+//! Each room below owns one part: [`flags`] every flag and its default, `settings` the
+//! flags checked once into the settings of the module that does the work, and one room per
+//! command (`prove_dir`, `damocles`, `status`, `waterfall`, `reference`, `bench`, `params`,
+//! `completions`). Nothing here proves, parses C1 files or draws. Output to stdout goes
+//! through [`print`], so `cuzk status | head` ends quietly when the pipe closes, as ripgrep
+//! does.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+pub mod flags;
+
+mod bench;
+mod completions;
+mod damocles;
+mod params;
+mod progress;
+mod prove_dir;
+mod reference;
+mod settings;
+mod status;
+mod waterfall;
+
+use flags::{
+    BenchArgs, CompletionsArgs, DamoclesC2Args, ParamsCommand, ProcessorArgs, ProveDirArgs,
+    ReferenceArgs, StatusArgs, WaterfallArgs,
+};
+
+/// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cuzk",
+    version,
+    long_version = crate::build_info::long_version(),
+    about,
+    long_about = None
+)]
+pub struct Cli {
+    /// Groth16 parameter cache directory, from the environment or else the default; the
+    /// help names both from [`crate::params`]' own constants.
+    #[arg(long, global = true, value_name = "DIR", help = flags::params_help())]
+    pub params: Option<PathBuf>,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// cuzk's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Prove every C1 file that lands in an inbox directory.
+    #[command(
+        after_help = "Which sector a C1 file is: a lotus sector name s-t0<miner>-<sector>.json (lotus writes s-t0 on \
+mainnet too; s-f0<miner>-<sector>.json is taken as well) says both. A file named anything else (lotus-bench's commit2 input, say) takes its sector number from the wrapper's \
+SectorNum and its miner from --miner-addr or --miner-id; without either it fails with a hint. The replica id is \
+recomputed from them before any proving, so a wrong miner or sector fails at once."
+    )]
+    ProveDir(ProveDirArgs),
+    /// Show what a spool holds and how its last run went.
+    Status(StatusArgs),
+    /// Draw a timeline CSV as an ASCII waterfall with per-job and prover statistics.
+    Waterfall(WaterfallArgs),
+    /// Prove C1 files with filecoin-proofs' own seal_commit_phase2 (update inputs with its
+    /// own update prover), one at a time, for comparison.
+    Reference(ReferenceArgs),
+    /// Size and time this machine for a sector size on synthetic inputs of the real shape
+    /// (no parameters to fetch; nothing it makes is a proof).
+    Bench(BenchArgs),
+    /// Manage Groth16 parameters.
+    #[command(subcommand)]
+    Params(ParamsCommand),
+    /// Serve damocles-worker as its external C2 processor: requests as JSON lines on stdin,
+    /// one answer line each on stdout, proved by cuzk's pipeline.
+    #[command(name = "damocles-c2")]
+    DamoclesC2(DamoclesC2Args),
+    /// Serve damocles-worker as its external snap_prove processor: SnapDeals update proofs
+    /// (ProveReplicaUpdate2), requests and answers as for damocles-c2.
+    #[command(
+        name = "damocles-snap",
+        after_help = "In damocles-worker's configuration:
+
+  [[processors.snap_prove]]
+  bin = \"/usr/local/bin/cuzk\"
+  args = [\"damocles-snap\", \"--params\", \"/var/tmp/filecoin-proof-parameters\"]
+  envs = { CUDA_VISIBLE_DEVICES = \"0\" }
+
+stdout carries protocol lines only; progress and logs go to stderr."
+    )]
+    DamoclesSnap(DamoclesC2Args),
+    /// `cuzk processor c2` and `cuzk processor snap_prove`: what damocles-worker runs when
+    /// its processor has no `args`; the same as `cuzk damocles-c2` and `cuzk damocles-snap`.
+    #[command(hide = true)]
+    Processor(ProcessorArgs),
+    /// Print a shell completion script: bash, zsh or fish.
+    #[command(after_help = "Install it where the shell looks, for example:
+
+  cuzk completions bash > /etc/bash_completion.d/cuzk
+  cuzk completions zsh > /usr/local/share/zsh/site-functions/_cuzk
+  cuzk completions fish > ~/.config/fish/completions/cuzk.fish")]
+    Completions(CompletionsArgs),
+}
+
+/// Runs the command line `cli`; the returned code is the process exit code.
+pub fn run(cli: Cli) -> Result<u8> {
+    crate::test_sizes::apply_from_env()?;
+    if let Some(dir) = &cli.params {
+        crate::params::use_params_dir(dir);
+    }
+    match cli.command {
+        Command::ProveDir(args) => prove_dir::prove_dir(args),
+        Command::Waterfall(args) => waterfall::draw_waterfall(args),
+        Command::Status(args) => status::show_status(args),
+        Command::Reference(args) => reference::run_reference(args),
+        Command::Bench(args) => bench::run_bench(args),
+        Command::Params(ParamsCommand::Gen(args)) => params::generate(args),
+        Command::Params(ParamsCommand::Path(args)) => params::show_paths(args),
+        Command::Params(ParamsCommand::Constraints(args)) => params::record_constraints(args),
+        Command::Params(ParamsCommand::Check(args)) => params::check(args),
+        Command::DamoclesC2(args) => damocles::serve(crate::damocles::Stage::C2, args),
+        Command::DamoclesSnap(args) => damocles::serve(crate::damocles::Stage::SnapProve, args),
+        Command::Processor(args) => damocles::serve_processor(args),
+        Command::Completions(args) => completions::print_completions(args),
+    }
+}
+
+/// Writes `text` to stdout. A closed pipe (`cuzk status | head`) is not an error: the
+/// reader has what it wanted.
+pub fn print(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
+    }
+}
