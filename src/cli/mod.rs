@@ -2,10 +2,11 @@
 //! entry point.
 //!
 //! Each room below owns one part: [`flags`] every flag and its default, `settings` the
-//! flags checked once into the settings of the module that does the work, and one room per
+//! flags checked once into the settings of the module that does the work (a bad value is a
+//! [`CheckFlagsError`]), and one room per
 //! command (`prove_dir`, `damocles`, `status`, `waterfall`, `reference`, `bench`, `params`,
 //! `completions`). Nothing here proves, parses C1 files or draws. Output to stdout goes
-//! through [`print`], so `cuzk status | head` ends quietly when the pipe closes, as ripgrep
+//! through [`print()`], so `cuzk status | head` ends quietly when the pipe closes, as ripgrep
 //! does.
 
 use std::io::Write;
@@ -26,6 +27,8 @@ mod reference;
 mod settings;
 mod status;
 mod waterfall;
+
+pub use settings::CheckFlagsError;
 
 use flags::{
     BenchArgs, CompletionsArgs, DamoclesC2Args, ParamsCommand, ProcessorArgs, ProveDirArgs,

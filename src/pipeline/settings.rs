@@ -168,7 +168,7 @@ impl RunSettings {
     }
 }
 
-/// [`default_synth_jobs`] in words, for `--synth-jobs`' help.
+/// `default_synth_jobs` below in words, for `--synth-jobs`' help.
 pub const DEFAULT_SYNTH_JOBS_RULE: &str = "one per core with the cuda backend, whose GPU \
      evaluates the constraints; a quarter of the cores with the others";
 
@@ -184,7 +184,7 @@ pub fn default_synth_jobs(cores: usize, kind: ParamsKind) -> usize {
     }
 }
 
-/// [`default_synthesis_threads`] in words, for `--synthesis-threads`' help.
+/// `default_synthesis_threads` below in words, for `--synthesis-threads`' help.
 pub const DEFAULT_SYNTHESIS_THREADS_RULE: &str = "half the cores, at least 1";
 
 /// Threads evaluating pre-compiled constraints on `cores` CPUs: half of them, at least 1.
