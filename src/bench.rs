@@ -60,8 +60,15 @@ pub struct BenchReport {
     pub peak_in_use_bytes: Option<u64>,
     /// The most a synthesized partition held, as measured (0: none synthesized).
     pub largest_partition_bytes: u64,
-    /// Partitions whose constraints the GPU evaluated.
+    /// Partitions whose constraints the prover evaluated (on its GPU, or on the host).
     pub deferred_partitions: usize,
+    /// Of those, partitions whose a, b and c the prover's thread made on the host.
+    pub evaluated_at_prover: usize,
+    /// The most one of those held at its prover.
+    pub largest_at_prover_bytes: u64,
+    /// Seconds per sector from the first proof to the last (the steady state), with two
+    /// or more.
+    pub steady_s: Option<f64>,
 }
 
 /// The default benchmark directory.
@@ -140,6 +147,9 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
             peak_in_use_bytes: None,
             largest_partition_bytes: 0,
             deferred_partitions: 0,
+            evaluated_at_prover: 0,
+            largest_at_prover_bytes: 0,
+            steady_s: None,
         });
     }
     let mut settings = plan.run.clone();
@@ -163,6 +173,9 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
         peak_in_use_bytes,
         largest_partition_bytes: summary.largest_partition_bytes,
         deferred_partitions: summary.deferred_partitions,
+        evaluated_at_prover: summary.evaluated_at_prover,
+        largest_at_prover_bytes: summary.largest_at_prover_bytes,
+        steady_s: summary.steady_s_per_proof(),
     })
 }
 
@@ -193,9 +206,20 @@ pub fn render(report: &BenchReport, circuit: CircuitId) -> String {
     let in_use = report.peak_in_use_bytes.map_or("-".into(), |bytes| {
         format!("{} (the whole machine, sampled)", show_bytes(bytes))
     });
-    // As measured: a partition whose constraints the GPU evaluates holds its witness alone.
+    let steady = report.steady_s.map_or(String::new(), |s| {
+        format!("; {s:.1} s per {unit} steady, from the first proof to the last")
+    });
+    // As measured: a partition whose constraints the prover evaluates holds its witness alone
+    // until it reaches its prover.
     let in_flight = match report.largest_partition_bytes {
         0 => show_bytes(f.partition_bytes),
+        bytes if report.evaluated_at_prover > 0 => format!(
+            "{} ({} partitions waited as their witness; a, b and c made on the host at the \
+             prover, {} each while there)",
+            show_bytes(bytes),
+            report.evaluated_at_prover,
+            show_bytes(report.largest_at_prover_bytes)
+        ),
         bytes if report.deferred_partitions > 0 => format!(
             "{} ({} partitions evaluated on the GPU, the witness alone in flight)",
             show_bytes(bytes),
@@ -206,7 +230,7 @@ pub fn render(report: &BenchReport, circuit: CircuitId) -> String {
     format!(
         "\n{circuit} benchmark (synthetic shape: timings and memory, no proofs)\n\
          {:<27}{}\n\
-         wall time                  {:.1} s ({per_sector} per {unit})\n\
+         wall time                  {:.1} s ({per_sector} per {unit}{steady})\n\
          parameter set              {}\n\
          per partition in flight    {}\n\
          memory budget              {}\n\

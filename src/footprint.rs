@@ -30,6 +30,32 @@ pub struct Footprint {
     /// backend): the device memory they may take. Constraints that fit are left to it, and
     /// a partition in flight holds only [`Footprint::witness_bytes`].
     pub gpu_room_for_constraints: Option<u64>,
+    /// Set when the prover's thread may evaluate a, b and c on the host right before the
+    /// proof ([`Evaluation::AtProver`]): partitions then wait as their witness, and only the
+    /// ones at a prover hold a, b and c.
+    pub evaluates_at_prover: bool,
+}
+
+/// Where a partition's a = A·w, b = B·w and c = C·w are computed from its witness and the
+/// pre-compiled constraints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evaluation {
+    /// In synthesis, on the synthesis pool: the partition waits for its prover whole. Full
+    /// synthesis (no recorded constraints yet) makes them this way too.
+    InSynthesis,
+    /// On the GPU, from constraints resident there: a, b and c never exist on the host.
+    OnGpu,
+    /// On the host by the prover's thread, with every core, right before the proof: the
+    /// partition waits as its witness and grows to [`Footprint::partition_bytes`] at the
+    /// prover ([`crate::memory::Reservation::grow_to`]).
+    AtProver,
+}
+
+impl Evaluation {
+    /// True when a, b and c are left out of the synthesized partition.
+    pub fn is_deferred(self) -> bool {
+        self != Evaluation::InSynthesis
+    }
 }
 
 impl Footprint {
@@ -45,20 +71,26 @@ impl Footprint {
             inputs,
             witness_bytes: SCALAR_BYTES * (inputs + aux),
             gpu_room_for_constraints: None,
+            evaluates_at_prover: false,
         }
     }
 
-    /// A partition about to start, given its shape's pre-compiled constraints (their bytes,
-    /// once ready): whether its a, b and c are left to the GPU (the constraints fit the
-    /// room it has for them), and the bytes it holds in flight either way.
-    pub fn partition_in_flight(&self, constraints_bytes: Option<u64>) -> (bool, u64) {
-        let is_deferred = constraints_bytes
-            .zip(self.gpu_room_for_constraints)
-            .is_some_and(|(bytes, room)| bytes <= room);
-        if is_deferred {
-            (true, self.witness_bytes)
+    /// Where a partition about to start gets its a, b and c, given its shape's pre-compiled
+    /// constraints (their bytes, once ready), and the bytes it holds in flight: its witness
+    /// alone when they are left to the prover, everything when synthesis evaluates them.
+    pub fn partition_in_flight(&self, constraints_bytes: Option<u64>) -> (Evaluation, u64) {
+        let Some(bytes) = constraints_bytes else {
+            return (Evaluation::InSynthesis, self.partition_bytes);
+        };
+        if self
+            .gpu_room_for_constraints
+            .is_some_and(|room| bytes <= room)
+        {
+            (Evaluation::OnGpu, self.witness_bytes)
+        } else if self.evaluates_at_prover {
+            (Evaluation::AtProver, self.witness_bytes)
         } else {
-            (false, self.partition_bytes)
+            (Evaluation::InSynthesis, self.partition_bytes)
         }
     }
 
@@ -101,7 +133,10 @@ mod tests {
             "the host decides nothing"
         );
         let full = footprint.partition_bytes;
-        assert_eq!(footprint.partition_in_flight(Some(9 << 30)), (false, full));
+        assert_eq!(
+            footprint.partition_in_flight(Some(9 << 30)),
+            (Evaluation::InSynthesis, full)
+        );
 
         // The cuda backend with 20 GB of room for the 8.9 GB of constraints.
         let gpu = Footprint {
@@ -111,17 +146,40 @@ mod tests {
         let witness = gpu.witness_bytes;
         assert_eq!(
             gpu.partition_in_flight(None),
-            (false, full),
+            (Evaluation::InSynthesis, full),
             "still recording"
         );
         assert_eq!(
             gpu.partition_in_flight(Some(8_900_000_000)),
-            (true, witness)
+            (Evaluation::OnGpu, witness)
         );
         assert_eq!(
             gpu.partition_in_flight(Some(21_000_000_000)),
-            (false, full),
+            (Evaluation::InSynthesis, full),
             "constraints larger than the room stay on the host"
         );
+
+        // A prover that evaluates on the host just in time: the partition waits as its
+        // witness wherever the constraints do not fit the GPU.
+        let at_prover = Footprint {
+            evaluates_at_prover: true,
+            ..gpu
+        };
+        assert_eq!(
+            at_prover.partition_in_flight(Some(21_000_000_000)),
+            (Evaluation::AtProver, witness)
+        );
+        assert_eq!(
+            at_prover.partition_in_flight(Some(8_900_000_000)),
+            (Evaluation::OnGpu, witness),
+            "the GPU first, where they fit"
+        );
+        assert_eq!(
+            at_prover.partition_in_flight(None),
+            (Evaluation::InSynthesis, full),
+            "no constraints to evaluate yet"
+        );
+        assert!(!Evaluation::InSynthesis.is_deferred());
+        assert!(Evaluation::AtProver.is_deferred() && Evaluation::OnGpu.is_deferred());
     }
 }

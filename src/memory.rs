@@ -9,8 +9,15 @@
 //! parameter file's counts ([`Footprint`](crate::footprint::Footprint)), which say exactly how long every vector is.
 //! The default budget is what the process may use now: the memory available on the host or
 //! in its cgroup, whichever is less, minus a margin for everything not counted here.
+//!
+//! A partition whose a, b and c are evaluated on the host just before its proof waits as its
+//! witness alone and grows at its prover ([`Reservation::grow_to`]). The bytes it grows by
+//! come from room the budget keeps for the provers ([`MemoryBudget::keep_for_provers`]):
+//! every other reservation leaves that room free, so a prover never waits on partitions that
+//! can only end after it has proved.
 
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
@@ -34,10 +41,18 @@ pub struct MemoryBudget {
 
 struct Inner {
     total: u64,
-    used: Mutex<u64>,
+    used: Mutex<Used>,
     freed: Condvar,
     /// Told each time bytes come back, so a waiting feeder looks again.
     wake: Option<Sender<()>>,
+}
+
+/// What is reserved, and what ordinary reservations leave free.
+#[derive(Default)]
+struct Used {
+    bytes: u64,
+    /// Room kept for partitions growing at their provers.
+    kept_for_provers: u64,
 }
 
 /// Bytes held from a [`MemoryBudget`]; returned when dropped.
@@ -52,7 +67,7 @@ impl MemoryBudget {
         MemoryBudget {
             inner: Arc::new(Inner {
                 total,
-                used: Mutex::new(0),
+                used: Mutex::new(Used::default()),
                 freed: Condvar::new(),
                 wake,
             }),
@@ -66,16 +81,34 @@ impl MemoryBudget {
 
     /// Bytes reserved now.
     pub fn in_use(&self) -> u64 {
-        *self.inner.used.lock().unwrap_or_else(|e| e.into_inner())
+        self.used().bytes
     }
 
-    /// Reserves `bytes` if they fit now.
+    /// Room ordinary reservations leave free for partitions growing at their provers.
+    pub fn kept_for_provers(&self) -> u64 {
+        self.used().kept_for_provers
+    }
+
+    fn used(&self) -> std::sync::MutexGuard<'_, Used> {
+        self.inner.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps at least `bytes` free of ordinary reservations from now on, for the partitions
+    /// that grow at their provers ([`Reservation::grow_to`]): as much as those may grow by
+    /// at once. Set before such partitions are reserved; it never shrinks.
+    pub fn keep_for_provers(&self, bytes: u64) {
+        let mut used = self.used();
+        used.kept_for_provers = used.kept_for_provers.max(bytes);
+    }
+
+    /// Reserves `bytes` if they fit now beside the room kept for the provers.
     pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
-        let mut used = self.inner.used.lock().unwrap_or_else(|e| e.into_inner());
-        if *used + bytes > self.inner.total {
+        let mut used = self.used();
+        let limit = self.inner.total.saturating_sub(used.kept_for_provers);
+        if used.bytes + bytes > limit {
             return None;
         }
-        *used += bytes;
+        used.bytes += bytes;
         Some(Reservation {
             budget: self.clone(),
             bytes,
@@ -83,8 +116,8 @@ impl MemoryBudget {
     }
 
     fn release(&self, bytes: u64) {
-        let mut used = self.inner.used.lock().unwrap_or_else(|e| e.into_inner());
-        *used = used.saturating_sub(bytes);
+        let mut used = self.used();
+        used.bytes = used.bytes.saturating_sub(bytes);
         self.inner.freed.notify_all();
         if let Some(wake) = &self.inner.wake {
             let _ = wake.try_send(());
@@ -107,6 +140,41 @@ impl Reservation {
         }
     }
 }
+
+impl Reservation {
+    /// Holds `bytes` in all (nothing changes when it holds that much already), waiting while
+    /// they do not fit the whole budget, the room kept for the provers included, until they
+    /// do or `give_up` says to stop (checked every [`GROW_POLL`]). Returns how long it
+    /// waited, or `None` when it gave up holding what it held before. Bytes that could never
+    /// fit (more than the budget) are taken at once rather than waited for forever.
+    pub fn grow_to(&mut self, bytes: u64, give_up: impl Fn() -> bool) -> Option<Duration> {
+        let started = Instant::now();
+        let inner = &self.budget.inner;
+        let mut used = self.budget.used();
+        while bytes > self.bytes {
+            let extra = bytes - self.bytes;
+            let would_fit = used.bytes + extra <= inner.total;
+            let could_ever_fit = bytes <= inner.total;
+            if would_fit || !could_ever_fit {
+                used.bytes += extra;
+                self.bytes = bytes;
+                break;
+            }
+            if give_up() {
+                return None;
+            }
+            used = inner
+                .freed
+                .wait_timeout(used, GROW_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Some(started.elapsed())
+    }
+}
+
+/// How often a waiting [`Reservation::grow_to`] asks whether to give up.
+pub const GROW_POLL: Duration = Duration::from_millis(200);
 
 impl Drop for Reservation {
     fn drop(&mut self) {
@@ -236,6 +304,45 @@ mod tests {
         assert_eq!(again.bytes(), 40);
         drop((params, again));
         assert_eq!(budget.in_use(), 0);
+    }
+
+    #[test]
+    fn the_room_kept_for_provers_is_theirs_alone_and_a_grown_partition_waits_for_it() {
+        let budget = MemoryBudget::new(100, None);
+        budget.keep_for_provers(40);
+        let params = budget.try_reserve(50).expect("fits beside the room");
+        let mut witness = budget.try_reserve(10).expect("fits beside the room");
+        // Two more partitions waiting as witnesses (of no bytes here).
+        let mut other = budget.try_reserve(0).expect("fits");
+        let mut third = budget.try_reserve(0).expect("fits");
+        assert!(
+            budget.try_reserve(1).is_none(),
+            "the room is not for ordinary reservations"
+        );
+        // At its prover the witness grows into the room at once.
+        assert!(witness.grow_to(45, || false).is_some());
+        assert_eq!((witness.bytes(), budget.in_use()), (45, 95));
+        // A second partition at a prover waits until the first is proved (dropped) and
+        // takes its place, woken by the drop.
+        let waited = std::thread::scope(|scope| {
+            let grow = scope.spawn(|| other.grow_to(40, || false));
+            std::thread::sleep(Duration::from_millis(50));
+            drop(witness);
+            grow.join().expect("grows")
+        });
+        assert!(
+            waited.is_some_and(|w| w >= Duration::from_millis(40)),
+            "{waited:?}"
+        );
+        assert_eq!((other.bytes(), budget.in_use()), (40, 90));
+        // One that would wait is given up when asked, holding what it held.
+        assert_eq!(third.grow_to(20, || true), None);
+        assert_eq!((third.bytes(), budget.in_use()), (0, 90));
+        // Bytes that could never fit are taken rather than waited on forever.
+        assert!(third.grow_to(200, || false).is_some());
+        drop((params, other, third));
+        assert_eq!(budget.in_use(), 0);
+        assert_eq!(budget.kept_for_provers(), 40);
     }
 
     #[test]

@@ -35,8 +35,26 @@ pub struct RunSummary {
     pub elapsed_s: f64,
     /// The most a synthesized partition held (its vectors), as measured.
     pub largest_partition_bytes: u64,
-    /// Partitions whose a, b and c were left to the GPU (their witness alone in flight).
+    /// Partitions whose a, b and c were left to the prover (their witness alone in flight).
     pub deferred_partitions: usize,
+    /// Of those, partitions whose a, b and c the prover's thread made on the host.
+    pub evaluated_at_prover: usize,
+    /// The most one of those held at its prover, a, b and c made.
+    pub largest_at_prover_bytes: u64,
+    /// Seconds into the run of the first proof written (benchmark results included).
+    pub first_proof_s: Option<f64>,
+    /// Of the last: the steady state lies between the two.
+    pub last_proof_s: Option<f64>,
+}
+
+impl RunSummary {
+    /// Seconds per proof once the pipeline is full: between the first and the last proof
+    /// written, so the first's synthesis and parameter loads are left out. `None` with fewer
+    /// than two proofs.
+    pub fn steady_s_per_proof(&self) -> Option<f64> {
+        let (first, last) = self.first_proof_s.zip(self.last_proof_s)?;
+        (self.proved > 1).then(|| (last - first) / (self.proved - 1) as f64)
+    }
 }
 
 /// Starts the reporter thread; it ends when every sender of `events` is gone. Each of the
@@ -80,6 +98,9 @@ fn report(
             }
             EventKind::ProofWritten { job, .. } => {
                 summary.proved += 1;
+                let at = event.elapsed_ms / 1e3;
+                summary.first_proof_s.get_or_insert(at);
+                summary.last_proof_s = Some(at);
                 if display.benchmarks.contains(job) {
                     summary.benchmarked += 1;
                 }
@@ -92,6 +113,10 @@ fn report(
                 summary.largest_partition_bytes =
                     summary.largest_partition_bytes.max(profile.bytes);
                 summary.deferred_partitions += usize::from(*is_deferred);
+            }
+            EventKind::HostEvaluationFinished { bytes, .. } => {
+                summary.evaluated_at_prover += 1;
+                summary.largest_at_prover_bytes = summary.largest_at_prover_bytes.max(*bytes);
             }
             EventKind::JobFailed { .. } => summary.failed += 1,
             EventKind::FileDeferred { .. } => summary.deferred += 1,

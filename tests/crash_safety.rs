@@ -504,29 +504,7 @@ fn a_resumed_claim_is_retired_only_onto_its_own_c1s_proof() {
         log.contains("made from another C1 file"),
         "the log says why"
     );
-    let old16 = &blake3::hash(&first).to_hex()[..16];
-    let kept = root.join(format!("outbox/superseded/s-t01000-11.c1-{old16}.proof"));
-    assert_eq!(fs::read(&kept).expect("old proof kept"), first_proof);
-    assert_eq!(
-        fs::read(kept.with_extension("json")).expect("old record kept"),
-        first_record
-    );
-    assert_eq!(
-        recorded_digest(&record_path),
-        blake3::hash(&second).to_hex().to_string(),
-        "the outbox now holds the new file's proof"
-    );
-    let proved = root.join(format!("done/{name}.2"));
-    assert_eq!(fs::read(&proved).expect("new input in done"), second);
-    assert!(verifies_update(
-        &proved,
-        &fs::read(&proof_path).expect("new proof")
-    ));
-    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
-    assert!(
-        timeline.contains(",SUPERSEDED,s-t01000-11,"),
-        "the timeline says so:\n{timeline}"
-    );
+    assert_superseded_and_proved(root, name, (&first, &first_proof, &first_record), &second);
 }
 
 #[test]
@@ -570,12 +548,33 @@ fn a_new_inbox_file_whose_name_has_a_proof_is_judged_by_its_digest() {
     fs::write(inbox.join(name), &second).expect("new bytes");
     let out = cuzk(&ONCE, root, &[]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let old16 = &blake3::hash(&first).to_hex()[..16];
+    assert_superseded_and_proved(root, name, (&first, &first_proof, &first_record), &second);
+}
+
+/// After the update C1 file `name` first proved from `first` (its proof and record given)
+/// came again as `second`: the earlier proof and record are kept under outbox/superseded/
+/// by the old digest, the outbox holds a proof of `second` that verifies, `second` is the
+/// third `name` in done/, nothing failed and the timeline says SUPERSEDED.
+fn assert_superseded_and_proved(
+    root: &Path,
+    name: &str,
+    (first, first_proof, first_record): (&[u8], &[u8], &[u8]),
+    second: &[u8],
+) {
+    let (proof_path, record_path) = (
+        root.join("outbox/s-t01000-11.proof"),
+        root.join("outbox/s-t01000-11.json"),
+    );
+    let old16 = &blake3::hash(first).to_hex()[..16];
     let kept = root.join(format!("outbox/superseded/s-t01000-11.c1-{old16}.proof"));
     assert_eq!(fs::read(&kept).expect("old proof kept"), first_proof);
     assert_eq!(
+        fs::read(kept.with_extension("json")).expect("old record kept"),
+        first_record
+    );
+    assert_eq!(
         recorded_digest(&record_path),
-        blake3::hash(&second).to_hex().to_string(),
+        blake3::hash(second).to_hex().to_string(),
         "the outbox now holds the new file's proof"
     );
     let proved = root.join(format!("done/{name}.2"));

@@ -186,6 +186,33 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
         synth_ends.iter().all(|l| l.contains("precompiled=true")),
         "{timeline}"
     );
+    // Each waited for the CPU prover as its witness alone, and the prover's thread made its
+    // a, b and c right before its proof, growing its budget to the whole partition.
+    assert!(
+        synth_ends.iter().all(|l| l.contains("deferred=true")),
+        "{timeline}"
+    );
+    let eval_ends: Vec<&str> = timeline
+        .lines()
+        .filter(|l| l.contains(",EVAL_END,"))
+        .collect();
+    assert_eq!(eval_ends.len(), good.len(), "{timeline}");
+    assert_eq!(timeline.matches(",EVAL_START,").count(), good.len());
+    let bytes = |line: &str, key: &str| -> u64 {
+        let detail = line.rsplit(',').next().unwrap_or_default();
+        detail
+            .split(';')
+            .find_map(|pair| pair.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {line}"))
+    };
+    for (synth, eval) in synth_ends.iter().zip(&eval_ends) {
+        assert!(eval.contains(",cpu-"), "evaluated by the prover: {eval}");
+        assert!(
+            bytes(eval, "bytes=") > 2 * bytes(synth, "bytes="),
+            "a, b and c are held only at the prover: {synth} then {eval}"
+        );
+    }
 
     let waterfall = cuzk(&["waterfall", "timeline.csv"], dir.path(), &[]);
     assert_eq!(waterfall.status.code(), Some(0));

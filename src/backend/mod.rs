@@ -161,6 +161,13 @@ impl ParamsKind {
         }
     }
 
+    /// True when the prover's thread may evaluate a partition's a, b and c on the host right
+    /// before its proof, so partitions wait for it as their witness: every prover but
+    /// SupraSeal's, whose batches take a, b and c with the call.
+    pub fn evaluates_at_prover(self) -> bool {
+        !matches!(self, ParamsKind::Supraseal { .. })
+    }
+
     /// Device memory a GPU has for the pre-compiled constraints of `layout`'s circuit when
     /// the prover evaluates them there (the cuda backend, every base resident); `None`
     /// when the host must evaluate them.

@@ -77,6 +77,19 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 partition: 3,
                 worker: worker(),
             },
+            EventName::EvalStart => EventKind::HostEvaluationStarted {
+                job: job(),
+                partition: 3,
+                worker: worker(),
+            },
+            EventName::EvalEnd => EventKind::HostEvaluationFinished {
+                job: job(),
+                partition: 3,
+                worker: worker(),
+                memory_wait_ms: 250.5,
+                ms: 1_312.5,
+                bytes: 17_100_000_000,
+            },
             EventName::ParamsGen => EventKind::ParamsGenerating {
                 path: "/p/v28.params".into(),
             },

@@ -111,6 +111,31 @@ macro_rules! event_table {
                 /// The prover.
                 worker: WorkerName [worker or empty],
             },
+            /// The prover's thread began evaluating a partition's a, b and c on the host,
+            /// right before its proof (its budget grown first).
+            HostEvaluationStarted as EvalStart = "EVAL_START" {
+                /// The job.
+                job: String [job],
+                /// The partition.
+                partition: usize [partition],
+                /// The prover.
+                worker: WorkerName [worker or empty],
+            },
+            /// The partition's a, b and c are on the host, ready for its proof.
+            HostEvaluationFinished as EvalEnd = "EVAL_END" {
+                /// The job.
+                job: String [job],
+                /// The partition.
+                partition: usize [partition],
+                /// The prover.
+                worker: WorkerName [worker or empty],
+                /// Milliseconds it waited for the memory budget before evaluating.
+                memory_wait_ms: f64 [key "memory_wait_ms"],
+                /// Milliseconds the evaluation took (the witness expanded first).
+                ms: f64 [key "ms"],
+                /// Bytes the partition holds now.
+                bytes: u64 [key "bytes"],
+            },
             /// Insecure test parameters are being generated because `--gen-test-params` was given.
             ParamsGenerating as ParamsGen = "PARAMS_GEN" {
                 /// The parameter file being made.

@@ -36,12 +36,17 @@ pub enum WorkerName {
 }
 
 impl WorkerName {
+    /// [`WorkerName::Supraseal`] as written.
+    pub const SUPRASEAL: &'static str = "supraseal";
+    /// [`WorkerName::ParamsLoader`] as written.
+    pub const PARAMS_LOADER: &'static str = "params";
+
     /// Reads a name as [`WorkerName`]'s `Display` writes it; anything else is
     /// [`WorkerName::Other`].
     pub fn parse(text: &str) -> WorkerName {
         let known = match text {
-            "params" => Some(WorkerName::ParamsLoader),
-            "supraseal" => Some(WorkerName::Supraseal),
+            WorkerName::PARAMS_LOADER => Some(WorkerName::ParamsLoader),
+            WorkerName::SUPRASEAL => Some(WorkerName::Supraseal),
             _ => {
                 if let Some(n) = text.strip_prefix("synth-") {
                     index(n).map(WorkerName::Synthesis)
@@ -98,8 +103,8 @@ impl fmt::Display for WorkerName {
                 lane: Some(lane),
             } => write!(f, "gpu-{gpu}.{lane}"),
             WorkerName::Cuda(n) => write!(f, "cuda-{n}"),
-            WorkerName::Supraseal => f.write_str("supraseal"),
-            WorkerName::ParamsLoader => f.write_str("params"),
+            WorkerName::Supraseal => f.write_str(WorkerName::SUPRASEAL),
+            WorkerName::ParamsLoader => f.write_str(WorkerName::PARAMS_LOADER),
             WorkerName::Other(name) => f.write_str(name),
         }
     }

@@ -26,7 +26,7 @@ use crate::backend::{ParamsKind, ProverParams};
 use crate::c1::SectorSizeName;
 use crate::circuits;
 use crate::event::{EventKind, EventSink};
-use crate::footprint::Footprint;
+use crate::footprint::{Evaluation, Footprint};
 use crate::memory::{show_bytes, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::proof_kind::{CircuitId, ProofKind};
@@ -77,6 +77,9 @@ pub struct Feeder<'a> {
     params: Arc<ParamSets<ProverParams>>,
     /// What of a parameter set the host keeps, for the budget.
     params_kind: ParamsKind,
+    /// Partitions the provers hold at once (a batch and the next, each): the room the
+    /// budget keeps for those evaluated at their provers.
+    partitions_at_provers: u64,
     constraints: Arc<ConstraintSets>,
     memory: MemoryBudget,
     outcome_tx: Sender<Outcome>,
@@ -108,6 +111,8 @@ pub struct FeederLinks {
     pub params: Arc<ParamSets<ProverParams>>,
     /// The form the provers take parameters in: what of them the host keeps.
     pub params_kind: ParamsKind,
+    /// Partitions the provers hold at once: a batch and the next, each.
+    pub partitions_at_provers: u64,
     /// The run's pre-compiled constraints.
     pub constraints: Arc<ConstraintSets>,
     /// The run's memory budget.
@@ -139,6 +144,7 @@ impl<'a> Feeder<'a> {
             slots: links.slots,
             params: links.params,
             params_kind: links.params_kind,
+            partitions_at_provers: links.partitions_at_provers,
             constraints: links.constraints,
             memory: links.memory,
             outcome_tx: links.outcome_tx,
@@ -482,6 +488,15 @@ impl Feeder<'_> {
             gpu_room_for_constraints: self.params_kind.gpu_room_for_constraints(&layout),
             ..Footprint::of(&layout)
         };
+        // Partitions evaluated at their provers need room there for every partition a
+        // prover holds at once; where the budget cannot keep it, synthesis evaluates them.
+        let room_at_provers = footprint.partition_bytes * self.partitions_at_provers;
+        let footprint = Footprint {
+            evaluates_at_prover: self.params_kind.evaluates_at_prover()
+                && footprint.params_bytes + room_at_provers + footprint.witness_bytes
+                    <= self.memory.total(),
+            ..footprint
+        };
         if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
             return Err(DoesNotFitError {
                 circuit,
@@ -599,10 +614,15 @@ impl Feeder<'_> {
                 None => return,
             };
             let r1cs = self.constraints.get(&path, &job, footprint.domain);
-            // The GPU evaluates the constraints where they fit beside every base: the
-            // partition in flight is then its witness alone.
-            let (defer_evaluation, bytes) =
+            // The GPU evaluates the constraints where they fit beside every base, else the
+            // prover's thread does right before the proof where the budget keeps room for
+            // that: the partition in flight is then its witness alone.
+            let (evaluation, bytes) =
                 footprint.partition_in_flight(r1cs.as_ref().map(|r1cs| r1cs.memory_bytes()));
+            if evaluation == Evaluation::AtProver {
+                self.memory
+                    .keep_for_provers(footprint.partition_bytes * self.partitions_at_provers);
+            }
             let memory = self.memory.try_reserve(bytes).or_else(|| {
                 self.evict_unused(&path)
                     .then(|| self.memory.try_reserve(bytes))
@@ -620,7 +640,8 @@ impl Feeder<'_> {
             };
             let task = PartitionTask {
                 r1cs,
-                defer_evaluation,
+                evaluation,
+                evaluated_bytes: footprint.partition_bytes,
                 job: front.job.clone(),
                 partition: front.next_partition,
                 memory,

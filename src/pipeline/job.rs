@@ -127,6 +127,9 @@ pub struct SynthesizedMsg {
     pub synth_ms: f64,
     /// The partition's bytes in the memory budget, given back once its prover is done.
     pub memory: Reservation,
+    /// Set when its a, b and c are evaluated by the prover's thread right before the proof
+    /// (see [`super::evaluation`]): the bytes it holds then.
+    pub evaluated_bytes: Option<u64>,
 }
 
 /// What happened to a partition or a job, for the finisher.

@@ -3,7 +3,8 @@
 //! ```text
 //! feeder (this thread)   claim -> parse -> bind -> one synthesis task per partition
 //!   synthesis pool (N)   synthesize -> bounded channel (depth D)
-//!   prover threads (P)   Groth16 per partition, on a GPU or the CPU
+//!   prover threads (P)   [a, b, c on the host, the next beside] Groth16 per partition,
+//!                        on a GPU or the CPU
 //!   finisher thread      collect a job's partitions -> assemble -> verify_seal -> outbox
 //!   gpu-activity thread  each GPU's kernel-busy share, every second (GPU runs only)
 //!   reporter thread      every event: timeline, progress; then the run's metrics
@@ -13,7 +14,8 @@
 //! This module only wires the run: it starts the threads and the channels between the
 //! stages, runs the feeder on the calling thread and collects the result. The stages are
 //! rooms of their own: [`feeder`] (claim and start), [`intake`] (a claimed file becomes a
-//! sector), [`synthesis`] (the pool), [`prover`], [`finisher`] (assemble, verify, write);
+//! sector), [`synthesis`] (the pool), [`prover`] with [`evaluation`] (a partition that waited
+//! as its witness evaluated right before its proof), [`finisher`] (assemble, verify, write);
 //! [`job`] holds what they hand each other and the typed reasons a job fails, [`stop`] the
 //! stop signals and halts, [`settings`] the checked configuration. A synthesis slot per
 //! partition, returned only after the synthesized partition has been accepted by the
@@ -44,6 +46,7 @@ use crate::timeline::TimelineWriter;
 
 mod constraints;
 mod device_faults;
+mod evaluation;
 mod fault_injection;
 mod feeder;
 mod finisher;
@@ -143,6 +146,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         .first()
         .map_or(ParamsKind::Groth16, Prover::params_kind);
     let synth_jobs = settings.synth_jobs_for(kind);
+    let partitions_at_provers = provers.iter().map(|p| p.batch_size() as u64 + 1).sum();
     events.emit(EventKind::RunStarted {
         settings: RunStartSettings {
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -217,6 +221,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         slots: slots.clone(),
         params: param_sets,
         params_kind: kind,
+        partitions_at_provers,
         constraints,
         memory,
         outcome_tx,

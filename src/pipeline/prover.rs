@@ -20,6 +20,7 @@ use crate::params::ParamSets;
 use crate::spool::Spool;
 
 use super::device_faults::{CallFailure, DeviceHealth, ProversStoppedError, Verdict};
+use super::evaluation;
 use super::fault_injection;
 use super::job::{Job, JobError, Outcome, SynthesizedMsg};
 use super::stop::Halt;
@@ -96,6 +97,8 @@ fn prove_while_healthy(
     let mut gate = prover.is_gpu().then(PriorityGate::default);
     // Sets uploaded ahead once already: a failed upload is not retried while idle.
     let mut uploaded_ahead = std::collections::HashSet::new();
+    // Set once this prover is handed partitions to evaluate on the host.
+    let mut evaluates_at_prover = false;
     loop {
         if held.is_none() {
             *held = links.rx.try_recv().ok();
@@ -122,17 +125,23 @@ fn prove_while_healthy(
         }
         // The queue closed and empty: done.
         let batch = next_batch(&links.rx, held, prover.batch_size())?;
-        // A prover that uploads ahead gets the next partition now, if one is coming.
-        if held.is_none() && prover.uploads_ahead() {
+        // A prover that uploads ahead, or evaluates on the host, gets the next partition
+        // now, if one is coming: its upload or evaluation overlaps this batch's proof. (A
+        // partition evaluated beside the last call is no longer due, so once is enough.)
+        evaluates_at_prover |= batch.iter().any(evaluation::is_due);
+        if held.is_none() && (prover.uploads_ahead() || evaluates_at_prover) {
             *held = lookahead(&links.rx, was_waiting, LOOKAHEAD_WAIT);
         }
-        let next = held.as_ref().map(|msg| &msg.synthesized);
         let call = Call {
             worker: &worker,
             links,
             health: &health,
         };
-        let Some(failure) = prove_batch(&mut prover, call, batch, next, gate.as_mut()) else {
+        let proved = evaluation::evaluate_beside(held, &worker, &links.events, |next| {
+            let next = next.map(|msg| &msg.synthesized);
+            prove_batch(&mut prover, call, batch, next, gate.as_mut())
+        });
+        let Some(failure) = proved else {
             continue;
         };
         if health.record_call(failure) {
@@ -316,6 +325,16 @@ fn prove_batch(
         &params,
         &links.events,
     );
+    // The partitions that waited as their witness get a, b and c now, unless the last call
+    // evaluated them beside its proof; one whose job was cancelled meanwhile is dropped.
+    let mut batch = batch;
+    for msg in &mut batch {
+        evaluation::evaluate(msg, worker, &links.events);
+    }
+    batch.retain(|msg| !msg.job.is_cancelled());
+    if batch.is_empty() {
+        return None;
+    }
     // As late as possible before the GPU work, after the parameters (which may take minutes),
     // so a PoSt that started meanwhile is seen.
     if let Some(gate) = gate {

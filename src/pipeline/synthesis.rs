@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use crossbeam_channel::Sender;
 
 use crate::event::{EventKind, EventSink, JobStage, WorkerName};
+use crate::footprint::Evaluation;
 use crate::memory::Reservation;
 use crate::r1cs::R1cs;
 use crate::sector::SynthesisPlan;
@@ -156,8 +157,11 @@ pub struct PartitionTask {
     pub capacity: Capacity,
     /// The shape's pre-compiled constraints, when ready: a witness-only pass.
     pub r1cs: Option<Arc<R1cs>>,
-    /// Leave a, b and c to the prover, which evaluates the constraints on its GPU.
-    pub defer_evaluation: bool,
+    /// Where its a, b and c are computed: here, or left to the prover (on its GPU, or by
+    /// its thread on the host right before the proof).
+    pub evaluation: Evaluation,
+    /// The bytes it holds once evaluated at its prover ([`Evaluation::AtProver`]).
+    pub evaluated_bytes: u64,
 }
 
 /// What a synthesis task reports to and sends on.
@@ -183,7 +187,8 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         memory,
         capacity,
         r1cs,
-        defer_evaluation,
+        evaluation,
+        evaluated_bytes,
     } = task;
     // A sibling failed while this partition waited: its work would be thrown away.
     if job.is_cancelled() {
@@ -202,7 +207,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         let plan = SynthesisPlan {
             capacity,
             precompiled: r1cs.as_ref().map(|r1cs| (r1cs, constraints.pool())),
-            defer_evaluation,
+            defer_evaluation: evaluation.is_deferred(),
             native_witness: constraints.is_native_witness(),
         };
         job.sector.circuits.synthesize_partition(partition, &plan)
@@ -252,6 +257,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         synthesized,
         synth_ms: started.elapsed().as_secs_f64() * 1e3,
         memory,
+        evaluated_bytes: (evaluation == Evaluation::AtProver).then_some(evaluated_bytes),
     };
     if let Err(unsent) = synthesized_tx.send(msg) {
         // Every prover stopped (their devices failed, and the run halts): the file is

@@ -393,6 +393,8 @@ mod tests {
             "CHAN_SEND|s-t01000-1|3|synth-1|",
             "MEMORY_WAIT|s-t01000-1|4||needed=18253611008;in_use=85899345920;budget=96636764160",
             "GPU_PICKUP|s-t01000-1|3|gpu-0|",
+            "EVAL_START|s-t01000-1|3|gpu-0|",
+            "EVAL_END|s-t01000-1|3|gpu-0|memory_wait_ms=250.5;ms=1312.5;bytes=17100000000",
             "PARAMS_GEN||||/p/v28.params",
             "PARAMS_START|||params|/p/v28.params",
             "PARAMS_END|||gpu-0|/p/v28.params",

@@ -34,6 +34,7 @@ const PHASE_HEADINGS: [&str; 7] = [
 fn waiting_for(cause: IdleCause) -> &'static str {
     match cause {
         IdleCause::GpuLock => "gpu lock (PoSt): gave way to a WindowPoSt or WinningPoSt",
+        IdleCause::Evaluation => "host evaluation: the prover made a, b and c on the host",
         IdleCause::Scheduling => "scheduling: a synthesized partition was queued",
         IdleCause::Synthesis => "waiting for synthesis",
         IdleCause::Drain => "drain: nothing left to prove",
@@ -431,6 +432,12 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
             format!("gpu lock (PoSt) {:.2} s, ", idle.gpu_lock_s)
         } else {
             String::new()
+        };
+        // Likewise only lanes whose prover evaluated on the host.
+        let gpu_lock = if idle.evaluation_s > 0.0 {
+            format!("{gpu_lock}host evaluation {:.2} s, ", idle.evaluation_s)
+        } else {
+            gpu_lock
         };
         lines.push(format!(
             "  {:<name_w$} busy {:.1}% ({:.2} s, {}), params {:.2} s; idle: {gpu_lock}synthesis \

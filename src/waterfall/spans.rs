@@ -21,6 +21,9 @@ pub(super) struct PartitionSpans {
     pub(super) synth_end: Option<f64>,
     pub(super) chan_send: Option<f64>,
     pub(super) pickup: Option<f64>,
+    /// Its a, b and c evaluated on the host by its prover (EVAL_START, EVAL_END).
+    pub(super) eval_start: Option<f64>,
+    pub(super) eval_end: Option<f64>,
     pub(super) gpu_start: Option<f64>,
     pub(super) gpu_end: Option<f64>,
     /// The prover lane that took it.
@@ -157,6 +160,20 @@ impl JobSpans {
             } => {
                 let part = self.part(*partition);
                 first(&mut part.pickup);
+                workers.note_lane(part, worker);
+            }
+            EventKind::HostEvaluationStarted {
+                partition, worker, ..
+            } => {
+                let part = self.part(*partition);
+                first(&mut part.eval_start);
+                workers.note_lane(part, worker);
+            }
+            EventKind::HostEvaluationFinished {
+                partition, worker, ..
+            } => {
+                let part = self.part(*partition);
+                first(&mut part.eval_end);
                 workers.note_lane(part, worker);
             }
             EventKind::ProveStarted {

@@ -5,6 +5,10 @@
 use std::ffi::c_char;
 
 use blstrs::Scalar as Fr;
+// groth16.cu calls sppark's device list (`ngpus()` and the like), which lives in the sppark
+// crate's static library: named here so a build without SupraSeal (whose crate otherwise
+// pulls sppark in) still links it.
+use sppark as _;
 
 /// The outcome of a call: `code` 0 on success, else a CUDA error code (negated by
 /// sppark) or -1, with a message naming the step.

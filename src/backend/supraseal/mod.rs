@@ -22,6 +22,7 @@ use super::gpu::env::GpuEnv;
 use super::gpu::free_memory::{gib, GpuDescription, GIB};
 use super::gpu::{self, GpuSelection};
 use super::{BackendChoice, Prover, ProverPlan};
+use crate::event::WorkerName;
 use crate::params::load::ParamsLayout;
 use crate::synth::SynthesizedPartition;
 
@@ -37,7 +38,7 @@ pub struct SuprasealProver {
 impl SuprasealProver {
     /// Its name in the timeline.
     pub fn name(&self) -> &str {
-        "supraseal"
+        WorkerName::SUPRASEAL
     }
 
     /// Partitions it proves per call.

@@ -18,6 +18,8 @@ pub enum IdleCause {
     /// The lane gave way to a WindowPoSt or WinningPoSt holding bellperson's GPU priority
     /// lock: idle on purpose, not for want of work.
     GpuLock,
+    /// The lane's prover was evaluating a partition's a, b and c on the host.
+    Evaluation,
     Scheduling,
     Synthesis,
     Drain,
@@ -37,6 +39,7 @@ pub struct Gap {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct IdleTimes {
     pub gpu_lock_s: f64,
+    pub evaluation_s: f64,
     pub scheduling_s: f64,
     pub synthesis_s: f64,
     pub drain_s: f64,
@@ -101,6 +104,7 @@ pub(super) fn lane_metrics(
     gap_s: f64,
 ) -> LaneMetrics {
     let mut proving = Vec::new();
+    let mut evaluating = Vec::new();
     let mut partitions = 0;
     let mut steps = StepSplit::default();
     for job in &spans.jobs {
@@ -108,6 +112,9 @@ pub(super) fn lane_metrics(
         for part in job.partitions.values() {
             if part.lane.as_deref() != Some(name) {
                 continue;
+            }
+            if let Some(start) = part.eval_start {
+                evaluating.push((start, part.eval_end.or(part.gpu_start).unwrap_or(end)));
             }
             let Some(start) = part.gpu_start else {
                 continue;
@@ -152,6 +159,11 @@ pub(super) fn lane_metrics(
     // should have been proving.
     let gpu_lock = idle_spans.intersect(&lock_waits);
     let rest = idle_spans.subtract(&lock_waits);
+    // Then its own host evaluation: the lane is not idle for want of work, its prover is
+    // making a, b and c for the partition it proves next.
+    let evaluating = Intervals::new(evaluating);
+    let evaluation = rest.intersect(&evaluating);
+    let rest = rest.subtract(&evaluating);
     let scheduling = rest.intersect(&waits.queued);
     let rest = rest.subtract(&waits.queued);
     let synthesis = rest.intersect(&waits.pending_synthesis);
@@ -160,6 +172,7 @@ pub(super) fn lane_metrics(
     let input = rest.subtract(&waits.in_flight);
     let by_cause = [
         (&gpu_lock, IdleCause::GpuLock),
+        (&evaluation, IdleCause::Evaluation),
         (&scheduling, IdleCause::Scheduling),
         (&synthesis, IdleCause::Synthesis),
         (&drain, IdleCause::Drain),
@@ -188,6 +201,7 @@ pub(super) fn lane_metrics(
         params_s: loading.total(),
         idle: IdleTimes {
             gpu_lock_s: gpu_lock.total(),
+            evaluation_s: evaluation.total(),
             scheduling_s: scheduling.total(),
             synthesis_s: synthesis.total(),
             drain_s: drain.total(),
@@ -273,6 +287,7 @@ mod tests {
             lane.idle,
             IdleTimes {
                 gpu_lock_s: 0.0,
+                evaluation_s: 0.0,
                 scheduling_s: 3.0,
                 synthesis_s: 2.0,
                 drain_s: 0.0,
@@ -304,6 +319,43 @@ mod tests {
     }
 
     #[test]
+    fn a_lane_whose_prover_evaluates_on_the_host_is_idle_for_that_and_says_so() {
+        // cuda-0 evaluated each partition's a, b and c for 3 s (the first at its pickup, the
+        // others beside the 1 s proof before them): idle 1-4, 5-7 and 8-10 s for that, not
+        // for scheduling, though a partition sat queued all the while.
+        let run = metrics("host_evaluation.csv");
+        let lane = &run.lanes[0];
+        assert_eq!(lane.name, "cuda-0");
+        assert_close(lane.busy_s, 3.0);
+        assert_close(lane.idle.evaluation_s, 7.0);
+        assert_close(lane.idle.scheduling_s, 0.0);
+        assert_close(lane.idle.synthesis_s, 1.0);
+        assert_eq!(
+            lane.gaps[..2],
+            [
+                gap(0.0, 1.0, IdleCause::Synthesis),
+                gap(1.0, 4.0, IdleCause::Evaluation),
+            ]
+        );
+        assert_eq!(run.verdict.bound, Bound::Evaluation);
+        assert!(
+            run.verdict.text.starts_with(
+                "host-evaluation-bound: cuda-0 idle 61% of the run while its prover evaluated \
+                 a, b and c on the host"
+            ),
+            "{}",
+            run.verdict.text
+        );
+        let text = crate::waterfall::ascii::render_ascii(std::slice::from_ref(&run), 100);
+        assert_says(
+            &text,
+            "idle: host evaluation 7.00 s, synthesis 1.00 s",
+            true,
+        );
+        assert_says(&text, "verdict: GPU-bound", false);
+    }
+
+    #[test]
     fn a_lane_giving_way_to_post_is_idle_for_the_gpu_lock() {
         // gpu-0 picked job 1 up at 1 s and waited for the priority lock until 5 s: neither
         // busy nor waiting for synthesis, though the partition sat with it the whole time.
@@ -314,6 +366,7 @@ mod tests {
             lane.idle,
             IdleTimes {
                 gpu_lock_s: 4.0,
+                evaluation_s: 0.0,
                 scheduling_s: 0.0,
                 synthesis_s: 2.0,
                 drain_s: 0.5,

@@ -19,6 +19,9 @@ pub enum Bound {
     /// [`HOST_BOUND_BELOW`] of the time the provers were busy: the provers' host side held
     /// the run back, not the GPUs.
     Host,
+    /// Lanes idle while their provers evaluated a, b and c on the host, right before the
+    /// proof (the constraints did not fit on the GPU).
+    Evaluation,
     /// Lanes idle, waiting for synthesis.
     Synthesis,
     /// Lanes idle waiting for synthesis while partitions waited for the memory budget: memory
@@ -131,8 +134,10 @@ pub(super) fn verdict(
         .max_by(|a, b| a.idle.scheduling_s.total_cmp(&b.idle.scheduling_s));
     let scheduling = worst_scheduling.map_or(0.0, |lane| lane.idle.scheduling_s);
     let gpu_lock_wait = sum(lanes.iter().map(|lane| lane.idle.gpu_lock_s)) / count;
+    let evaluation_wait = sum(lanes.iter().map(|lane| lane.idle.evaluation_s)) / count;
     let candidates = [
         (Bound::Prover, queue.prover_bound_s),
+        (Bound::Evaluation, evaluation_wait),
         (Bound::Synthesis, synthesis_wait),
         (Bound::Scheduling, scheduling),
         (Bound::GpuLock, gpu_lock_wait),
@@ -213,6 +218,16 @@ pub(super) fn verdict(
                 pct(kernel_share.unwrap_or(0.0))
             )
         }
+        Bound::Evaluation => format!(
+            "host-evaluation-bound: {names} idle {} of the run{average} while {} prover{} \
+             evaluated a, b and c on the host right before the proof: the pre-compiled \
+             constraints do not fit on the GPU beside its working set; a card with more \
+             memory (or a larger --gpu-memory) keeps them there, and more cores shorten the \
+             host's evaluation",
+            pct(ratio(evaluation_wait, span_s)),
+            if lanes.len() > 1 { "their" } else { "its" },
+            if lanes.len() > 1 { "s" } else { "" },
+        ),
         Bound::Synthesis if synthesis.partitions <= synthesis.workers => format!(
             "synthesis-bound: {names} idle {} of the run{average} waiting for synthesis; \
              its {} never waited for a synthesis worker, so more --synth-jobs cannot \

@@ -19,7 +19,6 @@
 //! not read, so the page cache holds one copy however many runs use it, and it is never
 //! replaced once written (see [`R1cs::save`]).
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -28,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
-use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellperson::{Circuit, SynthesisError};
 use bitvec::prelude::{BitVec, Lsb0};
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
@@ -36,15 +35,18 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use crate::atomic_file;
-use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 use crate::synth::{
     next_witness_id, thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile,
     SynthesizedPartition, WitnessPath,
 };
 use crate::witness::sink::Sink;
 use crate::witness::Witness;
+use recorder::Recorder;
 
 mod identity;
+mod recorder;
+#[cfg(test)]
+mod tests;
 
 pub use identity::{CircuitIdentity, RECORDER_VERSION};
 
@@ -555,159 +557,6 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-/// The constraint system [`R1cs::record`] and [`count_shape`] run the circuit through.
-#[derive(Default)]
-struct Recorder {
-    /// Keep the matrices (recording), or only count (sizing).
-    is_keeping: bool,
-    inputs: usize,
-    aux: usize,
-    constraints: u64,
-    coeff_ids: HashMap<[u8; 32], u32>,
-    coeffs: Vec<Fr>,
-    one_id: Option<u32>,
-    matrices: [Matrix; 3],
-    // A tracks aux only, B inputs and aux, C nothing: the prover's rules (see `synth`).
-    a_aux: DensityTracker,
-    b_input: DensityTracker,
-    b_aux: DensityTracker,
-}
-
-impl Recorder {
-    /// Runs `circuit` through a recorder, then appends one constraint `x_i * 0 = 0` per input,
-    /// as the parameter generator and the prover do.
-    fn run<C: Circuit<Fr>>(circuit: C, is_keeping: bool) -> Result<Recorder, SynthesisError> {
-        let mut cs = Recorder {
-            is_keeping,
-            ..Default::default()
-        };
-        cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
-        circuit.synthesize(&mut cs)?;
-        for i in 0..cs.inputs {
-            let input = LinearCombination::zero() + Variable::new_unchecked(Index::Input(i));
-            cs.push_row(0, &input);
-            cs.push_row(1, &LinearCombination::zero());
-            cs.push_row(2, &LinearCombination::zero());
-            cs.constraints += 1;
-        }
-        Ok(cs)
-    }
-
-    fn coeff_id(&mut self, coeff: &Fr) -> u32 {
-        // Most terms have coefficient one: skip hashing them.
-        if *coeff == Fr::ONE {
-            if let Some(id) = self.one_id {
-                return id;
-            }
-        }
-        let repr = coeff.to_repr();
-        if let Some(&id) = self.coeff_ids.get(&repr) {
-            return id;
-        }
-        let id = self.coeffs.len() as u32;
-        self.coeffs.push(*coeff);
-        self.coeff_ids.insert(repr, id);
-        if *coeff == Fr::ONE {
-            self.one_id = Some(id);
-        }
-        id
-    }
-
-    /// Records one row of matrix `which` (0: A, 1: B, 2: C) and marks its variables: A
-    /// tracks aux only (the input constraints give every input full density there), B
-    /// inputs and aux, C nothing (it lives inside the dense L query).
-    fn push_row(&mut self, which: usize, lc: &LinearCombination<Fr>) {
-        for (&i, coeff) in lc.iter_inputs() {
-            if bool::from(coeff.is_zero()) {
-                continue;
-            }
-            self.keep(which, i as u64 | INPUT_BIT, coeff);
-            if which == 1 {
-                self.b_input.inc(i);
-            }
-        }
-        for (&i, coeff) in lc.iter_aux() {
-            if bool::from(coeff.is_zero()) {
-                continue;
-            }
-            self.keep(which, i as u64, coeff);
-            match which {
-                0 => self.a_aux.inc(i),
-                1 => self.b_aux.inc(i),
-                _ => {}
-            }
-        }
-        if self.is_keeping {
-            let end = self.matrices[which].entries.len() as u64;
-            self.matrices[which].row_ptr.push(end);
-        }
-    }
-
-    fn keep(&mut self, which: usize, column: u64, coeff: &Fr) {
-        if self.is_keeping {
-            let id = self.coeff_id(coeff);
-            self.matrices[which].entries.push(entry(column, id));
-        }
-    }
-
-    fn finish(self) -> R1cs {
-        let nnz = [0, 1, 2].map(|w| self.matrices[w].entries.len() as u64);
-        let counts = R1csCounts {
-            inputs: self.inputs as u64,
-            aux: self.aux as u64,
-            constraints: (self.matrices[0].row_ptr.len() - 1) as u64,
-            coeffs: self.coeffs.len() as u64,
-            nnz,
-        };
-        let (one, minus_one) = special_ids(&self.coeffs);
-        R1cs {
-            counts,
-            coeffs: self.coeffs,
-            one,
-            minus_one,
-            storage: Storage::Owned(self.matrices),
-            densities: [self.a_aux, self.b_input, self.b_aux],
-        }
-    }
-}
-
-impl NamelessSystem for Recorder {
-    fn new_aux<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-    {
-        self.aux += 1;
-        self.a_aux.add_element();
-        self.b_aux.add_element();
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
-    }
-
-    fn new_input<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-    {
-        self.inputs += 1;
-        self.b_input.add_element();
-        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
-    }
-
-    fn constrain<LA, LB, LC>(&mut self, a: LA, b: LB, c: LC)
-    where
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-        self.push_row(0, &a(LinearCombination::zero()));
-        self.push_row(1, &b(LinearCombination::zero()));
-        if self.is_keeping {
-            self.push_row(2, &c(LinearCombination::zero()));
-        }
-        self.constraints += 1;
-    }
-}
-
-nameless_constraint_system!(Recorder);
-
 /// Where the R1CS of the circuit whose parameters are at `params_path` is kept: beside them,
 /// named after them and the circuit's identity (read from the `.vk` beside them).
 pub fn r1cs_path(params_path: &Path) -> Result<PathBuf> {
@@ -724,136 +573,3 @@ pub fn r1cs_path(params_path: &Path) -> Result<PathBuf> {
 
 /// A recorded R1CS shared by the partitions that use it.
 pub type SharedR1cs = Arc<R1cs>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::synth::synthesize;
-    use crate::synth::tests::CubeCircuit;
-
-    fn pool() -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .expect("pool")
-    }
-
-    fn assert_same(ours: &SynthesizedPartition, full: &SynthesizedPartition) {
-        assert_eq!(ours.a, full.a);
-        assert_eq!(ours.b, full.b);
-        assert_eq!(ours.c, full.c);
-        assert_eq!(ours.input_assignment, full.input_assignment);
-        assert_eq!(ours.aux_assignment, full.aux_assignment);
-        assert_eq!(ours.a_aux_density.bv, full.a_aux_density.bv);
-        assert_eq!(ours.b_input_density.bv, full.b_input_density.bv);
-        assert_eq!(ours.b_aux_density.bv, full.b_aux_density.bv);
-        assert_eq!(
-            ours.b_aux_density.get_total_density(),
-            full.b_aux_density.get_total_density()
-        );
-    }
-
-    #[test]
-    fn shape_counts_agree_with_a_synthesis() {
-        let counts = count_shape(CubeCircuit { x: None }).expect("count");
-        let p = synthesize(CubeCircuit {
-            x: Some(Fr::from(3u64)),
-        })
-        .expect("synthesis");
-        assert_eq!(counts.constraints, p.num_constraints() as u64);
-        assert_eq!(counts.inputs, p.input_assignment.len() as u64);
-        assert_eq!(counts.aux, p.aux_assignment.len() as u64);
-        assert_eq!(
-            counts.a_aux_density,
-            p.a_aux_density.get_total_density() as u64
-        );
-        assert_eq!(
-            counts.b_input_density,
-            p.b_input_density.get_total_density() as u64
-        );
-        assert_eq!(
-            counts.b_aux_density,
-            p.b_aux_density.get_total_density() as u64
-        );
-        assert_eq!(counts.domain(), 8);
-    }
-
-    #[test]
-    fn witness_only_synthesis_matches_the_full_one_and_survives_a_round_trip() {
-        let r1cs = Arc::new(R1cs::record(CubeCircuit { x: None }).expect("record"));
-        assert_eq!(r1cs.counts().constraints, 5);
-        let circuit = CubeCircuit {
-            x: Some(Fr::from(5u64)),
-        };
-        let full = synthesize(circuit.clone()).expect("full");
-        let ours = r1cs
-            .synthesize(circuit.clone(), &pool(), Capacity::default(), false)
-            .expect("witness only");
-        assert_same(&ours, &full);
-        assert!(ours.profile.bytes > 0 && ours.deferred.is_none());
-
-        // Deferred: the witness only, and the matrices that make a, b and c from it.
-        let mut deferred = r1cs
-            .synthesize(circuit.clone(), &pool(), Capacity::default(), true)
-            .expect("deferred");
-        assert!(deferred.a.is_empty() && deferred.b.is_empty() && deferred.c.is_empty());
-        assert_eq!(deferred.num_constraints(), full.num_constraints());
-        assert!(deferred.profile.bytes < ours.profile.bytes);
-        deferred.evaluate_deferred();
-        assert!(deferred.deferred.is_none());
-        assert_same(&deferred, &full);
-
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("cube.r1cs");
-        r1cs.save(&path).expect("save");
-        let loaded = Arc::new(R1cs::load(&path).expect("load"));
-        assert_eq!(loaded.counts(), r1cs.counts());
-        let again = loaded
-            .synthesize(circuit, &pool(), Capacity::default(), false)
-            .expect("mapped");
-        assert_same(&again, &full);
-
-        // One flipped byte anywhere is caught by the digest.
-        let mut bytes = std::fs::read(&path).expect("read");
-        bytes[100] ^= 1;
-        std::fs::write(&path, bytes).expect("write");
-        let err = R1cs::load(&path).err().expect("damage is caught");
-        assert!(err.to_string().contains("digest"), "{err}");
-    }
-
-    #[test]
-    fn a_witness_of_bits_is_held_compact_only_with_its_evaluation_deferred() {
-        let circuit = crate::synth::tests::BitsCircuit {
-            value: Some(0xdead_beef_0123_4567),
-        };
-        let mut whole = synthesize(circuit.clone()).expect("synthesis");
-        assert_eq!(whole.first_unsatisfied(), None);
-        assert!(
-            !whole.compact_witness(),
-            "a, b and c on the host: left whole"
-        );
-        let r1cs = Arc::new(R1cs::record(circuit.clone()).expect("record"));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .expect("pool");
-        let mut deferred = r1cs
-            .synthesize(circuit, &pool, Capacity::default(), true)
-            .expect("deferred");
-        let before = deferred.bytes_in_flight();
-        assert!(deferred.compact_witness());
-        assert!(!deferred.compact_witness(), "once");
-        assert!(deferred.aux_assignment.is_empty());
-        assert_eq!(deferred.aux_len(), whole.aux_assignment.len());
-        assert!(
-            deferred.bytes_in_flight() < before / 4,
-            "{before} bytes before"
-        );
-        deferred.evaluate_deferred();
-        assert_eq!(deferred.aux_assignment, whole.aux_assignment);
-        assert_eq!(
-            (deferred.a, deferred.b, deferred.c),
-            (whole.a, whole.b, whole.c)
-        );
-    }
-}
