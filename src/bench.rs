@@ -66,8 +66,8 @@ pub struct BenchReport {
     pub evaluated_at_prover: usize,
     /// The most one of those held at its prover.
     pub largest_at_prover_bytes: u64,
-    /// Seconds per sector from the first proof to the last (the steady state), with two
-    /// or more.
+    /// Seconds per sector from the first partition's proof to the last proof (the steady
+    /// state, see [`crate::report::RunSummary::steady_s_per_proof`]).
     pub steady_s: Option<f64>,
 }
 
@@ -207,7 +207,7 @@ pub fn render(report: &BenchReport, circuit: CircuitId) -> String {
         format!("{} (the whole machine, sampled)", show_bytes(bytes))
     });
     let steady = report.steady_s.map_or(String::new(), |s| {
-        format!("; {s:.1} s per {unit} steady, from the first proof to the last")
+        format!("; {s:.1} s per {unit} steady, from the first partition's proof to the last proof")
     });
     // As measured: a partition whose constraints the prover evaluates holds its witness alone
     // until it reaches its prover.

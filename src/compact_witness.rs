@@ -11,6 +11,7 @@
 
 use blstrs::Scalar as Fr;
 use ff::Field;
+use rayon::prelude::*;
 
 /// A scalar other than 0 and 1: stored whole, not as a bit.
 pub fn is_wide(scalar: &Fr) -> bool {
@@ -81,9 +82,12 @@ impl CompactWitness {
         })
     }
 
-    /// The aux variables as field elements again.
+    /// The aux variables as field elements again, on the current rayon pool: at 32GiB it
+    /// writes 4.2 GB, which one thread does too slowly for a prover waiting on it.
     pub fn expand(&self) -> Vec<Fr> {
         let mut aux: Vec<Fr> = (0..self.len)
+            .into_par_iter()
+            .with_min_len(1 << 14)
             .map(|i| match self.ones[i / 64] >> (i % 64) & 1 {
                 1 => Fr::ONE,
                 _ => Fr::ZERO,

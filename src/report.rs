@@ -41,19 +41,21 @@ pub struct RunSummary {
     pub evaluated_at_prover: usize,
     /// The most one of those held at its prover, a, b and c made.
     pub largest_at_prover_bytes: u64,
-    /// Seconds into the run of the first proof written (benchmark results included).
-    pub first_proof_s: Option<f64>,
-    /// Of the last: the steady state lies between the two.
+    /// Seconds into the run when the first partition's proof began.
+    pub first_prove_start_s: Option<f64>,
+    /// Seconds into the run when the last proof was written (benchmark results included).
     pub last_proof_s: Option<f64>,
 }
 
 impl RunSummary {
-    /// Seconds per proof once the pipeline is full: between the first and the last proof
-    /// written, so the first's synthesis and parameter loads are left out. `None` with fewer
-    /// than two proofs.
+    /// Seconds per proof once the provers have work: from the first partition's proof to
+    /// the last proof written, over the proofs, so parameter loads and the first partitions'
+    /// synthesis are left out. (From the first proof written to the last would not do: the
+    /// partitions of several jobs interleave, so their proofs end close together.) `None`
+    /// before a proof.
     pub fn steady_s_per_proof(&self) -> Option<f64> {
-        let (first, last) = self.first_proof_s.zip(self.last_proof_s)?;
-        (self.proved > 1).then(|| (last - first) / (self.proved - 1) as f64)
+        let (first, last) = self.first_prove_start_s.zip(self.last_proof_s)?;
+        (self.proved > 0).then(|| (last - first) / self.proved as f64)
     }
 }
 
@@ -98,9 +100,7 @@ fn report(
             }
             EventKind::ProofWritten { job, .. } => {
                 summary.proved += 1;
-                let at = event.elapsed_ms / 1e3;
-                summary.first_proof_s.get_or_insert(at);
-                summary.last_proof_s = Some(at);
+                summary.last_proof_s = Some(event.elapsed_ms / 1e3);
                 if display.benchmarks.contains(job) {
                     summary.benchmarked += 1;
                 }
@@ -113,6 +113,11 @@ fn report(
                 summary.largest_partition_bytes =
                     summary.largest_partition_bytes.max(profile.bytes);
                 summary.deferred_partitions += usize::from(*is_deferred);
+            }
+            EventKind::ProveStarted { .. } => {
+                summary
+                    .first_prove_start_s
+                    .get_or_insert(event.elapsed_ms / 1e3);
             }
             EventKind::HostEvaluationFinished { bytes, .. } => {
                 summary.evaluated_at_prover += 1;
@@ -373,5 +378,25 @@ impl Display {
             "done: {} proved{benchmarked}{local_keys}, {} failed{skipped} in {:.1} s{per_proof}",
             summary.proved, summary.failed, summary.elapsed_s
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steady_state_runs_from_the_first_proof_begun_to_the_last_written() {
+        // Three sectors: parameters until 34 s, the first partition proved from 35 s, the
+        // proofs written at 67, 78 and 92 s (the first sector's last, its partitions having
+        // waited): 19 s per sector, not the 12.5 s between the first and last written.
+        let summary = RunSummary {
+            proved: 3,
+            first_prove_start_s: Some(35.0),
+            last_proof_s: Some(92.0),
+            ..RunSummary::default()
+        };
+        assert_eq!(summary.steady_s_per_proof(), Some(19.0));
+        assert_eq!(RunSummary::default().steady_s_per_proof(), None);
     }
 }

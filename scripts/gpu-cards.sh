@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The cards storage providers own, side by side on one GPU machine: `cuzk bench --sector-size
+# 32GiB --sectors N` once per card size, one run after the other on one bench directory (the
+# first run writes the parameters and records the constraints; the rest reuse them).
+#
+#   scripts/gpu-cards.sh BIN OUT_DIR [CARD...]    # CARD: a --gpu-memory value, or "all"
+#
+# Default cards: all 48GiB 32GiB 24GiB 16GiB. SECTORS (default 3), BENCH_DIR and BENCH_TIMEOUT
+# as scripts/gpu-production.sh takes them. Each card's log, timeline and waterfall go to
+# OUT_DIR/gm-CARD/; the lines that matter are printed as they come.
+set -uo pipefail
+bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
+cards=("$@")
+[ ${#cards[@]} -gt 0 ] || cards=(all 48GiB 32GiB 24GiB 16GiB)
+here="$(dirname "$0")"
+for card in "${cards[@]}"; do
+  extra=""
+  [ "$card" = all ] || extra="--gpu-memory $card"
+  EXTRA_ARGS="$extra" STEPS="bench:32GiB:${SECTORS:-3}" \
+    "$here/gpu-production.sh" "$bin" "$out/gm-$card" > "$out/gm-$card.stderr" 2>&1
+  echo "== --gpu-memory $card"
+  grep -E "^(wall time|per partition|peak memory)" "$out/gm-$card/bench-32GiB.log"
+  grep -E "^verdict|^  cuda-0" "$out/gm-$card/waterfall-bench-32GiB.txt" | cut -c1-300
+done
