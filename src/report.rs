@@ -256,7 +256,7 @@ impl Display {
             EventKind::ParamsGenerating { path } => {
                 self.has_local_keys = true;
                 self.line(&format!(
-                    "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 18 minutes on 2 cores); {LOCAL_KEYS_NOTE}"
+                    "[{secs:7.1}s] generating INSECURE test parameters {path} (tests and private networks only; 2KiB takes about 3 minutes on 2 cores); {LOCAL_KEYS_NOTE}"
                 ))
             }
             EventKind::StopRequested => self.line(&format!(

@@ -209,7 +209,7 @@ pub struct ProveDirArgs {
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS)]
     pub lease_secs: f64,
     /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
-    /// random ones instead of stopping (2KiB: about 18 minutes on 2 cores).
+    /// random ones instead of stopping (2KiB: about 3 minutes on 2 cores).
     #[arg(long)]
     pub gen_test_params: bool,
     /// A claimed file that took the prover down (killed for memory, a driver fault) this
