@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use crate::event::{EventKind, EventSink, WorkerName};
 use crate::memory::{MemoryBudget, Reservation};
+use crate::util::panic_message;
 
 /// Why a parameter set could not be loaded.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -278,7 +279,16 @@ fn load<P>(loader: &ParamsLoader<P>, path: &Path) -> Result<P, LoadParamsError> 
     if !path.is_file() {
         return Err(fail("the file does not exist".into()));
     }
-    loader(path).map_err(fail)
+    // A loader that panics (a decoder's assertion on a damaged file, a failed allocation in
+    // a GPU library) fails the load like any error: on the preload's own thread its slot
+    // would otherwise stay loading for ever, and every prover waiting on it with it.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loader(path))) {
+        Ok(loaded) => loaded.map_err(fail),
+        Err(panic) => Err(fail(format!(
+            "loading it panicked: {}",
+            panic_message(panic.as_ref())
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -325,6 +335,31 @@ mod tests {
             .filter(|e| matches!(e.kind, EventKind::ParamsLoadStarted { .. }))
             .count();
         assert_eq!(loads, 3, "an evicted set is read again when needed");
+    }
+
+    #[test]
+    fn a_preload_that_panics_fails_the_set_instead_of_leaving_it_loading() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("v28-panics.params");
+        std::fs::write(&path, b"x").expect("write");
+        let (tx, _rx) = unbounded();
+        let events = EventSink::new(tx);
+        let sets: Arc<ParamSets<u8>> =
+            ParamSets::new(|_: &Path| -> Result<u8, String> { panic!("decoder assertion") });
+        sets.preload(&path, &events);
+        // A prover asking for the set gets the reason, not a wait for ever (bounded here
+        // so that a regression fails instead of hanging the suite).
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        let asking = sets.clone();
+        let asked_path = path.clone();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(asking.get(&asked_path, &gpu(0), &events).map(|_| ()));
+        });
+        let answer = done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the prover's wait ended");
+        let err = answer.expect_err("nothing loaded");
+        assert!(err.reason.contains("panicked: decoder assertion"), "{err}");
     }
 
     #[test]
