@@ -31,9 +31,10 @@ pub struct Footprint {
     /// a partition in flight holds only [`Footprint::witness_bytes`].
     pub gpu_room_for_constraints: Option<u64>,
     /// Set when the prover's thread may evaluate a, b and c on the host right before the
-    /// proof ([`Evaluation::AtProver`]): partitions then wait as their witness, and only the
-    /// ones at a prover hold a, b and c.
-    pub evaluates_at_prover: bool,
+    /// proof ([`Evaluation::AtProver`]): the room the budget keeps for the partitions the
+    /// provers hold at once. Partitions then wait as their witness, and only the ones at a
+    /// prover hold a, b and c.
+    pub room_at_provers: Option<u64>,
 }
 
 /// Where a partition's a = A·w, b = B·w and c = C·w are computed from its witness and the
@@ -71,7 +72,7 @@ impl Footprint {
             inputs,
             witness_bytes: SCALAR_BYTES * (inputs + aux),
             gpu_room_for_constraints: None,
-            evaluates_at_prover: false,
+            room_at_provers: None,
         }
     }
 
@@ -87,7 +88,7 @@ impl Footprint {
             .is_some_and(|room| bytes <= room)
         {
             (Evaluation::OnGpu, self.witness_bytes)
-        } else if self.evaluates_at_prover {
+        } else if self.room_at_provers.is_some() {
             (Evaluation::AtProver, self.witness_bytes)
         } else {
             (Evaluation::InSynthesis, self.partition_bytes)
@@ -162,7 +163,7 @@ mod tests {
         // A prover that evaluates on the host just in time: the partition waits as its
         // witness wherever the constraints do not fit the GPU.
         let at_prover = Footprint {
-            evaluates_at_prover: true,
+            room_at_provers: Some(2 * full),
             ..gpu
         };
         assert_eq!(

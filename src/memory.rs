@@ -139,9 +139,7 @@ impl Reservation {
             self.bytes = bytes;
         }
     }
-}
 
-impl Reservation {
     /// Holds `bytes` in all (nothing changes when it holds that much already), waiting while
     /// they do not fit the whole budget, the room kept for the provers included, until they
     /// do or `give_up` says to stop (checked every [`GROW_POLL`]). Returns how long it

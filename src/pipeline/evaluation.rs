@@ -20,11 +20,11 @@ pub fn is_due(msg: &SynthesizedMsg) -> bool {
 }
 
 /// Evaluates `msg`'s a, b and c on the host if they are due ([`is_due`]), growing its
-/// reservation first; returns whether it did. A partition whose job was cancelled while it
-/// waited for memory is left as it is (its prover drops it unproved).
-pub fn evaluate(msg: &mut SynthesizedMsg, worker: &WorkerName, events: &EventSink) -> bool {
+/// reservation first. A partition whose job was cancelled while it waited for memory is
+/// left as it is (its prover drops it unproved).
+pub fn evaluate(msg: &mut SynthesizedMsg, worker: &WorkerName, events: &EventSink) {
     let Some(bytes) = msg.evaluated_bytes.filter(|_| is_due(msg)) else {
-        return false;
+        return;
     };
     let job = msg.job.clone();
     events.emit(EventKind::HostEvaluationStarted {
@@ -33,7 +33,7 @@ pub fn evaluate(msg: &mut SynthesizedMsg, worker: &WorkerName, events: &EventSin
         worker: worker.clone(),
     });
     let Some(waited) = msg.memory.grow_to(bytes, || job.is_cancelled()) else {
-        return false;
+        return;
     };
     let started = Instant::now();
     msg.synthesized.evaluate_deferred();
@@ -46,7 +46,6 @@ pub fn evaluate(msg: &mut SynthesizedMsg, worker: &WorkerName, events: &EventSin
         ms: started.elapsed().as_secs_f64() * 1e3,
         bytes: msg.memory.bytes(),
     });
-    true
 }
 
 /// Runs `prove` while `next` (the partition the prover takes after) is evaluated beside it,

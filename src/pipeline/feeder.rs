@@ -490,11 +490,11 @@ impl Feeder<'_> {
         };
         // Partitions evaluated at their provers need room there for every partition a
         // prover holds at once; where the budget cannot keep it, synthesis evaluates them.
-        let room_at_provers = footprint.partition_bytes * self.partitions_at_provers;
+        let room = footprint.partition_bytes * self.partitions_at_provers;
         let footprint = Footprint {
-            evaluates_at_prover: self.params_kind.evaluates_at_prover()
-                && footprint.params_bytes + room_at_provers + footprint.witness_bytes
-                    <= self.memory.total(),
+            room_at_provers: (self.params_kind.evaluates_at_prover()
+                && footprint.params_bytes + room + footprint.witness_bytes <= self.memory.total())
+            .then_some(room),
             ..footprint
         };
         if footprint.params_bytes + footprint.partition_bytes > self.memory.total() {
@@ -619,9 +619,8 @@ impl Feeder<'_> {
             // that: the partition in flight is then its witness alone.
             let (evaluation, bytes) =
                 footprint.partition_in_flight(r1cs.as_ref().map(|r1cs| r1cs.memory_bytes()));
-            if evaluation == Evaluation::AtProver {
-                self.memory
-                    .keep_for_provers(footprint.partition_bytes * self.partitions_at_provers);
+            if let (Evaluation::AtProver, Some(room)) = (evaluation, footprint.room_at_provers) {
+                self.memory.keep_for_provers(room);
             }
             let memory = self.memory.try_reserve(bytes).or_else(|| {
                 self.evict_unused(&path)

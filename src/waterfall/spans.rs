@@ -155,34 +155,19 @@ impl JobSpans {
             EventKind::PartitionQueued { partition, .. } => {
                 first(&mut self.part(*partition).chan_send)
             }
+            // A prover lane's moments with the partition: each names the lane that had it.
             EventKind::ProverPickedUp {
                 partition, worker, ..
-            } => {
-                let part = self.part(*partition);
-                first(&mut part.pickup);
-                workers.note_lane(part, worker);
-            }
+            } => self.at_lane(*partition, worker, workers, t, |p| &mut p.pickup),
             EventKind::HostEvaluationStarted {
                 partition, worker, ..
-            } => {
-                let part = self.part(*partition);
-                first(&mut part.eval_start);
-                workers.note_lane(part, worker);
-            }
+            } => self.at_lane(*partition, worker, workers, t, |p| &mut p.eval_start),
             EventKind::HostEvaluationFinished {
                 partition, worker, ..
-            } => {
-                let part = self.part(*partition);
-                first(&mut part.eval_end);
-                workers.note_lane(part, worker);
-            }
+            } => self.at_lane(*partition, worker, workers, t, |p| &mut p.eval_end),
             EventKind::ProveStarted {
                 partition, worker, ..
-            } => {
-                let part = self.part(*partition);
-                first(&mut part.gpu_start);
-                workers.note_lane(part, worker);
-            }
+            } => self.at_lane(*partition, worker, workers, t, |p| &mut p.gpu_start),
             EventKind::ProveFinished {
                 partition,
                 worker,
@@ -223,6 +208,20 @@ impl JobSpans {
             | EventKind::ResultSuperseded { .. }
             | EventKind::StopRequested => {}
         }
+    }
+
+    /// Notes time `t` in `partition`'s `slot` (the first time wins) and the lane `worker`.
+    fn at_lane(
+        &mut self,
+        partition: usize,
+        worker: &WorkerName,
+        workers: &mut Workers,
+        t: f64,
+        slot: fn(&mut PartitionSpans) -> &mut Option<f64>,
+    ) {
+        let part = self.part(partition);
+        slot(part).get_or_insert(t);
+        workers.note_lane(part, worker);
     }
 
     fn part(&mut self, partition: usize) -> &mut PartitionSpans {
