@@ -8,12 +8,68 @@
 //! - `job=NAME`: every call proving a partition of the job NAME;
 //! - `all`: every call.
 //!
-//! Nothing else reads it, and a run without it (every production run) never fails this way.
+//! `CUZK_TEST_WRONG_WITNESS` makes synthesis get one witness value wrong, as a bug in a
+//! fast path would, so that verification rejects the proof: `native` spoils partitions whose
+//! witness was computed natively, `all` every partition.
+//!
+//! Nothing else reads them, and a run without them (every production run) never fails this
+//! way.
 
 use std::sync::OnceLock;
 
+use super::job::PartitionPath;
+use crate::synth::{SynthesizedPartition, WitnessPath};
+
 /// The variable that injects faults.
 pub const VARIABLE: &str = "CUZK_TEST_DEVICE_FAULTS";
+
+/// The variable that spoils witnesses.
+pub const WRONG_WITNESS_VARIABLE: &str = "CUZK_TEST_WRONG_WITNESS";
+
+/// Which partitions get a wrong witness value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WrongWitness {
+    None,
+    Native,
+    All,
+}
+
+impl WrongWitness {
+    fn parse(spec: &str) -> WrongWitness {
+        match spec.trim() {
+            "" => WrongWitness::None,
+            "native" => WrongWitness::Native,
+            "all" => WrongWitness::All,
+            other => {
+                log::warn!("{WRONG_WITNESS_VARIABLE}: {other:?} is not native or all; ignored");
+                WrongWitness::None
+            }
+        }
+    }
+
+    fn hits(self, path: &PartitionPath) -> bool {
+        match self {
+            WrongWitness::None => false,
+            WrongWitness::Native => path.is_precompiled && path.witness == WitnessPath::Native,
+            WrongWitness::All => true,
+        }
+    }
+}
+
+/// Gets one witness value of `synthesized` wrong when the test variable asks for it for
+/// partitions made as `path` says (before its witness is compacted).
+pub fn spoil_witness(synthesized: &mut SynthesizedPartition, path: &PartitionPath) {
+    static WRONG: OnceLock<WrongWitness> = OnceLock::new();
+    let wrong = WRONG.get_or_init(|| {
+        std::env::var(WRONG_WITNESS_VARIABLE)
+            .map_or(WrongWitness::None, |s| WrongWitness::parse(&s))
+    });
+    if wrong.hits(path) {
+        if let Some(value) = synthesized.aux_assignment.last_mut() {
+            *value += blstrs::Scalar::from(1u64);
+        }
+    }
+}
 
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Faults {
@@ -80,5 +136,26 @@ mod tests {
         assert!(hit(3, &["s-t01000-2", "s-t01000-1"]));
         assert!(injected(&parse(""), "cpu-0", 1, ["a"].into_iter()).is_none());
         assert!(injected(&parse("all"), "cpu-0", 9, std::iter::empty()).is_some());
+    }
+
+    #[test]
+    fn a_wrong_witness_hits_the_paths_named() {
+        use crate::footprint::Evaluation;
+        let path = |witness, is_precompiled| PartitionPath {
+            witness,
+            is_precompiled,
+            evaluation: Evaluation::InSynthesis,
+        };
+        let native = path(WitnessPath::Native, true);
+        let gadget = path(WitnessPath::Gadget, true);
+        let full = path(WitnessPath::Gadget, false);
+        let native_only = WrongWitness::parse("native");
+        assert!(native_only.hits(&native));
+        assert!(!native_only.hits(&gadget) && !native_only.hits(&full));
+        assert!([native, gadget, full]
+            .iter()
+            .all(|p| WrongWitness::parse("all").hits(p)));
+        assert!(!WrongWitness::parse("").hits(&native));
+        assert!(!WrongWitness::parse("bogus").hits(&native));
     }
 }

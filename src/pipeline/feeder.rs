@@ -613,7 +613,12 @@ impl Feeder<'_> {
                 Some(front) => front.job.clone(),
                 None => return,
             };
-            let r1cs = self.constraints.get(&path, &job, footprint.domain);
+            // A job whose last proof was rejected goes through the gadgets in full.
+            let r1cs = if job.proves_in_full() {
+                None
+            } else {
+                self.constraints.get(&path, &job, footprint.domain)
+            };
             // The GPU evaluates the constraints where they fit beside every base, else the
             // prover's thread does right before the proof where the budget keeps room for
             // that: the partition in flight is then its witness alone.

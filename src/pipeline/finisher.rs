@@ -5,7 +5,10 @@
 //! once. The first failure of a job decides it: the job is cancelled (its other partitions
 //! are skipped) and later outcomes of it are ignored. A fault of the prover's device hands
 //! the file back to the inbox with the fault counted in its attempt record
-//! ([`super::device_faults`]). Each decision wakes the feeder, which waits for the jobs in
+//! ([`super::device_faults`]); so does a first proof that verification rejects, for a try
+//! alone through the gadgets in full (verification is the only run-time check of the native
+//! witness, the recorded constraints and the GPU's evaluation), and only a second rejection
+//! fails the file. Each decision wakes the feeder, which waits for the jobs in
 //! flight before it ends a draining run (a file handed back is claimed again).
 
 use std::collections::{HashMap, HashSet};
@@ -25,7 +28,7 @@ use crate::params;
 use crate::sector::Commitments;
 use crate::spool::{FinishJobError, Spool};
 
-use super::job::{quarantine, Job, JobError, Outcome, VerifyFailure};
+use super::job::{quarantine, Job, JobError, Outcome, PartitionPath, VerifyFailure};
 use super::stop::Halt;
 use crate::backend::ProveError;
 
@@ -42,6 +45,8 @@ pub struct FinishCounts {
 struct PendingJob {
     proofs: Vec<Option<Proof<Bls12>>>,
     provers: Vec<String>,
+    /// How its partitions were made, each way once.
+    paths: Vec<PartitionPath>,
     synth_ms: f64,
     prove_ms: f64,
 }
@@ -88,6 +93,7 @@ pub fn finish_jobs(
                 partition,
                 proof,
                 prover,
+                path,
                 synth_ms,
                 prove_ms,
             } => {
@@ -97,12 +103,16 @@ pub fn finish_jobs(
                 let entry = pending.entry(job.id).or_insert_with(|| PendingJob {
                     proofs: vec![None; job.partition_count()],
                     provers: Vec::new(),
+                    paths: Vec::new(),
                     synth_ms: 0.0,
                     prove_ms: 0.0,
                 });
                 entry.proofs[partition] = Some(*proof);
                 if !entry.provers.contains(&prover) {
                     entry.provers.push(prover);
+                }
+                if !entry.paths.contains(&path) {
+                    entry.paths.push(path);
                 }
                 entry.synth_ms += synth_ms;
                 entry.prove_ms += prove_ms;
@@ -133,6 +143,14 @@ pub fn finish_jobs(
                     job: job.name().to_owned(),
                     reason: format!("{error:#}"),
                 });
+            }
+            Err(JobError::Verify(VerifyFailure::Rejected { made_with, .. }))
+                if job.attempt.rejections == 0 =>
+            {
+                // Verification is the only run-time check of the fast paths: a first
+                // rejection tries the file again, alone, through the gadgets in full.
+                job.cancel();
+                hand_back_after_rejection(&spool, &events, &job, &made_with);
             }
             Err(error) if error.is_run_fault() => {
                 // The outbox or the parameters failed, not the C1 file: hand it back and stop
@@ -223,9 +241,29 @@ fn hand_back_for_retry(
     });
 }
 
+/// Puts a job's file back in the inbox after verification rejected its proof (made as
+/// `made_with` says), the rejection counted in its attempt record, and says so: its next try
+/// is the only file in flight and goes through the gadgets in full.
+fn hand_back_after_rejection(spool: &Spool, events: &EventSink, job: &Job, made_with: &str) {
+    if let Err(err) = spool.note_rejected_proof(&job.claimed, made_with) {
+        // Uncounted, the next try would be the same as this one, and fail the file.
+        log::warn!("{}: {err:#}", job.name());
+    }
+    let kept = match spool.hand_back_for_retry(&job.claimed) {
+        Ok(_) => "handed back to the inbox".to_owned(),
+        Err(err) => format!("left in {} ({err:#})", job.claimed.path.display()),
+    };
+    events.emit(EventKind::FileDeferred {
+        job: job.claimed.name.clone(),
+        reason: format!(
+            "not proved, C1 file {kept}: its proof did not pass {} (made with {made_with}); its next try is the only file in flight and goes through the gadgets in full, and only a second rejection fails it",
+            job.sector.check_name()
+        ),
+    });
+}
+
 /// `verified_with` for a proof made with parameters generated on this machine: it verifies
 /// against their verifying key, which no one else has.
-/// `verified_with` for a proof checked against keys cuzk generated.
 fn local_keys_verifier(check: &str) -> String {
     format!("filecoin-proofs {check} against locally generated INSECURE test keys (not the network's: the chain rejects this proof)")
 }
@@ -411,12 +449,15 @@ fn write_proof(
     match verified {
         Ok(true) => {}
         Ok(false) => {
+            let paths: Vec<String> = done.paths.iter().map(ToString::to_string).collect();
             return Err(VerifyFailure::Rejected {
                 sector: job.sector.label(),
                 check: job.sector.check_name(),
+                made_with: format!("{} on {}", paths.join("; "), done.provers.join(", ")),
+                earlier: job.attempt.rejected_with.last().cloned(),
                 params_dir: params::params_dir(),
             }
-            .into())
+            .into());
         }
         Err(err) => return Err(VerifyFailure::Check(err).into()),
     }

@@ -18,12 +18,12 @@ use blstrs::Bls12;
 use crate::backend::ProveError;
 use crate::c1::{ParseC1Error, ResolveIdentityError};
 use crate::event::{EventKind, EventSink, JobStage};
-use crate::footprint::Footprint;
+use crate::footprint::{Evaluation, Footprint};
 use crate::memory::Reservation;
 use crate::params::LoadParamsError;
 use crate::sector::{BindSectorError, Sector};
 use crate::spool::{AttemptRecord, C1Digest, ClaimedJob, FailureRecord, FinishJobError, Spool};
-use crate::synth::SynthesizedPartition;
+use crate::synth::{SynthesizedPartition, WitnessPath};
 
 static NEXT_JOB_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -113,6 +113,46 @@ impl Job {
     pub fn is_solo(&self) -> bool {
         self.attempt.is_solo
     }
+
+    /// True when its partitions go through the gadgets in full (witness and a, b, c on the
+    /// host, nothing pre-compiled, nothing native, nothing evaluated on the GPU): its last
+    /// proof was rejected, and verification is the only run-time check of the faster paths.
+    pub fn proves_in_full(&self) -> bool {
+        self.attempt.rejections > 0
+    }
+}
+
+/// How a partition was made: what a rejected proof names, since verification is the only
+/// run-time check of the native witness, the recorded constraints and the GPU's evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionPath {
+    /// How its witness was computed.
+    pub witness: WitnessPath,
+    /// Whether it was a witness-only pass over recorded constraints.
+    pub is_precompiled: bool,
+    /// Where its a, b and c were computed.
+    pub evaluation: Evaluation,
+}
+
+impl std::fmt::Display for PartitionPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.is_precompiled {
+            return f.write_str("the gadgets in full (witness and a, b, c on the host)");
+        }
+        let witness = match self.witness {
+            WitnessPath::Native => "native witness",
+            WitnessPath::Gadget => "gadget witness",
+        };
+        let evaluation = match self.evaluation {
+            Evaluation::InSynthesis => "in synthesis",
+            Evaluation::OnGpu => "on the GPU",
+            Evaluation::AtProver => "by the prover's thread",
+        };
+        write!(
+            f,
+            "{witness} over the recorded constraints, a, b and c evaluated {evaluation}"
+        )
+    }
 }
 
 /// A synthesized partition on its way to a prover.
@@ -123,6 +163,8 @@ pub struct SynthesizedMsg {
     pub partition: usize,
     /// The witness and A/B/C evaluations.
     pub synthesized: SynthesizedPartition,
+    /// How it was made.
+    pub path: PartitionPath,
     /// Milliseconds synthesis took.
     pub synth_ms: f64,
     /// The partition's bytes in the memory budget, given back once its prover is done.
@@ -144,6 +186,8 @@ pub enum Outcome {
         proof: Box<Proof<Bls12>>,
         /// The prover that made it.
         prover: String,
+        /// How the partition was made.
+        path: PartitionPath,
         /// Milliseconds of synthesis.
         synth_ms: f64,
         /// Milliseconds of proving.
@@ -262,13 +306,19 @@ pub enum VerifyFailure {
     /// The partition proofs could not be encoded.
     #[error("encoding the proof: {0}")]
     Encode(std::io::Error),
-    /// `verify_seal` (or `verify_empty_sector_update_proof`) rejected the proof.
-    #[error("the proof for {sector} did not pass {check}; it was not written (hint: a device that computed wrong, or parameters in {} that do not belong to the verifying key beside them; move the C1 file back to the inbox to prove it again, and if it fails again on another GPU or the CPU, check the parameters with `cuzk params check`)", .params_dir.display())]
+    /// `verify_seal` (or `verify_empty_sector_update_proof`) rejected the proof twice: once
+    /// as made on the fast paths, once with the gadgets in full (a first rejection hands the
+    /// file back for that try).
+    #[error("the proof for {sector} did not pass {check}, it was not written: made with {made_with}{}; (hint: the gadgets in full are the reference path, so parameters in {} that do not belong to the verifying key beside them, or a device that computes wrong; check the parameters with `cuzk params check`, and prove the file on another GPU or with --backend cpu by moving it back to the inbox)", .earlier.as_ref().map(|e| format!("; its try before, made with {e}, was rejected too")).unwrap_or_default(), .params_dir.display())]
     Rejected {
         /// The sector, `s-t0<miner>-<sector>`.
         sector: String,
         /// The check that rejected it.
         check: &'static str,
+        /// How its partitions were made, and on which provers.
+        made_with: String,
+        /// The same of the try before, when that one was rejected too.
+        earlier: Option<String>,
         /// The parameter cache the proof was made with.
         params_dir: std::path::PathBuf,
     },

@@ -60,6 +60,7 @@ mod synthesis;
 
 pub use device_faults::{ProversStoppedError, DEFAULT_MAX_DEVICE_FAULTS};
 pub use fault_injection::VARIABLE as FAULT_INJECTION_VARIABLE;
+pub use fault_injection::WRONG_WITNESS_VARIABLE;
 pub use job::JobError;
 pub use settings::{
     RunSettings, Synthesis, DEFAULT_SYNTHESIS_THREADS_RULE, DEFAULT_SYNTH_JOBS_RULE,

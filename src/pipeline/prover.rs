@@ -355,13 +355,13 @@ fn prove_batch(
         });
         partitions.push(msg.synthesized);
         _memory.push(msg.memory);
-        done.push((msg.job, msg.partition, msg.synth_ms));
+        done.push((msg.job, msg.partition, msg.path, msg.synth_ms));
     }
     let started = Instant::now();
     let injected = fault_injection::fault_for(
         &worker.to_string(),
         health.next_call(),
-        done.iter().map(|(job, _, _)| job.name()),
+        done.iter().map(|(job, ..)| job.name()),
     );
     let results = match injected {
         Some(fault) => partitions
@@ -372,7 +372,7 @@ fn prove_batch(
     };
     let prove_ms = share_of_call(started.elapsed().as_secs_f64() * 1e3, results.len());
     // Only provers of one partition per call fall back step by step: the first is the one.
-    if let Some((job, partition, _)) = done.first() {
+    if let Some((job, partition, ..)) = done.first() {
         for reason in prover.take_cpu_fallbacks() {
             links.events.emit(EventKind::CpuFallback {
                 job: job.name().to_owned(),
@@ -383,7 +383,7 @@ fn prove_batch(
         }
     }
     let mut failure: Option<CallFailure> = None;
-    for ((job, partition, synth_ms), result) in done.into_iter().zip(results) {
+    for ((job, partition, path, synth_ms), result) in done.into_iter().zip(results) {
         let outcome = match result {
             Ok((proof, timings)) => {
                 links.events.emit(EventKind::ProveFinished {
@@ -397,6 +397,7 @@ fn prove_batch(
                     partition,
                     proof: Box::new(proof),
                     prover: worker.to_string(),
+                    path,
                     synth_ms,
                     prove_ms,
                 }

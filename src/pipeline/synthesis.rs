@@ -22,7 +22,8 @@ use crate::spool::Spool;
 use crate::synth::{thread_cpu_ms, Capacity};
 
 use super::constraints::ConstraintSets;
-use super::job::{Job, JobError, Outcome, SynthesisFailure, SynthesizedMsg};
+use super::fault_injection;
+use super::job::{Job, JobError, Outcome, PartitionPath, SynthesisFailure, SynthesizedMsg};
 use crate::util::panic_message;
 
 /// Counts the partitions in synthesis; wakes the feeder when one is done.
@@ -232,6 +233,12 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
             return;
         }
     };
+    let path = PartitionPath {
+        witness: synthesized.profile.witness_path,
+        is_precompiled: r1cs.is_some(),
+        evaluation,
+    };
+    fault_injection::spoil_witness(&mut synthesized, &path);
     // A witness of bits waits for the GPU, and goes to it, as bits: the budget gets the
     // rest back now.
     let mut memory = memory;
@@ -255,6 +262,7 @@ fn synthesize_and_queue(task: PartitionTask, links: &TaskLinks<'_>) {
         job: job.clone(),
         partition,
         synthesized,
+        path,
         synth_ms: started.elapsed().as_secs_f64() * 1e3,
         memory,
         evaluated_bytes: (evaluation == Evaluation::AtProver).then_some(evaluated_bytes),

@@ -13,6 +13,8 @@
 //! Faults of the prover's device (a GPU's transient error, a batch that failed as a unit) are
 //! counted apart, in `device_faults`: the file goes back to the inbox with its record kept,
 //! marked solo, so that its next try is alone and tells the file's fault from the device's.
+//! A proof that verification rejected is counted in `rejections` the same way: the file's
+//! next try is alone, and goes through the gadgets in full.
 //! The record goes when the file leaves `work/` for good (done or failed).
 
 use std::fs;
@@ -51,6 +53,13 @@ pub struct AttemptRecord {
     /// The provers those faults happened on (`gpu-0`, `supraseal`), each once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fault_provers: Vec<String>,
+    /// Proofs of the file that verification rejected: after the first, the file is proved
+    /// alone with the gadgets in full; a second fails it.
+    #[serde(default)]
+    pub rejections: u32,
+    /// How each rejected proof was made, and on which provers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected_with: Vec<String>,
     /// The stage it was last seen in.
     pub stage: Option<String>,
     /// The partition, when the stage works on one.
@@ -126,7 +135,8 @@ impl Spool {
         let before = self.read_attempts(&job.name);
         let record = match (before, previous) {
             (Some(before), Some(previous)) => before.after(previous),
-            // Only a file handed back for a device fault keeps its record in the inbox.
+            // Only a file handed back for a device fault or a rejected proof keeps its record
+            // in the inbox.
             (Some(before), None) => AttemptRecord {
                 runs: 1,
                 is_started: false,
@@ -185,6 +195,27 @@ impl Spool {
         Ok(record)
     }
 
+    /// Counts a rejected proof of `job` (`made_with` says how it was made, and where) and
+    /// marks the file solo for its next try, which proves it with the gadgets in full; returns
+    /// the record as it now stands. The record is kept when the file goes back to the inbox.
+    pub fn note_rejected_proof(&self, job: &ClaimedJob, made_with: &str) -> Result<AttemptRecord> {
+        let mut record = self
+            .read_attempts(&job.name)
+            .unwrap_or_else(|| AttemptRecord {
+                runs: 1,
+                ..AttemptRecord::default()
+            });
+        record.rejections += 1;
+        record.rejected_with.push(made_with.to_owned());
+        record.is_solo = true;
+        record.is_started = false;
+        record.stage = Some(JobStage::Verify.as_str().to_owned());
+        record.owner = self.owner.dir_name();
+        record.updated_at = now();
+        self.write_attempts(&job.name, &record)?;
+        Ok(record)
+    }
+
     /// Removes the attempts directory once it holds no record (another run may still be
     /// writing one: then it is not empty, and stays).
     pub(super) fn tidy_attempts(&self) {
@@ -197,9 +228,12 @@ impl Spool {
     }
 
     /// Drops the record of a job whose file went back to the inbox, unless it counts device
-    /// faults: those decide how the file's next try is proved.
-    pub(super) fn forget_attempts_unless_faulted(&self, job: &str) {
-        if self.read_attempts(job).is_none_or(|r| r.device_faults == 0) {
+    /// faults or a rejected proof: those decide how the file's next try is proved.
+    pub(super) fn forget_attempts_unless_retried(&self, job: &str) {
+        if self
+            .read_attempts(job)
+            .is_none_or(|r| r.device_faults == 0 && r.rejections == 0)
+        {
             self.forget_attempts(job);
         }
     }

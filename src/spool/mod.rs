@@ -375,8 +375,9 @@ impl Spool {
                 target.display()
             );
         }
-        // A file that met a device fault keeps its record: its next try is proved alone.
-        self.forget_attempts_unless_faulted(&job.name);
+        // A file that met a device fault or a rejected proof keeps its record: its next try
+        // is proved alone.
+        self.forget_attempts_unless_retried(&job.name);
         sync_dir(&self.layout.inbox)?;
         Ok(target)
     }
