@@ -29,6 +29,8 @@ pub struct RunSummary {
     pub failed: usize,
     /// Times a file was left in the inbox because it looked unfinished.
     pub deferred: usize,
+    /// C1 files set aside (`set-aside/`): neither proved nor failed.
+    pub set_aside: usize,
     /// Inbox files that could not be claimed and were never claimed later in the run.
     pub skipped: usize,
     /// Seconds from the first to the last event.
@@ -125,6 +127,7 @@ fn report(
             }
             EventKind::JobFailed { .. } => summary.failed += 1,
             EventKind::FileDeferred { .. } => summary.deferred += 1,
+            EventKind::FileSetAside { .. } => summary.set_aside += 1,
             EventKind::FileSkipped { job, .. } => {
                 display.skipped.insert(job.clone());
             }
@@ -246,6 +249,10 @@ impl Display {
             EventKind::FileDeferred { job, reason } => {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.line(&format!("[{secs:7.1}s] waiting for {job}: {reason}"));
+            }
+            EventKind::FileSetAside { job, reason } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                self.line(&format!("[{secs:7.1}s] SET ASIDE {job}: {reason}"));
             }
             EventKind::ResultSuperseded { job, kept_as } => self.line(&format!(
                 "[{secs:7.1}s] {job}: the outbox's proof of that name was made from another C1 file (lotus ran C1 again?); kept as {kept_as}, proving this file again"

@@ -28,6 +28,8 @@ pub struct SpoolStatus {
     pub failed: usize,
     /// C1 files whose proof is written.
     pub done: usize,
+    /// C1 files set aside (they kept failing alone on a prover not known to work).
+    pub set_aside: usize,
     /// The oldest file waiting in the inbox and its age in seconds.
     pub oldest_waiting: Option<(String, f64)>,
     /// The runs holding claims.
@@ -116,6 +118,7 @@ pub fn inspect_with(
         outbox: files(&layout.outbox, |n| n.ends_with(".proof"))?.len(),
         failed: files(&layout.failed, |n| n.ends_with(".error.json"))?.len(),
         done: files(&layout.done, |_| true)?.len(),
+        set_aside: files(&layout.set_aside, |n| n.ends_with(".set-aside.json"))?.len(),
         oldest_waiting,
         owners,
         last_run: timeline.and_then(last_run),
@@ -213,9 +216,13 @@ fn last_run(timeline: &Timeline) -> Option<LastRun> {
 /// The status as the lines `cuzk status` prints.
 pub fn render(status: &SpoolStatus) -> String {
     let mut out = format!(
-        "inbox {}  work {}  outbox {}  failed {}  done {}\n",
+        "inbox {}  work {}  outbox {}  failed {}  done {}",
         status.inbox, status.work, status.outbox, status.failed, status.done
     );
+    if status.set_aside > 0 {
+        out += &format!("  set aside {}", status.set_aside);
+    }
+    out.push('\n');
     if let Some((name, age)) = &status.oldest_waiting {
         out += &format!("oldest waiting: {name} ({age:.0} s)\n");
     }

@@ -164,11 +164,11 @@ fn assert_fault_follows_the_file(root: &Path) {
 #[test]
 fn a_device_that_keeps_failing_stops_the_run_naming_it_and_fails_no_file() {
     require_update_params();
-    // One file: its first fault hands it back, and its try alone fails too. The device has
-    // proved nothing in this run, so even a fault of a file alone is not taken to follow
-    // the file; the prover's second fault in a row stops it.
-    let name = "s-t01000-11.json";
-    let dir = spool_with_fixtures(&[name]);
+    // Two files: the first's fault hands it back, the second (now first in the queue) fails
+    // too. The device has proved nothing in this run and two files failed on it: the
+    // prover's second fault in a row stops it.
+    let files = ["s-t01000-11.json", "s-t02000-12.json"];
+    let dir = spool_with_fixtures(&files);
     let root = dir.path();
     let out = run_with_faults(root, "all", &["--max-device-faults", "2"]);
     assert_eq!(out.status.code(), Some(2), "the run cannot go on");
@@ -182,10 +182,14 @@ fn a_device_that_keeps_failing_stops_the_run_naming_it_and_fails_no_file() {
         names(&root.join("failed")).is_empty(),
         "no file failed for it"
     );
+    assert!(!root.join("set-aside").exists(), "none set aside");
     assert_eq!(
         c1_locations(root),
-        vec![(name.to_owned(), "inbox".to_owned())],
-        "the file back in the inbox"
+        files
+            .iter()
+            .map(|f| (f.to_string(), "inbox".to_owned()))
+            .collect::<Vec<_>>(),
+        "the files back in the inbox"
     );
     let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
     let stopped = rows(&timeline, "PROVER_STOPPED");
@@ -195,21 +199,111 @@ fn a_device_that_keeps_failing_stops_the_run_naming_it_and_fails_no_file() {
         "{}",
         stopped[0]
     );
-    // The device faults were counted in the file's record, apart from crashes: the next
-    // run, on a working device, proves it and fails nothing.
-    let out = common::cuzk(
-        &[
-            "prove-dir",
-            "inbox",
-            "--once",
-            "--settle-secs",
-            "0",
-            "--backend",
-            "cpu",
-        ],
-        root,
-        &[],
+    // The device faults were counted in the files' records, apart from crashes: the next
+    // run, on a working device, proves them and fails nothing.
+    let out = run_with_faults(root, "", &[]);
+    assert_eq!(out.status.code(), Some(0));
+    for name in files {
+        assert_proved(root, name);
+    }
+}
+
+#[test]
+fn a_file_that_keeps_failing_alone_is_set_aside_and_the_run_goes_on() {
+    require_update_params();
+    // One file, and every call fails: it is tried alone until its third fault would stop
+    // the only prover, and a service's next run, on it for ever. Nothing shows whether the
+    // file or the device is to blame, so it is set aside instead.
+    let name = "s-t01000-11.json";
+    let dir = spool_with_fixtures(&[name]);
+    let root = dir.path();
+    let out = run_with_faults(root, "all", &[]);
+    assert_eq!(out.status.code(), Some(1), "not proved, and the run ended");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 file(s) set aside in") && stderr.contains("move them back"),
+        "{stderr}"
     );
+    assert!(names(&root.join("failed")).is_empty(), "not failed");
+    assert_eq!(
+        names(&root.join("set-aside")),
+        ["s-t01000-11.json", "s-t01000-11.set-aside.json"]
+    );
+    let record: serde_json::Value = serde_json::from_slice(
+        &fs::read(root.join("set-aside/s-t01000-11.set-aside.json")).expect("record"),
+    )
+    .expect("JSON");
+    let reason = record["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("failed alone on cpu-0 3 times") && reason.contains("move the file back"),
+        "{reason}"
+    );
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    assert_eq!(rows(&timeline, "DEVICE_FAULT").len(), 3, "{timeline}");
+    assert_eq!(rows(&timeline, "SET_ASIDE").len(), 1, "{timeline}");
+    assert!(!timeline.contains(",PROVER_STOPPED,"), "the prover went on");
+    assert!(
+        !root.join("work/.attempts/s-t01000-11.json").exists(),
+        "its record went with it"
+    );
+    let status = common::cuzk(&["status", "."], root, &[]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("set aside 1"),
+        "cuzk status counts it"
+    );
+    // A service's next run is not caught on it; moved back, it proves as a new file.
+    let out = run_with_faults(root, "", &[]);
+    assert_eq!(out.status.code(), Some(0), "nothing to do");
+    fs::rename(
+        root.join("set-aside").join(name),
+        root.join("inbox").join(name),
+    )
+    .expect("move back");
+    let out = run_with_faults(root, "", &[]);
     assert_eq!(out.status.code(), Some(0));
     assert_proved(root, name);
+}
+
+#[test]
+fn a_file_handed_back_waits_behind_the_files_already_there_without_being_touched() {
+    require_update_params();
+    // The first file's first call fails; it goes back to the inbox, read-only as a C1 file
+    // another user wrote may be, and its bytes and time untouched. The second file, which
+    // was waiting, is claimed before its retry.
+    let files = ["s-t01000-11.json", "s-t02000-12.json"];
+    let dir = spool_with_fixtures(&files);
+    let root = dir.path();
+    let first = root.join("inbox").join(files[0]);
+    let mut permissions = fs::metadata(&first).expect("meta").permissions();
+    permissions.set_readonly(true);
+    fs::set_permissions(&first, permissions).expect("read-only");
+    let modified = fs::metadata(&first)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let out = run_with_faults(root, "call=1", &[]);
+    assert_eq!(out.status.code(), Some(0), "both proved");
+    for name in files {
+        assert_proved(root, name);
+    }
+    let done = root.join("done").join(files[0]);
+    assert_eq!(
+        fs::metadata(&done)
+            .and_then(|m| m.modified())
+            .expect("mtime"),
+        modified,
+        "the C1 file was not re-stamped"
+    );
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    let claims: Vec<&str> = rows(&timeline, "CLAIM");
+    let order: Vec<&str> = claims
+        .iter()
+        .map(|l| {
+            if l.contains(",s-t01000-11,") {
+                "11"
+            } else {
+                "12"
+            }
+        })
+        .collect();
+    assert_eq!(order, ["11", "12", "11"], "the retry went last: {timeline}");
 }

@@ -9,14 +9,22 @@ use super::flags::ProveDirArgs;
 use crate::pipeline;
 
 /// The top-level entry point for `cuzk prove-dir`: 0 when every job was proved, 1 when some
-/// failed (they are in `failed/`) or, with `--once`, when files were left in the inbox
-/// unclaimed; an error when the run itself could not go on.
+/// failed (they are in `failed/`) or were set aside (`set-aside/`) or, with `--once`, when
+/// files were left in the inbox unclaimed; an error when the run itself could not go on.
 pub(super) fn prove_dir(args: ProveDirArgs) -> Result<u8> {
     args.tuning.split_cpus()?;
     let settings = args.to_settings()?;
     let summary = pipeline::run(&settings)?;
+    if summary.set_aside > 0 {
+        eprintln!(
+            "cuzk: {} file(s) set aside in {}: each kept failing alone on a prover that proved nothing else (the reasons are above and beside each file); move them back into the inbox to try again",
+            summary.set_aside,
+            settings.layout.set_aside.display()
+        );
+    }
+    let is_short = summary.failed > 0 || summary.set_aside > 0;
     if !settings.once {
-        return Ok(if summary.failed > 0 { 1 } else { 0 });
+        return Ok(if is_short { 1 } else { 0 });
     }
     // A drain that leaves files behind did not do its job, even if it proved the rest.
     if summary.skipped > 0 {
@@ -27,7 +35,7 @@ pub(super) fn prove_dir(args: ProveDirArgs) -> Result<u8> {
         );
     }
     note_temporary_files(&settings.layout.inbox);
-    Ok(if summary.failed > 0 || summary.skipped > 0 {
+    Ok(if is_short || summary.skipped > 0 {
         1
     } else {
         0

@@ -222,6 +222,14 @@ impl Shared {
                 job,
                 Err((format!("cuzk: {stage}: {message}"), Retry::after(*stage))),
             ),
+            // Neither the file's fault nor known to be the device's: another try may pass.
+            EventKind::FileSetAside { job, reason } => (
+                job,
+                Err((
+                    format!("cuzk: prove: {reason}"),
+                    Retry::MayHelp("a fault of this machine's GPU".into()),
+                )),
+            ),
             // Never the case for a file this module wrote, but a request must not wait for
             // a claim that cannot happen; its file goes, so it is never proved unasked.
             EventKind::FileSkipped { job, reason } => (
@@ -247,12 +255,20 @@ impl Shared {
             },
             Err((message, retry)) => {
                 if retry.may_help() && pending.attempt < self.attempts {
-                    let from = self.layout.failed.join(format!("{job}.json"));
+                    // A failed file is in failed/, a set-aside one in set-aside/.
+                    let (from, reason) = match &event.kind {
+                        EventKind::FileSetAside { .. } => (
+                            self.layout.set_aside.join(format!("{job}.json")),
+                            self.layout.set_aside.join(format!("{job}.set-aside.json")),
+                        ),
+                        _ => (
+                            self.layout.failed.join(format!("{job}.json")),
+                            self.layout.failed.join(format!("{job}.error.json")),
+                        ),
+                    };
                     match self.try_again(&pending, &from, &message) {
                         Ok(()) => {
-                            let _ = fs::remove_file(
-                                self.layout.failed.join(format!("{job}.error.json")),
-                            );
+                            let _ = fs::remove_file(reason);
                             return;
                         }
                         Err(err) => eprintln!(
@@ -365,6 +381,8 @@ impl Shared {
             layout.done.join(&c1),
             layout.failed.join(&c1),
             layout.failed.join(format!("{job}.error.json")),
+            layout.set_aside.join(&c1),
+            layout.set_aside.join(format!("{job}.set-aside.json")),
         ];
         if let Ok(owners) = fs::read_dir(&layout.work) {
             paths.extend(owners.flatten().map(|owner| owner.path().join(&c1)));

@@ -184,6 +184,10 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 job: "s-t01000-3".into(),
                 reason: "JSON ends early".into(),
             },
+            EventName::SetAside => EventKind::FileSetAside {
+                job: "s-t01000-4".into(),
+                reason: "failed alone on cuda-0 3 times".into(),
+            },
             EventName::Skipped => EventKind::FileSkipped {
                 job: "s-t01000-\u{fffd}".into(),
                 reason: "claiming it: Operation not permitted (os error 1)".into(),
@@ -215,6 +219,7 @@ mod tests {
             let expected = match event.name() {
                 EventName::Failed => Some("s-t01000-2"),
                 EventName::Deferred => Some("s-t01000-3"),
+                EventName::SetAside => Some("s-t01000-4"),
                 EventName::Skipped => Some("s-t01000-\u{fffd}"),
                 EventName::RunStart
                 | EventName::ParamsGen

@@ -302,6 +302,14 @@ macro_rules! event_table {
                 /// Why.
                 reason: String [text],
             },
+            /// A C1 file kept failing alone on a prover not known to work (see
+            /// `pipeline::device_faults`) and went to `set-aside/`, neither proved nor failed.
+            FileSetAside as SetAside = "SET_ASIDE" {
+                /// The job.
+                job: String [job],
+                /// Why, where it is, and how to try it again.
+                reason: String [text],
+            },
             /// An inbox file could not be claimed (its name is not UTF-8, the rename was
             /// refused); it stays in the inbox and is tried again at the next scan.
             FileSkipped as Skipped = "SKIPPED" {

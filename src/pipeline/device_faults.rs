@@ -13,16 +13,23 @@
 //!   A file is known by its bytes' digest, not by its job: a file handed back is a new
 //!   job at each try;
 //!   otherwise it is handed back again, behind the files already waiting;
+//! - a solo try that would be the file's `--max-device-faults`th fault, where every failed
+//!   call since the prover's last good one was this file's, sets the file aside
+//!   (`set-aside/`) instead: one file alone cannot show that the device is broken, and
+//!   stopping the only prover for it would stop the run, and a service's next run, on the
+//!   same file for ever. A prover sets at most one file aside between good calls: a second
+//!   file failing the same way shows the device is at fault;
 //! - a prover whose calls fail `--max-device-faults` times in a row stops: its device is
 //!   taken to be broken. When the last prover stops, the run halts and hands every file in
 //!   flight back ([`ProversStoppedError`]).
 //!
 //! So a broken device never sends a good file to `failed/`: at worst the run stops, naming
-//! the prover.
+//! the prover, or a file waits in `set-aside/` for someone to move it back.
 
 use std::collections::HashSet;
 
 use super::job::Job;
+use crate::spool::AttemptRecord;
 
 /// What went wrong in a prover's call.
 #[derive(Debug)]
@@ -32,6 +39,9 @@ pub struct CallFailure {
     /// The files whose partitions failed, by their C1 digest (a retry is a new job of the
     /// same file).
     pub files: Vec<String>,
+    /// True when the call's file was set aside ([`Verdict::SetAside`]): the call does not
+    /// count towards stopping the prover.
+    pub is_set_aside: bool,
 }
 
 /// `--max-device-faults`' default: faulty calls in a row after which a prover stops.
@@ -44,6 +54,9 @@ pub enum Verdict {
     HandBack,
     /// The fault follows the file: it fails, and why the device is not to blame.
     FollowsFile(&'static str),
+    /// The file kept failing alone where nothing shows whose fault it is: it goes to
+    /// `set-aside/`, and the prover goes on.
+    SetAside,
 }
 
 /// One prover's record of its calls, for judging its failures and stopping it.
@@ -61,6 +74,8 @@ pub struct DeviceHealth {
     max_faults: u32,
     /// What the last failed call said.
     last_error: String,
+    /// True once a file was set aside since the last good call.
+    has_set_aside: bool,
 }
 
 impl DeviceHealth {
@@ -74,6 +89,7 @@ impl DeviceHealth {
             has_proved: false,
             max_faults: max_faults.max(1),
             last_error: String::new(),
+            has_set_aside: false,
         }
     }
 
@@ -85,19 +101,24 @@ impl DeviceHealth {
     /// Judges a partition of `job` that failed on `worker` in the call being recorded (call
     /// before [`DeviceHealth::record_call`]).
     pub fn judge(&self, job: &Job, worker: &str) -> Verdict {
-        let attempt = &job.attempt;
+        self.judge_file(&job.attempt, job.c1_digest.as_str(), worker)
+    }
+
+    /// [`DeviceHealth::judge`] for the file whose record is `attempt` and digest `digest`.
+    fn judge_file(&self, attempt: &AttemptRecord, digest: &str, worker: &str) -> Verdict {
         if !(attempt.is_solo && attempt.device_faults > 0) {
             return Verdict::HandBack;
         }
+        let only_this_file = self.streak_files.iter().all(|failed| failed == digest);
         if attempt.fault_provers.iter().any(|p| p != worker) {
             Verdict::FollowsFile("after it failed on another prover too")
-        } else if self.has_proved
-            && self
-                .streak_files
-                .iter()
-                .all(|digest| digest == job.c1_digest.as_str())
-        {
+        } else if self.has_proved && only_this_file {
             Verdict::FollowsFile("where that prover proves other files' partitions")
+        } else if only_this_file
+            && !self.has_set_aside
+            && attempt.device_faults + 1 >= self.max_faults
+        {
+            Verdict::SetAside
         } else {
             Verdict::HandBack
         }
@@ -112,6 +133,14 @@ impl DeviceHealth {
                 self.streak = 0;
                 self.streak_files.clear();
                 self.has_proved = true;
+                self.has_set_aside = false;
+            }
+            Some(failure) if failure.is_set_aside => {
+                // The file is out of the way: what the device does next tells.
+                self.streak = 0;
+                self.streak_files.clear();
+                self.has_set_aside = true;
+                self.last_error = failure.message;
             }
             Some(failure) => {
                 self.streak += 1;
@@ -148,6 +177,7 @@ mod tests {
         Some(CallFailure {
             message: message.into(),
             files: vec![format!("digest-{file}")],
+            is_set_aside: false,
         })
     }
 
@@ -166,5 +196,78 @@ mod tests {
             DeviceHealth::new(0).record_call(failed("x", 1)),
             "at least one"
         );
+    }
+
+    /// The record of a file handed back `faults` times by `provers`, tried alone now.
+    fn retried(faults: u32, provers: &[&str]) -> AttemptRecord {
+        AttemptRecord {
+            is_solo: true,
+            device_faults: faults,
+            fault_provers: provers.iter().map(|p| p.to_string()).collect(),
+            ..AttemptRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_file_that_keeps_failing_alone_is_set_aside_once_between_good_calls() {
+        let mut health = DeviceHealth::new(3);
+        let first = AttemptRecord::default();
+        assert_eq!(
+            health.judge_file(&first, "digest-1", "cuda-0"),
+            Verdict::HandBack
+        );
+        assert!(!health.record_call(failed("a", 1)));
+        assert_eq!(
+            health.judge_file(&retried(1, &["cuda-0"]), "digest-1", "cuda-0"),
+            Verdict::HandBack,
+            "its second fault: tried alone again"
+        );
+        assert!(!health.record_call(failed("b", 1)));
+        // Its third would stop the only prover, for one file: it is set aside instead.
+        assert_eq!(
+            health.judge_file(&retried(2, &["cuda-0"]), "digest-1", "cuda-0"),
+            Verdict::SetAside
+        );
+        let set_aside = CallFailure {
+            is_set_aside: true,
+            ..failed("c", 1).unwrap()
+        };
+        assert!(!health.record_call(Some(set_aside)), "the prover goes on");
+        assert_eq!(health.streak().0, 0);
+        // A second file failing alone the same way is the device's doing: no second set-aside,
+        // and the prover stops at its limit.
+        assert_eq!(
+            health.judge_file(&retried(2, &["cuda-0"]), "digest-2", "cuda-0"),
+            Verdict::HandBack
+        );
+        assert!(!health.record_call(failed("d", 2)));
+        assert!(!health.record_call(failed("e", 2)));
+        assert!(health.record_call(failed("f", 2)));
+        // A good call makes room for another set-aside.
+        let mut health = DeviceHealth::new(3);
+        health.has_set_aside = true;
+        assert!(!health.record_call(None));
+        assert!(!health.has_set_aside);
+    }
+
+    #[test]
+    fn a_file_failing_among_others_or_where_the_device_works_is_not_set_aside() {
+        let mut health = DeviceHealth::new(3);
+        assert!(!health.record_call(failed("a", 2)));
+        assert_eq!(
+            health.judge_file(&retried(2, &["cuda-0"]), "digest-1", "cuda-0"),
+            Verdict::HandBack,
+            "another file failed since the last good call"
+        );
+        let mut health = DeviceHealth::new(3);
+        assert!(!health.record_call(None));
+        assert!(matches!(
+            health.judge_file(&retried(2, &["cuda-0"]), "digest-1", "cuda-0"),
+            Verdict::FollowsFile(_)
+        ));
+        assert!(matches!(
+            health.judge_file(&retried(1, &["cuda-1"]), "digest-1", "cuda-0"),
+            Verdict::FollowsFile(_)
+        ));
     }
 }

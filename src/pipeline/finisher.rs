@@ -39,6 +39,8 @@ pub struct FinishCounts {
     pub proved: usize,
     /// Jobs failed.
     pub failed: usize,
+    /// C1 files set aside.
+    pub set_aside: usize,
 }
 
 /// A job whose partitions are still arriving.
@@ -85,6 +87,20 @@ pub fn finish_jobs(
                     pending.remove(&job.id);
                     job.cancel();
                     hand_back_for_retry(&spool, &events, &job, partition, &prover, &error);
+                }
+                continue;
+            }
+            Outcome::SetAside {
+                job,
+                partition,
+                prover,
+                error,
+            } => {
+                if decided.insert(job.id) {
+                    pending.remove(&job.id);
+                    job.cancel();
+                    counts.set_aside += 1;
+                    set_aside(&spool, &events, &run_id, &job, partition, &prover, &error);
                 }
                 continue;
             }
@@ -238,6 +254,45 @@ fn hand_back_for_retry(
         reason: format!(
             "not proved, C1 file {kept} after a fault on {prover} that may be the device's (partition {partition}: {error}); device faults of this file: {faults}; its next try is the only file in flight"
         ),
+    });
+}
+
+/// Moves a job's file to `set-aside/` after it kept failing alone on `prover`
+/// ([`super::device_faults`]), and says so.
+fn set_aside(
+    spool: &Spool,
+    events: &EventSink,
+    run_id: &str,
+    job: &Job,
+    partition: usize,
+    prover: &str,
+    error: &ProveError,
+) {
+    let dir = spool.layout().set_aside.display().to_string();
+    let reason = format!(
+        "failed alone on {prover} {} times (the last: partition {partition}: {error}), and {prover} has proved nothing in this run to show that it works, so neither the file nor the device can be blamed; set aside in {dir} rather than stop the run for one file (hint: check the device with nvidia-smi and the kernel log's Xid errors, then move the file back into the inbox to prove it again, here or on another machine)",
+        job.attempt.device_faults + 1
+    );
+    let record = crate::spool::SetAsideRecord {
+        job: job.name(),
+        c1_file: &job.claimed.file_name,
+        reason: &reason,
+        run_id,
+        set_aside_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+    };
+    let reason = match spool.set_aside(&job.claimed, &record) {
+        Ok(_) => reason,
+        Err(err) => {
+            log::error!("{}: {err:#}", job.name());
+            format!(
+                "{reason}; but it could not be moved there and stays in {}",
+                job.claimed.path.display()
+            )
+        }
+    };
+    events.emit(EventKind::FileSetAside {
+        job: job.claimed.name.clone(),
+        reason,
     });
 }
 

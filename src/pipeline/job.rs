@@ -217,6 +217,18 @@ pub enum Outcome {
         /// What the prover said.
         error: ProveError,
     },
+    /// A partition failed on its prover again, the file alone in flight, where nothing shows
+    /// whether the file or the device is to blame: set the file aside.
+    SetAside {
+        /// The job.
+        job: Arc<Job>,
+        /// The partition.
+        partition: usize,
+        /// The prover it failed on.
+        prover: String,
+        /// What the prover said.
+        error: ProveError,
+    },
 }
 
 /// Why a job failed, by stage. Each variant keeps the error of the stage it came from.

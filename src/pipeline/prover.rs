@@ -403,14 +403,15 @@ fn prove_batch(
                 }
             }
             Err(error) => {
-                failure
-                    .get_or_insert_with(|| CallFailure {
-                        message: error.to_string(),
-                        files: Vec::new(),
-                    })
-                    .files
-                    .push(job.c1_digest.as_str().to_owned());
-                judged(job, partition, worker, error, health, &links.events)
+                let verdict = health.judge(&job, &worker.to_string());
+                let failure = failure.get_or_insert_with(|| CallFailure {
+                    message: error.to_string(),
+                    files: Vec::new(),
+                    is_set_aside: false,
+                });
+                failure.files.push(job.c1_digest.as_str().to_owned());
+                failure.is_set_aside |= verdict == Verdict::SetAside;
+                judged(job, partition, worker, error, verdict, &links.events)
             }
         };
         let _ = links.outcome_tx.send(outcome);
@@ -418,25 +419,38 @@ fn prove_batch(
     Some(failure)
 }
 
-/// The outcome of a partition of `job` that failed on `worker` with `error`: handed back as
-/// a device fault, or failed when the fault follows the file ([`device_faults`]).
+/// The outcome of a partition of `job` that failed on `worker` with `error`, judged as
+/// `verdict` ([`device_faults`]): handed back as a device fault, set aside, or failed when
+/// the fault follows the file.
 fn judged(
     job: Arc<Job>,
     partition: usize,
     worker: &WorkerName,
     error: ProveError,
-    health: &DeviceHealth,
+    verdict: Verdict,
     events: &EventSink,
 ) -> Outcome {
-    match health.judge(&job, &worker.to_string()) {
+    let device_fault = |job: &Job| {
+        events.emit(EventKind::DeviceFault {
+            job: job.name().to_owned(),
+            partition,
+            worker: worker.to_owned(),
+            message: error.to_string(),
+        });
+    };
+    match verdict {
         Verdict::HandBack => {
-            events.emit(EventKind::DeviceFault {
-                job: job.name().to_owned(),
-                partition,
-                worker: worker.to_owned(),
-                message: error.to_string(),
-            });
+            device_fault(&job);
             Outcome::DeviceFault {
+                job: cancelled(job),
+                partition,
+                prover: worker.to_string(),
+                error,
+            }
+        }
+        Verdict::SetAside => {
+            device_fault(&job);
+            Outcome::SetAside {
                 job: cancelled(job),
                 partition,
                 prover: worker.to_string(),

@@ -118,8 +118,8 @@ impl RunMetrics {
                 self.benchmarks.remove(job);
                 self.failed += 1;
             }
-            // Left in the inbox, or handed back: no longer in flight here.
-            EventKind::FileDeferred { job, .. } => {
+            // Left in the inbox, handed back or set aside: no longer in flight here.
+            EventKind::FileDeferred { job, .. } | EventKind::FileSetAside { job, .. } => {
                 self.end_job(job);
             }
             _ => {}

@@ -17,9 +17,10 @@
 //! next try is alone, and goes through the gadgets in full.
 //! The record goes when the file leaves `work/` for good (done or failed).
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::PathBuf;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,10 @@ pub struct AttemptRecord {
     /// How each rejected proof was made, and on which provers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected_with: Vec<String>,
+    /// When the file was last handed back to the inbox for a retry, in milliseconds since
+    /// the Unix epoch (0: never): the inbox is claimed oldest first, and it counts from then.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub handed_back_at_ms: u64,
     /// The stage it was last seen in.
     pub stage: Option<String>,
     /// The partition, when the stage works on one.
@@ -216,6 +221,42 @@ impl Spool {
         Ok(record)
     }
 
+    /// Notes in `job`'s record that it goes back to the inbox now (see
+    /// [`AttemptRecord::handed_back_at_ms`]). Best effort: without it the file is only
+    /// claimed earlier than it should be.
+    pub(super) fn note_handed_back(&self, job: &ClaimedJob) {
+        let mut record = self.read_attempts(&job.name).unwrap_or_default();
+        record.handed_back_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        record.updated_at = now();
+        if let Err(err) = self.write_attempts(&job.name, &record) {
+            log::warn!("{}: not queued behind the files waiting: {err:#}", job.name);
+        }
+    }
+
+    /// When each file handed back for a retry went back, by job name.
+    pub(super) fn handed_back_times(&self) -> HashMap<String, SystemTime> {
+        let Ok(entries) = fs::read_dir(self.layout.work.join(ATTEMPTS_DIR)) else {
+            return HashMap::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let file_name = entry.file_name().to_string_lossy().into_owned();
+                let job = file_name.strip_suffix(".json")?.to_owned();
+                let record: AttemptRecord =
+                    serde_json::from_slice(&fs::read(entry.path()).ok()?).ok()?;
+                (record.handed_back_at_ms > 0).then(|| {
+                    (
+                        job,
+                        UNIX_EPOCH + Duration::from_millis(record.handed_back_at_ms),
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// Removes the attempts directory once it holds no record (another run may still be
     /// writing one: then it is not empty, and stays).
     pub(super) fn tidy_attempts(&self) {
@@ -237,6 +278,10 @@ impl Spool {
             self.forget_attempts(job);
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn now() -> String {

@@ -3,6 +3,7 @@
 //! ```text
 //! inbox/ --claim (rename)--> work/<host>-<pid>/ --proof written--> done/ (+ outbox/<job>.proof, .json)
 //!                                               --job failed-----> failed/ (+ <job>.error.json)
+//!                                               --set aside------> set-aside/ (+ <job>.set-aside.json)
 //!        <--hand back (rename)--
 //! ```
 //!
@@ -56,10 +57,15 @@ pub struct SpoolLayout {
     pub failed: PathBuf,
     /// C1 files whose proofs are in the outbox.
     pub done: PathBuf,
+    /// C1 files that kept failing alone on a prover not known to work, so that neither the
+    /// file nor the device can be blamed: kept out of the inbox (made when first needed)
+    /// until someone moves them back.
+    pub set_aside: PathBuf,
 }
 
 impl SpoolLayout {
-    /// The default layout: `work/`, `outbox/`, `failed/` and `done/` beside the inbox.
+    /// The default layout: `work/`, `outbox/`, `failed/`, `done/` and `set-aside/` beside the
+    /// inbox.
     pub fn beside(inbox: &Path) -> SpoolLayout {
         let parent = spool_dir_of(inbox);
         SpoolLayout {
@@ -68,6 +74,7 @@ impl SpoolLayout {
             outbox: parent.join("outbox"),
             failed: parent.join("failed"),
             done: parent.join("done"),
+            set_aside: parent.join("set-aside"),
         }
     }
 }
@@ -108,6 +115,21 @@ pub struct FailureRecord<'a> {
     pub run_id: &'a str,
     /// When, RFC 3339 UTC.
     pub failed_at: String,
+}
+
+/// What `set-aside/<job>.set-aside.json` says.
+#[derive(Serialize)]
+pub struct SetAsideRecord<'a> {
+    /// The job.
+    pub job: &'a str,
+    /// The C1 file's name, now in `set-aside/`.
+    pub c1_file: &'a str,
+    /// Why, and how to try it again.
+    pub reason: &'a str,
+    /// The run that set it aside.
+    pub run_id: &'a str,
+    /// When, RFC 3339 UTC.
+    pub set_aside_at: String,
 }
 
 /// Why a proof could not be put in the outbox.
@@ -227,11 +249,24 @@ impl Spool {
         &self.layout
     }
 
-    /// Entries waiting in the inbox, oldest first. Dotfiles and temporary names are left
-    /// alone; links, directories and other non-files are listed too, so that the pipeline
-    /// can move them to `failed/` with a reason instead of ignoring them forever.
+    /// Entries waiting in the inbox, oldest first; a file handed back after a fault counts
+    /// from when it was handed back (its attempt record says), so the files already waiting
+    /// go before it. Dotfiles and temporary names are left alone; links, directories and
+    /// other non-files are listed too, so that the pipeline can move them to `failed/` with a
+    /// reason instead of ignoring them forever.
     pub fn scan_inbox(&self) -> Result<Vec<PathBuf>> {
-        list_candidates(&self.layout.inbox)
+        let handed_back = self.handed_back_times();
+        let mut files = list_timed(&self.layout.inbox)?;
+        if !handed_back.is_empty() {
+            for (time, path) in &mut files {
+                let name = path.file_name().map(|n| job_name(&n.to_string_lossy()));
+                if let Some(at) = name.and_then(|n| handed_back.get(&n)) {
+                    *time = (*time).max(*at);
+                }
+            }
+            files.sort();
+        }
+        Ok(files.into_iter().map(|(_, path)| path).collect())
     }
 
     /// Where a second stop signal leaves its marker ([`PreviousEnd::Aborted`]): inside this
@@ -382,21 +417,13 @@ impl Spool {
         Ok(target)
     }
 
-    /// Puts a claimed file back into the inbox after a fault of the prover's device, keeping
-    /// its attempt record (see [`attempts`]): its next claim proves it alone. Its
-    /// modification time becomes now, so that the files already waiting (oldest first) are
-    /// claimed before it and can show whether the device works.
+    /// Puts a claimed file back into the inbox after a fault of the prover's device (or a
+    /// rejected proof), keeping its attempt record (see [`attempts`]): its next claim proves
+    /// it alone. The record notes when, so that the files already waiting (oldest first) are
+    /// claimed before it and can show whether the device works; the file itself is not
+    /// touched (it may be read-only, or another user's).
     pub fn hand_back_for_retry(&self, job: &ClaimedJob) -> Result<PathBuf> {
-        if let Err(err) = File::options()
-            .write(true)
-            .open(&job.path)
-            .and_then(|file| file.set_modified(SystemTime::now()))
-        {
-            log::warn!(
-                "{}: not stamped for the back of the queue: {err}",
-                job.path.display()
-            );
-        }
+        self.note_handed_back(job);
         let target = move_to_free_name(&job.path, &self.layout.inbox, &job.file_name)
             .with_context(|| format!("handing {} back to the inbox", job.path.display()))?;
         sync_dir(&self.layout.inbox)?;
@@ -500,6 +527,19 @@ impl Spool {
         Ok(reason_path)
     }
 
+    /// Moves the C1 file to `set-aside/` with `<job>.set-aside.json` beside it: it kept
+    /// failing alone where nothing shows whether the file or the device is to blame.
+    pub fn set_aside(&self, job: &ClaimedJob, record: &SetAsideRecord<'_>) -> Result<PathBuf> {
+        let dir = &self.layout.set_aside;
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let reason_path = dir.join(format!("{}.set-aside.json", job.name));
+        let reason = serde_json::to_vec_pretty(record).context("encoding set-aside record")?;
+        // The reason first: a crash in between leaves the file in work/ to be retried.
+        atomic_file::write(&reason_path, &reason)?;
+        self.retire(job, dir)?;
+        Ok(reason_path)
+    }
+
     fn retire(&self, job: &ClaimedJob, dir: &Path) -> Result<()> {
         move_to_free_name(&job.path, dir, &job.file_name)
             .with_context(|| format!("moving {} to {}", job.path.display(), dir.display()))?;
@@ -525,6 +565,11 @@ pub fn is_temporary_name(file_name: &str) -> bool {
 }
 
 fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
+    Ok(list_timed(dir)?.into_iter().map(|(_, path)| path).collect())
+}
+
+/// The candidates in `dir` with their modification times, oldest first.
+fn list_timed(dir: &Path) -> Result<Vec<(SystemTime, PathBuf)>> {
     let mut files = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
         let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
@@ -541,7 +586,7 @@ fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
         files.push((modified, entry.path()));
     }
     files.sort();
-    Ok(files.into_iter().map(|(_, path)| path).collect())
+    Ok(files)
 }
 
 /// [`list_candidates`] of an owner directory (or `work/` itself). Another run may remove an

@@ -431,3 +431,69 @@ fn finish_and_quarantine_leave_results_and_never_overwrite() {
         "temporary files left behind: {leftovers:?}"
     );
 }
+
+#[test]
+fn a_file_handed_back_for_a_retry_waits_behind_the_files_there_by_its_record() {
+    let (_dir, spool) = spool();
+    let inbox = spool.layout().inbox.clone();
+    let set_time = |name: &str, secs_ago: u64| {
+        let file = File::options()
+            .write(true)
+            .open(inbox.join(name))
+            .expect("open");
+        file.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
+            .expect("mtime");
+    };
+    for name in ["a.json", "b.json", "c.json"] {
+        fs::write(inbox.join(name), b"{}").expect("write");
+    }
+    set_time("a.json", 300);
+    set_time("b.json", 200);
+    set_time("c.json", 100);
+    let job = spool
+        .claim(&inbox.join("a.json"))
+        .expect("claim")
+        .expect("a");
+    spool.start_attempt(&job, None).expect("record");
+    spool.note_device_fault(&job, "cuda-0").expect("fault");
+    let before = fs::metadata(&job.path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    spool.hand_back_for_retry(&job).expect("hand back");
+    let listed: Vec<String> = spool
+        .scan_inbox()
+        .expect("scan")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(listed, ["b.json", "c.json", "a.json"], "a goes last");
+    let after = fs::metadata(inbox.join("a.json"))
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(before, after, "the C1 file itself is not touched");
+    // Once it leaves for good, its record goes, and a new file of its name is not held back.
+    let job = spool
+        .claim(&inbox.join("a.json"))
+        .expect("claim")
+        .expect("a");
+    spool.hand_back(&job).expect("hand back");
+    assert!(spool.handed_back_times().contains_key("a"), "still retried");
+    let job = spool
+        .claim(&inbox.join("a.json"))
+        .expect("claim")
+        .expect("a");
+    spool
+        .quarantine(
+            &job,
+            &FailureRecord {
+                job: "a",
+                c1_file: "a.json",
+                stage: JobStage::Prove,
+                message: "m",
+                run_id: "r",
+                failed_at: String::new(),
+            },
+        )
+        .expect("quarantine");
+    assert!(spool.handed_back_times().is_empty());
+}

@@ -416,6 +416,7 @@ mod tests {
             "SUPERSEDED|s-t01000-1|||/o/superseded/s-t01000-1.c1-0123456789abcdef.proof",
             "FAILED|s-t01000-2|||verify: did not verify: a, b; c=d",
             "DEFERRED|s-t01000-3|||JSON ends early",
+            "SET_ASIDE|s-t01000-4|||failed alone on cuda-0 3 times",
             "SKIPPED|s-t01000-\u{fffd}|||claiming it: Operation not permitted (os error 1)",
             "STOP||||",
             "RUN_END||||proved=1;failed=1",

@@ -204,6 +204,7 @@ impl JobSpans {
             | EventKind::GpuBusy { .. }
             | EventKind::ProverStopped { .. }
             | EventKind::FileDeferred { .. }
+            | EventKind::FileSetAside { .. }
             | EventKind::FileSkipped { .. }
             | EventKind::ResultSuperseded { .. }
             | EventKind::StopRequested => {}
@@ -337,7 +338,7 @@ impl RunSpans {
                         .or_default()
                         .push((start, event.t));
                 }
-                EventKind::FileDeferred { job, .. } => {
+                EventKind::FileDeferred { job, .. } | EventKind::FileSetAside { job, .. } => {
                     deferred.insert(job.clone());
                 }
                 EventKind::GpuBusy {
