@@ -307,3 +307,39 @@ fn a_file_handed_back_waits_behind_the_files_already_there_without_being_touched
         .collect();
     assert_eq!(order, ["11", "12", "11"], "the retry went last: {timeline}");
 }
+
+#[test]
+fn a_lost_device_stops_its_prover_at_once_and_fails_no_file() {
+    require_update_params();
+    // The first call finds the device lost (a sticky CUDA error): every later call would fail
+    // too, so the prover stops there, not after --max-device-faults calls, and the file goes
+    // back unjudged.
+    let files = ["s-t01000-11.json", "s-t02000-12.json"];
+    let dir = spool_with_fixtures(&files);
+    let root = dir.path();
+    let out = run_with_faults(root, "lost=1", &[]);
+    assert_eq!(out.status.code(), Some(2), "the only prover stopped");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cpu-0, the last, lost its device to a sticky CUDA error"),
+        "{stderr}"
+    );
+    assert!(names(&root.join("failed")).is_empty(), "no file failed");
+    assert!(!root.join("set-aside").exists(), "none set aside");
+    assert_eq!(
+        c1_locations(root),
+        files
+            .iter()
+            .map(|f| (f.to_string(), "inbox".to_owned()))
+            .collect::<Vec<_>>(),
+        "the files back in the inbox"
+    );
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    let stopped = rows(&timeline, "PROVER_STOPPED");
+    assert_eq!(stopped.len(), 1, "{timeline}");
+    assert!(
+        stopped[0].contains(",cpu-0,faults=1;last=injected lost device"),
+        "{}",
+        stopped[0]
+    );
+}

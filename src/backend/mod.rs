@@ -219,6 +219,22 @@ pub enum ProveError {
     /// A device fault injected by a test (`CUZK_TEST_DEVICE_FAULTS`), before the prover ran.
     #[error("{0}")]
     Injected(String),
+    /// A lost device injected by a test (`CUZK_TEST_DEVICE_FAULTS=lost=N`).
+    #[error("{0}")]
+    InjectedLoss(String),
+}
+
+impl ProveError {
+    /// True when the prover's device is lost (a sticky CUDA error broke its context): every
+    /// later call fails, so the prover stops at once and its files go back, none blamed.
+    pub fn is_device_lost(&self) -> bool {
+        match self {
+            #[cfg(feature = "cuda")]
+            ProveError::Cuda(cuda::CudaProveError::Gpu(error)) => error.is_device_lost,
+            ProveError::InjectedLoss(_) => true,
+            _ => false,
+        }
+    }
 }
 
 /// A prover: one thread's way of proving partitions.
@@ -307,6 +323,23 @@ impl Prover {
                 prover.upload(params, on_upload).map_err(ProveError::from)
             }
             _ => Ok(false),
+        }
+    }
+
+    /// Makes `matrices` the constraints this prover's GPU evaluates partitions with (the
+    /// cuda backend uploads them once); `Err` says why it cannot, and is remembered, so the
+    /// host evaluates those partitions instead. Provers that evaluate on no GPU never get a
+    /// partition left to the GPU.
+    pub fn take_constraints(
+        &mut self,
+        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] matrices: &Arc<
+            dyn crate::synth::ConstraintMatrices,
+        >,
+    ) -> Result<(), String> {
+        match self {
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(prover, _) => prover.take_constraints(matrices).map_err(|e| e.to_string()),
+            _ => Err(format!("{} evaluates no constraints on a GPU", self.name())),
         }
     }
 

@@ -20,7 +20,8 @@
 //!   same file for ever. A prover sets at most one file aside between good calls: a second
 //!   file failing the same way shows the device is at fault;
 //! - a prover whose calls fail `--max-device-faults` times in a row stops: its device is
-//!   taken to be broken. When the last prover stops, the run halts and hands every file in
+//!   taken to be broken; one whose device is lost (a sticky CUDA error broke its context,
+//!   so every later call fails) stops at once, the file handed back unjudged. When the last prover stops, the run halts and hands every file in
 //!   flight back ([`ProversStoppedError`]).
 //!
 //! So a broken device never sends a good file to `failed/`: at worst the run stops, naming
@@ -42,6 +43,8 @@ pub struct CallFailure {
     /// True when the call's file was set aside ([`Verdict::SetAside`]): the call does not
     /// count towards stopping the prover.
     pub is_set_aside: bool,
+    /// True when the device is lost (a sticky error): the prover stops at once.
+    pub is_device_lost: bool,
 }
 
 /// `--max-device-faults`' default: faulty calls in a row after which a prover stops.
@@ -76,6 +79,8 @@ pub struct DeviceHealth {
     last_error: String,
     /// True once a file was set aside since the last good call.
     has_set_aside: bool,
+    /// True once a call found the device lost.
+    is_device_lost: bool,
 }
 
 impl DeviceHealth {
@@ -90,6 +95,7 @@ impl DeviceHealth {
             max_faults: max_faults.max(1),
             last_error: String::new(),
             has_set_aside: false,
+            is_device_lost: false,
         }
     }
 
@@ -146,6 +152,10 @@ impl DeviceHealth {
                 self.streak += 1;
                 self.streak_files.extend(failure.files);
                 self.last_error = failure.message;
+                if failure.is_device_lost {
+                    self.is_device_lost = true;
+                    return true;
+                }
             }
         }
         self.streak >= self.max_faults
@@ -155,18 +165,39 @@ impl DeviceHealth {
     pub fn streak(&self) -> (u32, &str) {
         (self.streak, &self.last_error)
     }
+
+    /// True once a call found the device lost (the prover stopped for that).
+    pub fn is_device_lost(&self) -> bool {
+        self.is_device_lost
+    }
 }
 
 /// Every prover stopped after faults of its device: the run cannot go on.
 #[derive(Debug, thiserror::Error)]
-#[error("every prover stopped after faults of its device: {worker}, the last, failed {faults} calls in a row (--max-device-faults), the last with: {message} (hint: check the device with nvidia-smi and the kernel log's Xid errors, or leave it out with --gpus or CUDA_VISIBLE_DEVICES; the start-up note names the physical GPU behind {worker}; the C1 files in flight went back to the inbox, none was failed for it)")]
+#[error("every prover stopped after faults of its device: {worker}, the last, {}, the last with: {message} (hint: check the device with nvidia-smi and the kernel log's Xid errors, or leave it out with --gpus or CUDA_VISIBLE_DEVICES; the start-up note names the physical GPU behind {worker}; the C1 files in flight went back to the inbox, none was failed for it)", self.how())]
 pub struct ProversStoppedError {
     /// The last prover that stopped.
     pub worker: String,
     /// Its faulty calls in a row.
     pub faults: u32,
+    /// True when it stopped because its device was lost (a sticky CUDA error).
+    pub is_device_lost: bool,
     /// What its last one said.
     pub message: String,
+}
+
+impl ProversStoppedError {
+    /// Why the last prover stopped, in words.
+    fn how(&self) -> String {
+        if self.is_device_lost {
+            "lost its device to a sticky CUDA error (every later call on it would fail)".into()
+        } else {
+            format!(
+                "failed {} calls in a row (--max-device-faults)",
+                self.faults
+            )
+        }
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +209,7 @@ mod tests {
             message: message.into(),
             files: vec![format!("digest-{file}")],
             is_set_aside: false,
+            is_device_lost: false,
         })
     }
 
@@ -195,6 +227,14 @@ mod tests {
         assert!(
             DeviceHealth::new(0).record_call(failed("x", 1)),
             "at least one"
+        );
+        let lost = CallFailure {
+            is_device_lost: true,
+            ..failed("lost", 1).unwrap()
+        };
+        assert!(
+            DeviceHealth::new(3).record_call(Some(lost)),
+            "a lost device stops its prover at once"
         );
     }
 

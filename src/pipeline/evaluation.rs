@@ -7,12 +7,76 @@
 //! partitions at a prover hold a, b and c. A prover evaluates the partition it takes after
 //! a batch while the batch is proved ([`evaluate_beside`]), so on a GPU the evaluation
 //! overlaps the kernels instead of idling them.
+//!
+//! It is also the fallback of a partition left to the GPU's evaluation
+//! ([`Evaluation::OnGpu`](crate::footprint::Evaluation::OnGpu)) whose prover cannot take
+//! its constraints (their upload failed: out of memory, a PoSt holding the card): it is
+//! evaluated here the same way, within the budget, a `CPU_FALLBACK` row says so, and the
+//! set is noted in [`RefusedOnGpu`] so that its later partitions are planned for the host.
 
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::backend::Prover;
 use crate::event::{EventKind, EventSink, WorkerName};
 
 use super::job::SynthesizedMsg;
+
+/// The parameter sets whose pre-compiled constraints a GPU refused: the feeder plans their
+/// partitions for the host from then on (on every GPU: the budget's room is planned per
+/// set, not per device).
+#[derive(Clone, Debug, Default)]
+pub struct RefusedOnGpu(Arc<Mutex<HashSet<PathBuf>>>);
+
+impl RefusedOnGpu {
+    /// Notes that a GPU refused the constraints of the set at `params_path`.
+    pub fn note(&self, params_path: &Path) {
+        let mut sets = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        sets.insert(params_path.to_owned());
+    }
+
+    /// True once a GPU refused the constraints of the set at `params_path`.
+    pub fn contains(&self, params_path: &Path) -> bool {
+        let sets = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        sets.contains(params_path)
+    }
+}
+
+/// Makes `msg`, left to the GPU's evaluation, due for the host's instead ([`is_due`]) when
+/// `prover` cannot take its constraints, and says so.
+pub fn fall_back_if_refused(
+    msg: &mut SynthesizedMsg,
+    prover: &mut Prover,
+    worker: &WorkerName,
+    events: &EventSink,
+    refused: &RefusedOnGpu,
+) {
+    if msg.evaluated_bytes.is_some() {
+        return;
+    }
+    let Some(matrices) = msg.synthesized.deferred.clone() else {
+        return;
+    };
+    let Err(reason) = prover.take_constraints(&matrices) else {
+        return;
+    };
+    refused.note(&msg.job.params_path);
+    let bytes = msg
+        .job
+        .footprint()
+        .map_or(msg.memory.bytes(), |f| f.partition_bytes);
+    msg.evaluated_bytes = Some(bytes);
+    events.emit(EventKind::CpuFallback {
+        job: msg.job.name().to_owned(),
+        partition: msg.partition,
+        worker: worker.clone(),
+        reason: format!(
+            "the pre-compiled constraints are not on the GPU ({reason}); this partition's a, b and c are evaluated on the host within the memory budget, and the set's next partitions are planned for the host"
+        ),
+    });
+}
 
 /// True when `msg` waits for its a, b and c to be evaluated here.
 pub fn is_due(msg: &SynthesizedMsg) -> bool {

@@ -5,6 +5,7 @@
 //! would, before the prover is called:
 //!
 //! - `call=N`: every prover's Nth call (from 1);
+//! - `lost=N`: every prover's Nth call, as a device whose context a sticky error broke;
 //! - `job=NAME`: every call proving a partition of the job NAME;
 //! - `all`: every call.
 //!
@@ -18,6 +19,7 @@
 use std::sync::OnceLock;
 
 use super::job::PartitionPath;
+use crate::backend::ProveError;
 use crate::synth::{SynthesizedPartition, WitnessPath};
 
 /// The variable that injects faults.
@@ -74,6 +76,7 @@ pub fn spoil_witness(synthesized: &mut SynthesizedPartition, path: &PartitionPat
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Faults {
     calls: Vec<u32>,
+    lost: Vec<u32>,
     jobs: Vec<String>,
     all: bool,
 }
@@ -87,8 +90,10 @@ fn parse(spec: &str) -> Faults {
             faults.jobs.push(job.to_owned());
         } else if let Some(call) = item.strip_prefix("call=").and_then(|n| n.parse().ok()) {
             faults.calls.push(call);
+        } else if let Some(call) = item.strip_prefix("lost=").and_then(|n| n.parse().ok()) {
+            faults.lost.push(call);
         } else {
-            log::warn!("{VARIABLE}: {item:?} is not call=N, job=NAME or all; ignored");
+            log::warn!("{VARIABLE}: {item:?} is not call=N, lost=N, job=NAME or all; ignored");
         }
     }
     faults
@@ -99,13 +104,13 @@ fn faults() -> &'static Faults {
     FAULTS.get_or_init(|| std::env::var(VARIABLE).map_or_else(|_| Faults::default(), |s| parse(&s)))
 }
 
-/// The injected fault's message when call number `call` of prover `worker`, proving
-/// partitions of `jobs`, is to fail.
+/// The injected fault when call number `call` of prover `worker`, proving partitions of
+/// `jobs`, is to fail.
 pub fn fault_for<'a>(
     worker: &str,
     call: u32,
     jobs: impl Iterator<Item = &'a str>,
-) -> Option<String> {
+) -> Option<ProveError> {
     injected(faults(), worker, call, jobs)
 }
 
@@ -114,11 +119,20 @@ fn injected<'a>(
     worker: &str,
     call: u32,
     mut jobs: impl Iterator<Item = &'a str>,
-) -> Option<String> {
+) -> Option<ProveError> {
+    if faults.lost.contains(&call) {
+        return Some(ProveError::InjectedLoss(format!(
+            "injected lost device on {worker} at call {call} ({VARIABLE})"
+        )));
+    }
     let hit = faults.all
         || faults.calls.contains(&call)
         || jobs.any(|job| faults.jobs.iter().any(|j| j == job));
-    hit.then(|| format!("injected device fault on {worker} at call {call} ({VARIABLE})"))
+    hit.then(|| {
+        ProveError::Injected(format!(
+            "injected device fault on {worker} at call {call} ({VARIABLE})"
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -136,6 +150,11 @@ mod tests {
         assert!(hit(3, &["s-t01000-2", "s-t01000-1"]));
         assert!(injected(&parse(""), "cpu-0", 1, ["a"].into_iter()).is_none());
         assert!(injected(&parse("all"), "cpu-0", 9, std::iter::empty()).is_some());
+        let lost = injected(&parse("lost=2"), "cpu-0", 2, std::iter::empty()).expect("lost");
+        assert!(lost.is_device_lost());
+        assert!(!injected(&faults, "cpu-0", 2, std::iter::empty())
+            .expect("a fault")
+            .is_device_lost());
     }
 
     #[test]

@@ -34,6 +34,7 @@ use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
 use crate::synth::Capacity;
 
 use super::constraints::ConstraintSets;
+use super::evaluation::RefusedOnGpu;
 use super::inbox::{FileState, InboxWatch, Readiness};
 use super::intake::{self, Bound, IntakeError, IntakeRules};
 use super::job::{quarantine, Job, JobError, Outcome};
@@ -81,6 +82,7 @@ pub struct Feeder<'a> {
     /// budget keeps for those evaluated at their provers.
     partitions_at_provers: u64,
     constraints: Arc<ConstraintSets>,
+    refused_on_gpu: RefusedOnGpu,
     memory: MemoryBudget,
     outcome_tx: Sender<Outcome>,
     halt: Halt,
@@ -115,6 +117,8 @@ pub struct FeederLinks {
     pub partitions_at_provers: u64,
     /// The run's pre-compiled constraints.
     pub constraints: Arc<ConstraintSets>,
+    /// The sets whose constraints a GPU refused: planned for the host.
+    pub refused_on_gpu: RefusedOnGpu,
     /// The run's memory budget.
     pub memory: MemoryBudget,
     /// To the finisher, for jobs abandoned at a halt.
@@ -146,6 +150,7 @@ impl<'a> Feeder<'a> {
             params_kind: links.params_kind,
             partitions_at_provers: links.partitions_at_provers,
             constraints: links.constraints,
+            refused_on_gpu: links.refused_on_gpu,
             memory: links.memory,
             outcome_tx: links.outcome_tx,
             halt: links.halt,
@@ -593,9 +598,13 @@ impl Feeder<'_> {
             if !self.has_params(&path) {
                 return;
             }
-            let Some(footprint) = self.front_footprint() else {
+            let Some(mut footprint) = self.front_footprint() else {
                 return;
             };
+            // A GPU refused this set's constraints: the host evaluates its partitions.
+            if self.refused_on_gpu.contains(&path) {
+                footprint.gpu_room_for_constraints = None;
+            }
             let reserve = |feeder: &Self| {
                 feeder
                     .params

@@ -168,6 +168,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let param_sets = ParamSets::new(move |path: &std::path::Path| kind.load(path));
     let halt = Halt::default();
     let live_provers = Arc::new(AtomicUsize::new(provers.len()));
+    let refused_on_gpu = evaluation::RefusedOnGpu::default();
     let mut prover_threads = Vec::new();
     for prover in provers {
         let links = ProverLinks {
@@ -179,6 +180,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             max_device_faults: settings.max_device_faults,
             live_provers: live_provers.clone(),
             halt: halt.clone(),
+            refused_on_gpu: refused_on_gpu.clone(),
         };
         prover_threads.push(
             std::thread::Builder::new()
@@ -224,6 +226,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         params_kind: kind,
         partitions_at_provers,
         constraints,
+        refused_on_gpu,
         memory,
         outcome_tx,
         halt: halt.clone(),

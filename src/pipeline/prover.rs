@@ -48,6 +48,8 @@ pub struct ProverLinks {
     pub live_provers: Arc<AtomicUsize>,
     /// Where the last prover to stop says why the run cannot go on.
     pub halt: Halt,
+    /// The sets whose constraints a GPU refused, for the feeder's plan.
+    pub refused_on_gpu: evaluation::RefusedOnGpu,
 }
 
 /// Proves partitions until the queue is closed and empty, or until the prover's device is
@@ -69,6 +71,7 @@ pub fn prove_partitions(prover: Prover, links: ProverLinks) {
         links.halt.set(ProversStoppedError {
             worker: worker.to_string(),
             faults,
+            is_device_lost: health.is_device_lost(),
             message: message.to_owned(),
         });
     }
@@ -329,6 +332,7 @@ fn prove_batch(
     // evaluated them beside its proof; one whose job was cancelled meanwhile is dropped.
     let mut batch = batch;
     for msg in &mut batch {
+        evaluation::fall_back_if_refused(msg, prover, worker, &links.events, &links.refused_on_gpu);
         evaluation::evaluate(msg, worker, &links.events);
     }
     batch.retain(|msg| !msg.job.is_cancelled());
@@ -366,7 +370,12 @@ fn prove_batch(
     let results = match injected {
         Some(fault) => partitions
             .iter()
-            .map(|_| Err(ProveError::Injected(fault.clone())))
+            .map(|_| {
+                Err(match &fault {
+                    ProveError::InjectedLoss(m) => ProveError::InjectedLoss(m.clone()),
+                    other => ProveError::Injected(other.to_string()),
+                })
+            })
             .collect(),
         None => prover.prove(partitions, &params, next),
     };
@@ -403,14 +412,21 @@ fn prove_batch(
                 }
             }
             Err(error) => {
-                let verdict = health.judge(&job, &worker.to_string());
+                // A lost device fails every call from now on: nothing to judge the file by.
+                let verdict = if error.is_device_lost() {
+                    Verdict::HandBack
+                } else {
+                    health.judge(&job, &worker.to_string())
+                };
                 let failure = failure.get_or_insert_with(|| CallFailure {
                     message: error.to_string(),
                     files: Vec::new(),
                     is_set_aside: false,
+                    is_device_lost: false,
                 });
                 failure.files.push(job.c1_digest.as_str().to_owned());
                 failure.is_set_aside |= verdict == Verdict::SetAside;
+                failure.is_device_lost |= error.is_device_lost();
                 judged(job, partition, worker, error, verdict, &links.events)
             }
         };

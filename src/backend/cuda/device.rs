@@ -25,6 +25,9 @@ pub struct CudaError {
     pub name: String,
     /// CUDA's error code (negated by sppark), or -1.
     pub code: i32,
+    /// True once a sticky error broke the device's context: the handle fails every call
+    /// from now on, so its prover stops.
+    pub is_device_lost: bool,
     /// What failed and why.
     pub message: String,
 }
@@ -91,6 +94,7 @@ fn check(status: ffi::Status, index: usize, name: &str) -> Result<(), CudaError>
             index,
             name: name.to_owned(),
             code: status.code,
+            is_device_lost: status.device_lost != 0,
             message: status.message(),
         })
     }
@@ -138,6 +142,7 @@ impl CudaGpu {
             index,
             name: name.clone(),
             code: -1,
+            is_device_lost: false,
             message: "opening the GPU returned no handle".into(),
         })?;
         Ok(CudaGpu {
@@ -215,6 +220,7 @@ impl CudaGpu {
                 index: self.index,
                 name: self.name.clone(),
                 code: -1,
+                is_device_lost: false,
                 message: format!(
                     "matrix {bad} of the pre-compiled constraints has the wrong number of rows"
                 ),
@@ -296,6 +302,7 @@ impl PinnedBuffer {
             index: 0,
             name: "host".into(),
             code: -1,
+            is_device_lost: false,
             message: "pinned allocation returned nothing".into(),
         })?;
         Ok(PinnedBuffer { ptr, len })

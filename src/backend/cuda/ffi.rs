@@ -11,10 +11,12 @@ use blstrs::Scalar as Fr;
 use sppark as _;
 
 /// The outcome of a call: `code` 0 on success, else a CUDA error code (negated by
-/// sppark) or -1, with a message naming the step.
+/// sppark) or -1, with a message naming the step; `device_lost` non-zero once a sticky
+/// error broke the device's context (every later call on the handle fails).
 #[repr(C)]
 pub struct Status {
     pub code: i32,
+    pub device_lost: i32,
     pub message: [c_char; 500],
 }
 

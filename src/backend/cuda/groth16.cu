@@ -26,11 +26,15 @@
 //   helper thread may copy (and, when compact, expand) the next partition's witness on the
 //   stager's own stream into the slot this proof does not use; it is joined before the
 //   call returns.
-// - Errors. No C++ exception crosses this boundary: every entry point catches all of them
-//   and returns a cuzk_status (code 0 on success, else a CUDA error code or -1, with a
-//   message naming the step). Host asserts are compiled out (NDEBUG); the Rust side
-//   validates lengths first. A sticky CUDA error poisons the handle: later calls fail
-//   with the same reason instead of computing on a broken context.
+// - Errors. No C++ exception crosses this boundary: every entry point catches all of them,
+//   the device lock's too (on_device), and returns a cuzk_status (code 0 on success, else
+//   a CUDA error code, negated as sppark throws it, or -1, with a message naming the step).
+//   Host asserts are compiled out (NDEBUG); the Rust side validates lengths first. A
+//   sticky CUDA error (illegal address, Xid 79/48, ECC) poisons the handle: the status says
+//   `device_lost`, and later calls fail with the same reason instead of computing on a
+//   broken context. No destructor here throws (a throwing destructor is std::terminate, the
+//   whole process): they never sync through sppark's throwing calls, and sppark's msm_t,
+//   whose destructor does, is destroyed only while the device is healthy (msm_owner).
 
 #include <cstdint>
 #include <cstring>
@@ -75,9 +79,11 @@ typedef fr_t scalar_t;
 
 extern "C" {
 
-// The outcome of a call: code 0 on success.
+// The outcome of a call: code 0 on success. device_lost: a sticky error broke the device's
+// context, so this handle fails every call from now on.
 struct cuzk_status {
     int32_t code;
+    int32_t device_lost;
     char message[500];
 };
 
@@ -157,6 +163,7 @@ std::mutex device_locks[64];
 void set_status(cuzk_status* st, int code, const char* fmt_str, const char* what)
 {
     st->code = code;
+    st->device_lost = 0;
     std::snprintf(st->message, sizeof(st->message), fmt_str, what);
 }
 
@@ -164,6 +171,7 @@ cuzk_status ok()
 {
     cuzk_status st;
     st.code = 0;
+    st.device_lost = 0;
     st.message[0] = 0;
     return st;
 }
@@ -347,10 +355,12 @@ struct cuzk_gpu {
 
     cuzk_gpu(const gpu_t& g, int i) : gpu(g), index(i) {}
 
+    // Never throws: after a sticky error every sync fails, and a throwing destructor would
+    // end the process.
     ~cuzk_gpu()
     {
         gpu.select();
-        gpu.sync();
+        (void)cudaDeviceSynchronize();
         h.release(); l.release(); a.release(); b_g1.release(); b_g2.release();
         d_a.release(); d_b.release(); d_inputs.release();
         d_c.release(); slot_aux[0].release(); slot_aux[1].release(); coeffs.release();
@@ -390,16 +400,18 @@ void upload_witness(cuzk_gpu* g, fr_t* dst, const cuzk_partition* p)
 }
 
 // After a failure, is the context still usable? Sticky errors (illegal address, launch
-// failure) are not; out of memory and bad arguments are.
-void note_failure(cuzk_gpu* g, const cuzk_status& st)
+// failure) are not; out of memory and bad arguments are. A sticky one poisons the handle
+// and marks `st` as the device lost.
+void note_failure(cuzk_gpu* g, cuzk_status* st)
 {
-    if (st.code == 0)
+    if (st->code == 0)
         return;
-    cudaError_t last = cudaPeekAtLastError();
-    (void)last;
+    (void)cudaGetLastError();   // clears a non-sticky error; a sticky one stays
     cudaError_t sync = cudaDeviceSynchronize();
     if (sync != cudaSuccess && g->sticky.empty())
-        g->sticky = st.message;
+        g->sticky = st->message;
+    if (!g->sticky.empty())
+        st->device_lost = 1;
 }
 
 // True, with the reason in `st`, once a sticky error made the handle unusable.
@@ -408,7 +420,54 @@ bool is_poisoned(const cuzk_gpu* g, cuzk_status* st)
     if (g->sticky.empty())
         return false;
     set_status(st, -1, "the GPU failed earlier: %s", g->sticky.c_str());
+    st->device_lost = 1;
     return true;
+}
+
+// Runs `body` on `g` under its device's lock: refused on a poisoned handle, every exception
+// (the lock's included) turned into a status naming `step`, a sticky error noted. `detail`,
+// when set, names the step inside `body` that failed, put before the message.
+template<class F>
+cuzk_status on_device(cuzk_gpu* g, const char* step, F body, const char* const* detail = nullptr)
+{
+    cuzk_status st = ok();
+    try {
+        std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
+        if (is_poisoned(g, &st))
+            return st;
+        st = guarded(step, body);
+        if (st.code != 0 && detail && *detail) {
+            char buf[sizeof(st.message)];
+            std::snprintf(buf, sizeof(buf), "%s: %s", *detail, st.message);
+            std::snprintf(st.message, sizeof(st.message), "%s", buf);
+        }
+        note_failure(g, &st);
+    } catch (...) {
+        set_status(&st, -1, "%s: the device lock failed", step);
+    }
+    return st;
+}
+
+// The code of a cuda_error as cudaError_t: sppark throws them negated.
+cudaError_t error_of(const cuda_error& e)
+{
+    int code = e.code();
+    return (cudaError_t)(code < 0 ? -code : code);
+}
+
+// A fault injected by a test on a GPU machine (CUZK_TEST_GPU_FAULT), since a real one
+// cannot be had on demand: `sticky` makes the L multiexp write through a null pointer (an
+// illegal address: the context is lost; `sticky@N` on GPU N only), `split-oom` and `tail-oom` make the bit split's
+// tail and its gathered bases fail to allocate as out of memory, `matrices-oom` the
+// pre-compiled constraints' upload. Read once; production runs never set it.
+bool injects(const char* fault, int device = -1)
+{
+    static const char* spec = std::getenv("CUZK_TEST_GPU_FAULT");
+    const char* at = spec ? std::strstr(spec, fault) : nullptr;
+    if (!at)
+        return false;
+    at += std::strlen(fault);
+    return *at != '@' || device < 0 || std::atoi(at + 1) == device;
 }
 
 #include "split_msm.cuh"
@@ -474,11 +533,7 @@ cuzk_status cuzk_gpu_free_memory(cuzk_gpu* g, size_t* free_bytes, size_t* total_
 cuzk_status cuzk_gpu_reserve_bases(cuzk_gpu* g, const cuzk_base_counts* counts,
                                    uint32_t resident)
 {
-    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
-    cuzk_status refused;
-    if (is_poisoned(g, &refused))
-        return refused;
-    return guarded("allocating resident bases", [&] {
+    return on_device(g, "allocating resident bases", [&] {
         g->gpu.select();
         g->h.release(); g->l.release(); g->a.release(); g->b_g1.release(); g->b_g2.release();
         g->counts = *counts;
@@ -497,11 +552,7 @@ cuzk_status cuzk_gpu_reserve_bases(cuzk_gpu* g, const cuzk_base_counts* counts,
 cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
                                   const void* points, size_t count)
 {
-    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
-    cuzk_status refused;
-    if (is_poisoned(g, &refused))
-        return refused;
-    cuzk_status st = guarded("uploading bases", [&] {
+    return on_device(g, "uploading bases", [&] {
         g->gpu.select();
         void* dst = nullptr;
         size_t cap = 0, size = sizeof(affine_t);
@@ -518,8 +569,6 @@ cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
         CUDA_OK(cudaMemcpy((char*)dst + first * size, points, count * size,
                            cudaMemcpyHostToDevice));
     });
-    note_failure(g, st);
-    return st;
 }
 
 // Uploads a circuit's pre-compiled constraints, replacing any before; `one_id` and
@@ -527,11 +576,7 @@ cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
 cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, const cuzk_matrices* m, uint32_t one_id,
                                      uint32_t minus_one_id)
 {
-    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
-    cuzk_status refused;
-    if (is_poisoned(g, &refused))
-        return refused;
-    cuzk_status st = guarded("uploading the pre-compiled constraints", [&] {
+    return on_device(g, "uploading the pre-compiled constraints", [&] {
         g->gpu.select();
         g->matrix_rows = 0;
         g->coeffs.release();
@@ -539,6 +584,9 @@ cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, const cuzk_matrices* m, uint32
             g->row_ptr[k].release();
             g->entries[k].release();
         }
+        if (injects("matrices-oom"))
+            throw cuda_error{-cudaErrorMemoryAllocation,
+                             std::string("injected: no memory for the constraints")};
         g->coeffs.reserve(m->ncoeffs ? m->ncoeffs : 1);
         g->stage.copy(g->coeffs.ptr, m->coeffs, m->ncoeffs * sizeof(fr_t));
         for (int k = 0; k < 3; k++) {
@@ -551,8 +599,6 @@ cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, const cuzk_matrices* m, uint32
         g->minus_one_id = minus_one_id;
         g->matrix_rows = m->rows;
     });
-    note_failure(g, st);
-    return st;
 }
 
 cuzk_status cuzk_host_alloc(size_t bytes, void** out)
@@ -584,13 +630,9 @@ extern "C" {
 cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_partition* next,
                            cuzk_msm_results* out, cuzk_step_ms* ms)
 {
-    std::lock_guard<std::mutex> lock(device_locks[g->index % 64]);
-    cuzk_status refused;
-    if (is_poisoned(g, &refused))
-        return refused;
     using clock = std::chrono::steady_clock;
     const char* step = "preparing";
-    cuzk_status st = guarded("proving", [&] {
+    return on_device(g, "proving", [&] {
         g->gpu.select();
         auto t0 = clock::now();
         partition_proof proof{g, p, step};
@@ -620,14 +662,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         ms->msm_b_g1 = ms_between(t4, t5);
         ms->msm_b_g2 = ms_between(t5, t6);
         ms->total = ms_between(t0, t6);
-    });
-    if (st.code != 0) {
-        char buf[sizeof(st.message)];
-        std::snprintf(buf, sizeof(buf), "%s: %s", step, st.message);
-        std::snprintf(st.message, sizeof(st.message), "%s", buf);
-        note_failure(g, st);
-    }
-    return st;
+    }, &step);
 }
 
 }  // extern "C"

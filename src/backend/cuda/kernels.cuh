@@ -186,3 +186,10 @@ void scatter_wide(fr_t* dst, const uint32_t* index, const fr_t* wide, size_t n)
          k += (size_t)blockDim.x * gridDim.x)
         dst[index[k]] = wide[k];
 }
+
+// A test's sticky fault (CUZK_TEST_GPU_FAULT=sticky): an illegal address, which loses the
+// context as a real one (Xid 13/31/43) would.
+__global__ void write_through_null()
+{
+    *(volatile uint32_t*)nullptr = 1;
+}

@@ -254,6 +254,10 @@ struct partition_proof {
     void multiexp_l(point_t& out)
     {
         step = "the L multiexp";
+        if (injects("sticky", g->index)) {
+            write_through_null<<<1, 1, 0, gpu[0]>>>();
+            gpu[0].sync();
+        }
         bit_split split{gpu, aux_dev, p->aux_len};
         run_query_msm<bucket_t>(gpu, split, out, g->resident[CUZK_L] ? g->l.ptr : nullptr,
                                 p->host_l, aux_dev);

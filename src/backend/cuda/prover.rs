@@ -57,6 +57,10 @@ pub struct CudaProver {
     uploaded: Option<Weak<ResidentParams>>,
     /// The pre-compiled constraints on the GPU, held the same way.
     matrices: Option<Weak<dyn ConstraintMatrices>>,
+    /// Constraints whose upload failed, and why: not tried again (an upload of 8.9 GB at
+    /// 32GiB for every partition would be a storm), their partitions are evaluated on the
+    /// host within the memory budget instead (see `pipeline::evaluation`).
+    refused: Option<(Weak<dyn ConstraintMatrices>, CudaError)>,
     staging: Option<PinnedBuffer>,
 }
 
@@ -74,6 +78,7 @@ impl CudaProver {
             gpu: CudaGpu::open(index)?,
             uploaded: None,
             matrices: None,
+            refused: None,
             staging: None,
         })
     }
@@ -204,6 +209,27 @@ impl CudaProver {
         Some(witness_only_view(next, matrices.rows()))
     }
 
+    /// Uploads `matrices` unless they are already on the GPU, so that it evaluates their
+    /// partitions; once refused (out of device memory, a PoSt holding the card), a set is
+    /// not tried again and says why.
+    pub fn take_constraints(
+        &mut self,
+        matrices: &Arc<dyn ConstraintMatrices>,
+    ) -> Result<(), CudaError> {
+        if let Some((set, error)) = &self.refused {
+            if set.ptr_eq(&Arc::downgrade(matrices)) {
+                return Err(error.clone());
+            }
+        }
+        self.ensure_matrices(matrices).inspect_err(|error| {
+            warn!(
+                "{}: {error}; the constraints are not tried again on this GPU, the host evaluates their partitions",
+                self.name
+            );
+            self.refused = Some((Arc::downgrade(matrices), error.clone()));
+        })
+    }
+
     /// Uploads `matrices` unless they are already on the GPU.
     fn ensure_matrices(&mut self, matrices: &Arc<dyn ConstraintMatrices>) -> Result<(), CudaError> {
         if self
@@ -246,20 +272,15 @@ impl CudaProver {
     ) -> Result<(Proof<Bls12>, ProveTimings), CudaProveError> {
         let started = Instant::now();
         self.ensure_bases(params)?;
-        let mut partition = partition;
-        let mut evaluate = false;
-        if let Some(matrices) = partition.deferred.clone() {
-            match self.ensure_matrices(&matrices) {
-                Ok(()) => evaluate = true,
-                Err(err) => {
-                    warn!(
-                        "{}: {err}; this partition's constraints are evaluated on the host",
-                        self.name
-                    );
-                    partition.evaluate_deferred();
-                }
+        // A partition left to the GPU's evaluation comes only once its constraints are there
+        // (`take_constraints`); the host's fallback is the pipeline's, within the budget.
+        let evaluate = match partition.deferred.clone() {
+            Some(matrices) => {
+                self.take_constraints(&matrices)?;
+                true
             }
-        }
+            None => false,
+        };
         let bases_ms = ms_since(started);
 
         let started = Instant::now();

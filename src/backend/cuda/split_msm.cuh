@@ -3,6 +3,25 @@
 // bases and a Pippenger over the rest (bit_split). Included by groth16.cu inside its
 // anonymous namespace, after pool_buffer and the kernels; not a standalone header.
 
+// Owns a heap-allocated sppark msm_t, whose destructor syncs the device through calls that
+// throw once a sticky error broke the context (a throwing destructor is std::terminate): it
+// is destroyed only while the device answers, else left behind with the lost context (the
+// handle is poisoned then, and its prover stops).
+template<class M>
+struct msm_owner {
+    const gpu_t& gpu;
+    M* msm;
+    msm_owner(const gpu_t& g, M* m) : gpu(g), msm(m) {}
+    msm_owner(const msm_owner&) = delete;
+    msm_owner& operator=(const msm_owner&) = delete;
+    ~msm_owner()
+    {
+        cudaError_t state = cudaStreamQuery(gpu[0]);
+        if (state == cudaSuccess || state == cudaErrorNotReady)
+            delete msm;
+    }
+};
+
 template<class bucket, class point, class affine>
 void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
              const fr_t* device_scalars, size_t n)
@@ -11,7 +30,9 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
         out.inf();
         return;
     }
-    msm_t<bucket, point, affine, scalar_t> msm{nullptr, n, sizeof(affine), gpu.id()};
+    using msm_type = msm_t<bucket, point, affine, scalar_t>;
+    msm_owner<msm_type> owner{gpu, new msm_type{nullptr, n, sizeof(affine), gpu.id()}};
+    msm_type& msm = *owner.msm;
     RustError err;
     if (device_bases)
         err = msm.invoke(out, device_span<affine>{const_cast<affine*>(device_bases)}, n,
@@ -36,13 +57,14 @@ struct bit_split {
     static constexpr size_t MAX_TAIL_SHARE = 8;
 
     const gpu_t& gpu;
+    const fr_t* scalars;        // on the device, n of them
     size_t n = 0, tail = 0;
     bool is_split = false;      // else: prove with plain Pippenger
     pool_buffer<uint32_t> ones;
     pool_buffer<fr_t> tail_scalars;
     pool_buffer<uint32_t> tail_index;
 
-    bit_split(const gpu_t& g, const fr_t* scalars, size_t len) : gpu(g), n(len)
+    bit_split(const gpu_t& g, const fr_t* d_scalars, size_t len) : gpu(g), scalars(d_scalars), n(len)
     {
         // Batch addition takes 31-bit positions and reads the ones in rows of 1024.
         if (n == 0 || n >= ((size_t)1 << 31))
@@ -63,6 +85,9 @@ struct bit_split {
         if (wide) {
             // Out of device memory here only means the plain multiexp.
             try {
+                if (injects("split-oom"))
+                    throw cuda_error{-cudaErrorMemoryAllocation,
+                                     std::string("injected: no memory for the split's tail")};
                 pool_buffer<fr_t> t_scalars{wide, s};
                 pool_buffer<uint32_t> t_index{wide, s};
                 CUDA_OK(cudaMemsetAsync(count, 0, sizeof(uint32_t), s));
@@ -73,7 +98,7 @@ struct bit_split {
                 tail_scalars = std::move(t_scalars);
                 tail_index = std::move(t_index);
             } catch (const cuda_error& e) {
-                if (e.code() != cudaErrorMemoryAllocation)
+                if (error_of(e) != cudaErrorMemoryAllocation)
                     throw;
                 (void)cudaGetLastError();
                 return;
@@ -84,7 +109,8 @@ struct bit_split {
         is_split = true;
     }
 
-    // out = the multiexp of the split scalars over `bases` (on the device, n of them).
+    // out = the multiexp of the split scalars over `bases` (on the device, n of them); plain
+    // Pippenger over them all when the tail's bases find no room.
     template<class bucket, class point, class affine>
     void multiexp(point& out, const affine* bases)
     {
@@ -94,7 +120,19 @@ struct bit_split {
         const int sms = (int)gpu.sm_count();
         out.inf();
         if (tail) {
-            pool_buffer<affine_h> tail_bases{tail, s};
+            pool_buffer<affine_h> tail_bases;
+            try {
+                if (injects("tail-oom"))
+                    throw cuda_error{-cudaErrorMemoryAllocation,
+                                     std::string("injected: no memory for the tail's bases")};
+                tail_bases = pool_buffer<affine_h>{tail, s};
+            } catch (const cuda_error& e) {
+                if (error_of(e) != cudaErrorMemoryAllocation)
+                    throw;
+                (void)cudaGetLastError();
+                run_msm<bucket>(gpu, out, bases, (const affine*)nullptr, scalars, n);
+                return;
+            }
             gather_bases<<<sms * 4, 256, 0, s>>>(tail_bases.ptr, (const affine_h*)bases,
                                                  (const uint32_t*)tail_index.ptr, tail);
             CUDA_OK(cudaGetLastError());
