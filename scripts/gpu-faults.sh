@@ -49,3 +49,5 @@ for case in none split-oom tail-oom matrices-oom sticky; do
   cp "$spool/run.log" "$spool/timeline.csv" "$out/$case/" 2>/dev/null
   rm -rf "$spool"
 done
+echo "== the run without a fault, as the waterfall sees it"
+"$bin" waterfall "$out/none/timeline.csv" 2>&1 | head -30

@@ -1,8 +1,10 @@
 //! Chaos: the real binary killed with SIGKILL at random moments, over and over, while it
-//! proves ten sectors of two partitions each. After every kill each C1 file is in exactly
-//! one place; at the end every one is proved exactly once, its proof verifies, and none is
-//! in `failed/`: files in flight at a crash are proved alone afterwards, and a crash counts
-//! against a file only when it was alone in flight.
+//! proves ten sectors of two partitions each, with a device fault injected at a random call
+//! of one run and every native witness of another made wrong (so their proofs are rejected).
+//! After every kill each C1 file is in exactly one place; at the end every one is proved
+//! exactly once, its proof verifies, and none is in `failed/` or `set-aside/`: files in
+//! flight at a crash are proved alone afterwards, a crash counts against a file only when it
+//! was alone in flight, a device fault and a first rejected proof hand the file back.
 //!
 //! The sectors are 2KiB sectors with two partitions: filecoin-proofs' `POREP_PARTITIONS` is
 //! set to 2 for 2KiB in this test's own process (to seal them, generate their parameters and
@@ -114,8 +116,23 @@ fn kill_nine_at_random_points_proves_every_file_exactly_once() {
         seed % max
     };
     let timeline = root.join("timeline.csv");
+    let faulty_call = 1 + next(6);
+    eprintln!("the first run's device fault: call {faulty_call}");
     for round in 0..KILLS {
-        let mut child = run_binary(root)
+        let mut run = run_binary(root);
+        match round {
+            0 => {
+                run.env(
+                    cuzk::pipeline::FAULT_INJECTION_VARIABLE,
+                    format!("call={faulty_call}"),
+                );
+            }
+            1 => {
+                run.env(cuzk::pipeline::WRONG_WITNESS_VARIABLE, "native");
+            }
+            _ => {}
+        }
+        let mut child = run
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -157,6 +174,7 @@ fn kill_nine_at_random_points_proves_every_file_exactly_once() {
     assert_eq!(out.status.code(), Some(0), "every file proved");
     assert_each_in_one_place(root, &files, "at the end");
     assert!(names(&root.join("failed")).is_empty(), "none in failed/");
+    assert!(!root.join("set-aside").exists(), "none set aside");
     let mut sorted = files.clone();
     sorted.sort();
     assert_eq!(names(&root.join("done")), sorted, "all in done/, each once");
