@@ -16,8 +16,10 @@ use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::RegisteredSealProof;
 use serde::Deserialize;
 
-/// Files larger than this are refused unread: a 64GiB sector's C1 is well under it.
-pub const DEFAULT_MAX_C1_BYTES: u64 = 1 << 30;
+/// Files larger than this are refused unread. The largest real input is a 64GiB sector's C1
+/// in the lotus-bench wrapper, 52 MB (`examples/input_sizes.rs` measures the faithful
+/// shapes); five times that leaves room, and parsing one costs about twice its bytes.
+pub const DEFAULT_MAX_C1_BYTES: u64 = 256 << 20;
 
 /// The key in a lotus-bench wrapper that marks a file as benchmark input (made by `shape`):
 /// owned here, where files are read, so that parsing needs nothing of the generator.
@@ -65,7 +67,7 @@ pub enum ParseC1Error {
         source: std::io::Error,
     },
     /// The file is larger than the cap.
-    #[error("{path}: {bytes} bytes is over the {max_bytes}-byte cap for a C1 file (hint: a C1 file of any sector size is under 1 GiB; is this the right file?)")]
+    #[error("{path}: {bytes} bytes is over the {max_bytes}-byte cap for a C1 file (hint: a real C1 or update input of any sector size is under 60 MB; is this the right file? --max-c1-bytes raises the cap)")]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -220,26 +222,26 @@ pub fn read_ends(path: &Path) -> Option<(String, String)> {
 
 /// Parses C1 bytes; `path` only names the file in errors.
 pub fn parse_c1(path: &Path, data: &[u8]) -> Result<C1File, ParseC1Error> {
-    parse_c1_object(path, json_object(path, data)?)
+    parse_c1_keyed(path, data, &top_keys(path, data)?)
 }
 
-/// The JSON object an input file holds; a file that ends early is told apart (it may still
-/// be being written). Every input form is one object, so the bytes are tokenized once and
-/// the forms are told apart by their keys.
-pub fn json_object(
-    path: &Path,
-    data: &[u8],
-) -> Result<serde_json::Map<String, serde_json::Value>, ParseC1Error> {
-    match serde_json::from_slice(data) {
-        Ok(serde_json::Value::Object(map)) => Ok(map),
-        Ok(_) => Err(ParseC1Error::Inconsistent {
-            path: path.to_owned(),
-            message: "the JSON is not an object; expected a lotus-bench Commit2In wrapper, a SealCommitPhase1Output or an update input".into(),
-        }),
+/// The keys of the JSON object an input file holds, read without keeping a value. Every
+/// input form is one object, told apart by its keys; the bytes are then parsed straight into
+/// the form's types, since a tree of JSON values costs many times the file's bytes (a number
+/// of one byte takes 32), outside any budget. A file that ends early is told apart (it may
+/// still be being written).
+pub fn top_keys(path: &Path, data: &[u8]) -> Result<TopKeys, ParseC1Error> {
+    use std::collections::BTreeMap;
+    match serde_json::from_slice::<BTreeMap<String, serde::de::IgnoredAny>>(data) {
+        Ok(map) => Ok(TopKeys(map.into_keys().collect())),
         Err(source) if source.is_eof() => Err(ParseC1Error::Incomplete {
             path: path.to_owned(),
             line: source.line(),
             column: source.column(),
+        }),
+        Err(source) if source.is_data() => Err(ParseC1Error::Inconsistent {
+            path: path.to_owned(),
+            message: "the JSON is not an object; expected a lotus-bench Commit2In wrapper, a SealCommitPhase1Output or an update input".into(),
         }),
         Err(source) => Err(ParseC1Error::NotJson {
             path: path.to_owned(),
@@ -248,30 +250,34 @@ pub fn json_object(
     }
 }
 
-/// Parses a C1 file's JSON object (see [`json_object`]).
-pub fn parse_c1_object(
-    path: &Path,
-    probe: serde_json::Map<String, serde_json::Value>,
-) -> Result<C1File, ParseC1Error> {
-    let is_benchmark = probe.contains_key(BENCHMARK_KEY);
-    let mut c1 = if probe.contains_key("Phase1Out") {
+/// The top-level keys of an input file's JSON object ([`top_keys`]).
+#[derive(Debug)]
+pub struct TopKeys(std::collections::BTreeSet<String>);
+
+impl TopKeys {
+    /// True when the object has `key`.
+    pub fn contains(&self, key: &str) -> bool {
+        self.0.contains(key)
+    }
+}
+
+/// Parses C1 bytes whose object has `keys` ([`top_keys`]) straight into their form's types.
+pub fn parse_c1_keyed(path: &Path, data: &[u8], keys: &TopKeys) -> Result<C1File, ParseC1Error> {
+    let is_benchmark = keys.contains(BENCHMARK_KEY);
+    let mut c1 = if keys.contains("Phase1Out") {
         let wrapper: Commit2In =
-            serde_json::from_value(serde_json::Value::Object(probe)).map_err(|source| {
-                ParseC1Error::NotPhase1Output {
-                    path: path.to_owned(),
-                    what: "the Commit2In wrapper",
-                    source,
-                }
+            serde_json::from_slice(data).map_err(|source| ParseC1Error::NotPhase1Output {
+                path: path.to_owned(),
+                what: "the Commit2In wrapper",
+                source,
             })?;
         parse_wrapper(path, wrapper)?
-    } else if probe.contains_key("registered_proof") {
+    } else if keys.contains("registered_proof") {
         let output =
-            serde_json::from_value(serde_json::Value::Object(probe)).map_err(|source| {
-                ParseC1Error::NotPhase1Output {
-                    path: path.to_owned(),
-                    what: "the file",
-                    source,
-                }
+            serde_json::from_slice(data).map_err(|source| ParseC1Error::NotPhase1Output {
+                path: path.to_owned(),
+                what: "the file",
+                source,
             })?;
         C1File {
             form: C1Form::Bare,

@@ -45,11 +45,11 @@ pub fn read_job_input(path: &Path, max_bytes: u64) -> Result<JobInput, ParseC1Er
 
 /// Parses input bytes; `path` only names the file in errors.
 pub fn parse_job_input(path: &Path, data: &[u8]) -> Result<JobInput, ParseC1Error> {
-    let object = c1::json_object(path, data)?;
-    if update_input::is_update_input(&object) {
-        update_input::parse_update(path, &object).map(JobInput::Update)
+    let keys = c1::top_keys(path, data)?;
+    if update_input::is_update_input(&keys) {
+        update_input::parse_update(path, data).map(JobInput::Update)
     } else {
-        c1::parse_c1_object(path, object).map(JobInput::Seal)
+        c1::parse_c1_keyed(path, data, &keys).map(JobInput::Seal)
     }
 }
 

@@ -100,10 +100,24 @@ fn write_corpus(inbox: &Path, outbox: &Path) -> Vec<Case> {
             "trailing",
         ),
         (
+            // Nested past any recursion limit, and whole: skipped while the keys are read,
+            // refused by the first type it meets.
             "deep.json".into(),
+            [
+                b"{\"registered_proof\":".as_slice(),
+                &[b'['; 100_000],
+                &[b']'; 100_000],
+                b"}",
+            ]
+            .concat(),
+            "parse",
+            "is not a SealCommitPhase1Output",
+        ),
+        (
+            "deep-array.json".into(),
             vec![b'['; 100_000],
             "parse",
-            "recursion limit",
+            "not an object",
         ),
         (
             "bad-base64.json".into(),

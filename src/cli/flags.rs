@@ -201,7 +201,8 @@ pub struct ProveDirArgs {
     /// failed as truncated.
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_INCOMPLETE_GRACE_SECS)]
     pub incomplete_grace_secs: f64,
-    /// Largest C1 file accepted, in bytes.
+    /// Largest input file accepted, in bytes (a 64GiB sector's C1 in the lotus-bench wrapper
+    /// is 52 MB).
     #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
     pub max_c1_bytes: u64,
     /// Seconds without a heartbeat after which another host's or container's claims are
@@ -280,9 +281,9 @@ pub struct TuningArgs {
     pub gpu_memory: Option<u64>,
     /// How partitions are synthesized: `precompiled` records each circuit shape's
     /// constraints once (kept beside the parameters) and then computes only the witness,
-    /// with the circuit's gadgets; `native` does the same but computes the SHA-256 work of
-    /// the witness natively (the timeline says which ran); `full` builds every constraint
-    /// for every partition.
+    /// with the circuit's gadgets; `native` does the same but computes the witness's
+    /// SHA-256 and Poseidon work natively (the timeline says which ran); `full` builds every
+    /// constraint for every partition.
     #[arg(long, value_name = "HOW", value_enum, default_value_t = RunSettings::DEFAULT_SYNTHESIS)]
     pub synthesis: Synthesis,
     /// Threads that evaluate pre-compiled constraints, shared by every partition [default:

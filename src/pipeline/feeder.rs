@@ -25,7 +25,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::backend::{ParamsKind, ProverParams};
 use crate::c1::SectorSizeName;
 use crate::circuits;
-use crate::event::{EventKind, EventSink};
+use crate::event::{EventKind, EventSink, JobStage};
 use crate::footprint::{Evaluation, Footprint};
 use crate::memory::{show_bytes, MemoryBudget};
 use crate::params::{self, ParamSets};
@@ -373,6 +373,10 @@ impl Feeder<'_> {
             );
             return self.fail(&claimed, &JobError::Crash(message));
         }
+        // Reading and binding a file is in flight too: a run killed there (a huge file, a
+        // panic in a parser) blames the file as any other stage would.
+        self.spool
+            .note_attempt_stage(&claimed, JobStage::Parse, None);
         let started = Instant::now();
         let rules = IntakeRules {
             max_c1_bytes: self.settings.max_c1_bytes,
@@ -384,7 +388,11 @@ impl Feeder<'_> {
             .inbox
             .take_deferral(&self.spool.layout().inbox.join(&claimed.file_name));
         let waited = deferral.map_or(Duration::ZERO, |seen| seen.since.elapsed());
-        match intake::bind_claimed(&claimed, &rules, waited) {
+        let intake = intake::bind_claimed(&claimed, &rules, waited);
+        if matches!(intake, Ok(_) | Err(IntakeError::MissingParams(..))) {
+            self.spool.note_attempt_waiting(&claimed);
+        }
+        match intake {
             Ok(bound) => self.enqueue(claimed, bound, started, attempt),
             Err(IntakeError::Job(err)) => self.fail(&claimed, &err),
             Err(IntakeError::NotReady(reason)) => {

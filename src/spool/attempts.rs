@@ -109,7 +109,7 @@ impl Spool {
             .join(format!("{job}.json"))
     }
 
-    fn read_attempts(&self, job: &str) -> Option<AttemptRecord> {
+    pub(super) fn read_attempts(&self, job: &str) -> Option<AttemptRecord> {
         let bytes = fs::read(self.attempts_path(job)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
@@ -171,6 +171,22 @@ impl Spool {
         record.stage = Some(stage.as_str().to_owned());
         record.partition = partition;
         record.owner = self.owner.dir_name();
+        record.updated_at = now();
+        if let Err(err) = self.write_attempts(&job.name, &record) {
+            log::warn!("{}: {err:#}", job.name);
+        }
+    }
+
+    /// Notes that `job` is no longer in flight (read and bound, it waits for its partitions
+    /// to start): a crash now is not its doing. Best effort, as [`Spool::note_attempt_stage`].
+    pub fn note_attempt_waiting(&self, job: &ClaimedJob) {
+        let Some(mut record) = self.read_attempts(&job.name) else {
+            return;
+        };
+        if !record.is_started {
+            return;
+        }
+        record.is_started = false;
         record.updated_at = now();
         if let Err(err) = self.write_attempts(&job.name, &record) {
             log::warn!("{}: {err:#}", job.name);

@@ -497,3 +497,24 @@ fn a_file_handed_back_for_a_retry_waits_behind_the_files_there_by_its_record() {
         .expect("quarantine");
     assert!(spool.handed_back_times().is_empty());
 }
+
+#[test]
+fn a_file_being_read_is_in_flight_and_one_waiting_after_is_not() {
+    let (_dir, spool) = spool();
+    let c1 = spool.layout().inbox.join("s-t01000-1.json");
+    fs::write(&c1, b"{}").expect("write");
+    let job = spool.claim(&c1).expect("claim").expect("claimed");
+    spool.start_attempt(&job, None).expect("record");
+    spool.note_attempt_stage(&job, JobStage::Parse, None);
+    let reading = spool.read_attempts(&job.name).expect("record");
+    assert!(reading.is_started, "a crash while it is read is its doing");
+    assert_eq!(reading.last_seen(), "stage parse");
+    spool.note_attempt_waiting(&job);
+    let waiting = spool.read_attempts(&job.name).expect("record");
+    assert!(!waiting.is_started, "bound and waiting: not in flight");
+    assert_eq!(
+        waiting.last_seen(),
+        "stage parse",
+        "where it was last seen stays"
+    );
+}

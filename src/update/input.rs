@@ -27,9 +27,11 @@ use std::path::Path;
 
 use base64::Engine;
 use filecoin_proofs_api::RegisteredUpdateProof;
+use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::c1::{ParseC1Error, SectorSizeName, BENCHMARK_KEY};
+use crate::c1::{ParseC1Error, SectorSizeName, TopKeys};
 use crate::commcid;
 
 /// The key only update inputs have.
@@ -93,43 +95,180 @@ impl UpdateInput {
     }
 }
 
-/// True when the JSON object `map` is an update input rather than a C1 file.
-pub fn is_update_input(map: &Map<String, Value>) -> bool {
-    map.contains_key(UPDATE_KEY)
+/// True when an input file whose object has `keys` is an update input rather than a C1 file.
+pub fn is_update_input(keys: &TopKeys) -> bool {
+    keys.contains(UPDATE_KEY)
 }
 
-/// Parses an update input from its JSON object; `path` only names the file in errors.
-pub fn parse_update(path: &Path, map: &Map<String, Value>) -> Result<UpdateInput, ParseC1Error> {
+/// An update input's fields as the file holds them, parsed straight from its bytes (no
+/// tree of JSON values: a vanilla proof's bytes as numbers would take 32 bytes each). Other
+/// keys are skipped unread.
+#[derive(Deserialize)]
+struct UpdateFields {
+    registered_proof: Option<Value>,
+    vannilla_proofs: Option<ProofList>,
+    vanilla_proofs: Option<ProofList>,
+    comm_r_old: Option<Value>,
+    comm_r_new: Option<Value>,
+    comm_d_new: Option<Value>,
+    miner_id: Option<Value>,
+    sector_num: Option<Value>,
+    sector_id: Option<Value>,
+    /// [`crate::c1::BENCHMARK_KEY`] (a literal here, as serde wants).
+    #[serde(rename = "CuzkBenchmark")]
+    benchmark: Option<IgnoredAny>,
+}
+
+/// The vanilla proofs as the file holds them: an array, or something else, skipped, so that
+/// a file that is no update input at all (a C1 file's map of proofs) is told by its
+/// `registered_proof` first.
+enum ProofList {
+    Proofs(Vec<ProofBytes>),
+    NotAnArray,
+}
+
+impl<'de> Deserialize<'de> for ProofList {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+        impl<'de> Visitor<'de> for ListVisitor {
+            type Value = ProofList;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the vanilla proofs")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ProofList, A::Error> {
+                let mut proofs = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(proof) = seq.next_element::<ProofBytes>()? {
+                    proofs.push(proof);
+                }
+                Ok(ProofList::Proofs(proofs))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<ProofList, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ProofList::NotAnArray)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ProofList, E> {
+                Ok(ProofList::NotAnArray)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ProofList, E> {
+                Ok(ProofList::NotAnArray)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ProofList, E> {
+                Ok(ProofList::NotAnArray)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ProofList, E> {
+                Ok(ProofList::NotAnArray)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<ProofList, E> {
+                Ok(ProofList::NotAnArray)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ProofList, E> {
+                Ok(ProofList::NotAnArray)
+            }
+        }
+        deserializer.deserialize_any(ListVisitor)
+    }
+}
+
+/// One vanilla proof as the file holds it: bytes (damocles' numbers) or Go's base64, decoded
+/// after parsing so that an error names its partition.
+enum ProofBytes {
+    Bytes(Vec<u8>),
+    Base64(String),
+}
+
+impl<'de> Deserialize<'de> for ProofBytes {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ProofVisitor;
+        impl<'de> Visitor<'de> for ProofVisitor {
+            type Value = ProofBytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a vanilla proof: an array of bytes or base64")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<ProofBytes, E> {
+                Ok(ProofBytes::Base64(text.to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ProofBytes, A::Error> {
+                let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(byte) = seq.next_element::<u64>()? {
+                    let byte = u8::try_from(byte)
+                        .map_err(|_| de::Error::custom(format!("{byte} is not a byte")))?;
+                    bytes.push(byte);
+                }
+                Ok(ProofBytes::Bytes(bytes))
+            }
+        }
+        deserializer.deserialize_any(ProofVisitor)
+    }
+}
+
+impl ProofBytes {
+    fn into_bytes(self) -> Result<Vec<u8>, String> {
+        match self {
+            ProofBytes::Bytes(bytes) => Ok(bytes),
+            ProofBytes::Base64(text) => base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .map_err(|e| format!("not base64: {e}")),
+        }
+    }
+}
+
+/// Parses an update input from the file's bytes; `path` only names the file in errors.
+pub fn parse_update(path: &Path, data: &[u8]) -> Result<UpdateInput, ParseC1Error> {
     let bad = |message: String| ParseC1Error::Inconsistent {
         path: path.to_owned(),
         message: format!("not a usable update input: {message}"),
     };
-    let registered_proof = registered_proof(map.get("registered_proof")).map_err(bad)?;
-    let proofs = map
-        .get("vannilla_proofs")
-        .or_else(|| map.get("vanilla_proofs"))
-        .ok_or_else(|| bad("no \"vannilla_proofs\" (damocles) or \"vanilla_proofs\"".into()))?;
-    let vanilla_proofs = match proofs {
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(k, item)| bytes(item).map_err(|e| bad(format!("vanilla proof {k}: {e}"))))
-            .collect::<Result<Vec<_>, _>>()?,
-        _ => return Err(bad("the vanilla proofs are not an array".into())),
+    let fields: UpdateFields = serde_json::from_slice(data).map_err(|e| bad(e.to_string()))?;
+    let registered_proof = registered_proof(fields.registered_proof.as_ref()).map_err(bad)?;
+    let proofs = match fields.vannilla_proofs.or(fields.vanilla_proofs) {
+        None => {
+            return Err(bad(
+                "no \"vannilla_proofs\" (damocles) or \"vanilla_proofs\"".into(),
+            ))
+        }
+        Some(ProofList::NotAnArray) => {
+            return Err(bad("the vanilla proofs are not an array".into()))
+        }
+        Some(ProofList::Proofs(proofs)) => proofs,
     };
-    let commitment = |key: &str, kind: commcid::CommitmentKind| {
-        let value = map.get(key).ok_or_else(|| bad(format!("no \"{key}\"")))?;
+    let vanilla_proofs = proofs
+        .into_iter()
+        .enumerate()
+        .map(|(k, proof)| {
+            proof
+                .into_bytes()
+                .map_err(|e| bad(format!("vanilla proof {k}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let commitment = |key: &str, value: Option<&Value>, kind: commcid::CommitmentKind| {
+        let value = value.ok_or_else(|| bad(format!("no \"{key}\"")))?;
         commitment(value, kind).map_err(|e| bad(format!("{key}: {e}")))
     };
     let input = UpdateInput {
         registered_proof,
         vanilla_proofs,
-        comm_r_old: commitment("comm_r_old", commcid::CommitmentKind::Sealed)?,
-        comm_r_new: commitment("comm_r_new", commcid::CommitmentKind::Sealed)?,
-        comm_d_new: commitment("comm_d_new", commcid::CommitmentKind::Unsealed)?,
-        miner_id: number(map, &["miner_id"]).map_err(bad)?,
-        sector_num: number(map, &["sector_num", "sector_id"]).map_err(bad)?,
-        is_benchmark: map.contains_key(BENCHMARK_KEY),
+        comm_r_old: commitment(
+            "comm_r_old",
+            fields.comm_r_old.as_ref(),
+            commcid::CommitmentKind::Sealed,
+        )?,
+        comm_r_new: commitment(
+            "comm_r_new",
+            fields.comm_r_new.as_ref(),
+            commcid::CommitmentKind::Sealed,
+        )?,
+        comm_d_new: commitment(
+            "comm_d_new",
+            fields.comm_d_new.as_ref(),
+            commcid::CommitmentKind::Unsealed,
+        )?,
+        miner_id: number(&[("miner_id", fields.miner_id.as_ref())]).map_err(bad)?,
+        sector_num: number(&[
+            ("sector_num", fields.sector_num.as_ref()),
+            ("sector_id", fields.sector_id.as_ref()),
+        ])
+        .map_err(bad)?,
+        is_benchmark: fields.benchmark.is_some(),
     };
     check_shape(&input).map_err(bad)?;
     Ok(input)
@@ -226,9 +365,11 @@ fn commitment(value: &Value, kind: commcid::CommitmentKind) -> Result<[u8; 32], 
     }
 }
 
-fn number(map: &Map<String, Value>, keys: &[&str]) -> Result<Option<u64>, String> {
-    for key in keys {
-        if let Some(value) = map.get(*key) {
+/// The first of `fields` (a key, and its value when the file has it) the file has, as a
+/// number.
+fn number(fields: &[(&str, Option<&Value>)]) -> Result<Option<u64>, String> {
+    for (key, value) in fields {
+        if let Some(value) = value {
             return value
                 .as_u64()
                 .map(Some)
@@ -242,11 +383,8 @@ fn number(map: &Map<String, Value>, keys: &[&str]) -> Result<Option<u64>, String
 mod tests {
     use super::*;
 
-    fn map(json: &str) -> Map<String, Value> {
-        match serde_json::from_str(json).expect("json") {
-            Value::Object(map) => map,
-            _ => panic!("not an object"),
-        }
+    fn keys(json: &str) -> TopKeys {
+        crate::c1::top_keys(Path::new("u.json"), json.as_bytes()).expect("an object")
     }
 
     fn numbers(bytes: &[u8]) -> String {
@@ -274,8 +412,8 @@ mod tests {
             commcid::unsealed_cid(&d)
         );
         let path = Path::new("u.json");
-        let a = parse_update(path, &map(&damocles)).expect("damocles form");
-        let b = parse_update(path, &map(&go)).expect("go form");
+        let a = parse_update(path, damocles.as_bytes()).expect("damocles form");
+        let b = parse_update(path, go.as_bytes()).expect("go form");
         for input in [&a, &b] {
             assert_eq!(
                 input.registered_proof,
@@ -289,11 +427,18 @@ mod tests {
         }
         assert_eq!((a.miner_id, a.sector_num), (None, None));
         assert_eq!((b.miner_id, b.sector_num), (Some(1000), Some(4)));
-        assert!(is_update_input(&map(&damocles)));
+        assert!(is_update_input(&keys(&damocles)));
         // What make_update writes reads back the same.
-        let again = parse_update(path, a.to_damocles_json().as_object().expect("object"))
-            .expect("round trip");
+        let written = serde_json::to_vec(&a.to_damocles_json()).expect("JSON");
+        let again = parse_update(path, &written).expect("round trip");
         assert_eq!(again.vanilla_proofs, a.vanilla_proofs);
+        assert!(!again.is_benchmark);
+        // A benchmark shape says so by its key, whatever else it holds.
+        let mut marked = a.to_damocles_json();
+        marked[crate::c1::BENCHMARK_KEY] = Value::from("shape");
+        marked["unknown"] = serde_json::json!({"skipped": [1, 2, 3]});
+        let marked = serde_json::to_vec(&marked).expect("JSON");
+        assert!(parse_update(path, &marked).expect("marked").is_benchmark);
     }
 
     #[test]
@@ -337,9 +482,21 @@ mod tests {
                 ),
                 "vanilla proof 0: not base64",
             ),
+            (
+                format!(
+                    r#"{{"registered_proof":"StackedDrg2KiBV1","vannilla_proofs":[[1,300]],"comm_r_old":{c},"comm_r_new":{c},"comm_d_new":{c}}}"#
+                ),
+                "300 is not a byte",
+            ),
+            (
+                format!(
+                    r#"{{"registered_proof":"StackedDrg2KiBV1","vannilla_proofs":{{"a":1}},"comm_r_old":{c},"comm_r_new":{c},"comm_d_new":{c}}}"#
+                ),
+                "the vanilla proofs are not an array",
+            ),
         ];
         for (json, needle) in cases {
-            let error = parse_update(Path::new("u.json"), &map(&json))
+            let error = parse_update(Path::new("u.json"), json.as_bytes())
                 .err()
                 .unwrap_or_else(|| panic!("accepted {json}"));
             let text = error.to_string();
