@@ -1,5 +1,5 @@
-//! The maps stay true: every top-level module of `src/lib.rs` is named in README's map and
-//! in the crate's own doc, so a new room cannot land unexplained.
+//! The maps stay true: every top-level module of `src/lib.rs` is named in the map of
+//! docs/architecture.md and in the crate's own doc, so a new room cannot land unexplained.
 
 use std::path::Path;
 
@@ -17,30 +17,33 @@ fn top_level_modules(lib: &str) -> Vec<String> {
         .collect()
 }
 
-/// README's section from `### The map` to the next heading.
-fn readme_map(readme: &str) -> &str {
-    let start = readme
+/// The file that holds the map.
+const MAP_FILE: &str = "docs/architecture.md";
+
+/// The map file's section from `### The map` to the next heading.
+fn map_section(text: &str) -> &str {
+    let start = text
         .find("### The map")
-        .expect("README has a `### The map` section");
-    let rest = &readme[start + 1..];
+        .expect("docs/architecture.md has a `### The map` section");
+    let rest = &text[start + 1..];
     let end = rest.find("\n#").map_or(rest.len(), |i| i + 1);
     &rest[..end]
 }
 
 #[test]
-fn every_top_level_module_is_on_readmes_map() {
+fn every_top_level_module_is_on_the_map() {
     let lib = read("src/lib.rs");
     let modules = top_level_modules(&lib);
     assert!(modules.len() > 20, "lib.rs read wrong: {modules:?}");
-    let readme = read("README.md");
-    let map = readme_map(&readme);
+    let text = read(MAP_FILE);
+    let map = map_section(&text);
     let missing: Vec<&String> = modules
         .iter()
         .filter(|m| !map.contains(&format!("`{m}`")) && !map.contains(&format!("`{m}::")))
         .collect();
     assert!(
         missing.is_empty(),
-        "README's map (### The map) does not name {missing:?}"
+        "docs/architecture.md's map (### The map) does not name {missing:?}"
     );
 }
 
@@ -64,8 +67,8 @@ fn every_top_level_module_is_in_the_crate_doc() {
 
 #[test]
 fn the_map_names_the_default_backend() {
-    let readme = read("README.md");
-    let map = readme_map(&readme);
+    let text = read(MAP_FILE);
+    let map = map_section(&text);
     assert!(map.contains("`cuda` (the default"), "{map}");
     let backend = read("src/backend/mod.rs");
     assert!(backend.contains("[`cuda`] (the default"), "backend's doc");

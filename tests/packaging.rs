@@ -209,7 +209,12 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
     };
 
     // What a proving service must get right on a machine it shares with lotus or curio.
-    for name in ["cuzk.service", "cuzk-once.service"] {
+    for name in [
+        "cuzk.service",
+        "cuzk@.service",
+        "cuzk-cpu.service",
+        "cuzk-once.service",
+    ] {
         let text = unit(name);
         let stop = setting(&text, "TimeoutStopSec");
         let stop_s = stop.first().and_then(|s| systemd_seconds(s));
@@ -235,6 +240,19 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
         ["infinity"],
         "a oneshot pass must not be killed after systemd's default 90 s"
     );
+    // The units for a GPU machine never prove on the CPU for hours; the CPU one is named so.
+    let has_flag = |name: &str, flag: &str| {
+        setting(&unit(name), "ExecStart")
+            .iter()
+            .any(|exec| exec.split_whitespace().any(|arg| arg == flag))
+    };
+    for name in ["cuzk.service", "cuzk@.service", "cuzk-once.service"] {
+        assert!(has_flag(name, "--require-gpu"), "{name}: --require-gpu");
+    }
+    assert!(
+        !has_flag("cuzk-cpu.service", "--require-gpu") && has_flag("cuzk-cpu.service", "none"),
+        "cuzk-cpu.service proves on the CPU (--gpus none)"
+    );
 
     // systemd's own check of every unit.
     let paths: Vec<String> = units.iter().map(|name| format!("./{name}")).collect();
@@ -257,9 +275,10 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
     }
 
     // Each command line is one the binary takes: run on a spool of its own (the watching
-    // service's with --once added, so that it ends).
+    // service's with --once added, so that it ends; the template's as instance 0).
     let spool = dir.path().join("spool");
     std::fs::create_dir_all(spool.join("inbox")).expect("inbox");
+    std::fs::create_dir_all(spool.join("gpu0/inbox")).expect("instance 0's inbox");
     let collector = dir.path().join("collector");
     std::fs::create_dir(&collector).expect("collector");
     let params = dir.path().join("params");
@@ -276,12 +295,36 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
                         "/var/lib/node_exporter/textfile_collector",
                         &collector.display().to_string(),
                     )
+                    .replace("%i", "0")
             })
             .collect();
         if args.first().is_some_and(|a| a == "prove-dir") && !args.iter().any(|a| a == "--once") {
             args.push("--once".into());
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if args.contains(&"--require-gpu") {
+            // Where no GPU may be used, the unit stops before claiming anything, saying why.
+            let out = cuzk(
+                &args,
+                dir.path(),
+                &[
+                    ("FIL_PROOFS_PARAMETER_CACHE", &params),
+                    ("BELLMAN_NO_GPU", Path::new("1")),
+                ],
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{name}: {args:?}, BELLMAN_NO_GPU=1"
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stderr)
+                    .contains("--require-gpu: this run would prove on the CPU"),
+                "{name}: why it stopped"
+            );
+        }
+        // The rest of the command line, on whatever this machine has.
+        let args: Vec<&str> = args.into_iter().filter(|a| *a != "--require-gpu").collect();
         let out = cuzk(
             &args,
             dir.path(),
@@ -291,7 +334,7 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
     }
     assert_eq!(
         common::names(&collector),
-        ["cuzk-run.prom", "cuzk.prom"],
-        "both views of the spool's metrics"
+        ["cuzk-run-gpu0.prom", "cuzk-run.prom", "cuzk.prom"],
+        "both views of the spool's metrics, and instance 0's run"
     );
 }
