@@ -420,6 +420,81 @@ fn two_runs_on_one_spool_prove_each_file_exactly_once() {
     assert_eq!(runs.len(), 2, "both runs appended to one timeline");
 }
 
+#[test]
+fn a_run_whose_claim_was_taken_over_while_it_stood_still_leaves_the_file_to_the_taker() {
+    require_update_params();
+    let (dir, inbox) = spool();
+    let root = dir.path();
+    let name = "s-t01000-11.json";
+    fs::copy(update_fixture(name), inbox.join(name)).expect("copy");
+    // Run A stands still in its first call (stopped, as a frozen VM would be) past its lease:
+    // run B takes its claim over and proves the file. A, resumed, proves it too but finds its
+    // claim gone before writing: it writes nothing and says so, with no "free space" halt.
+    let with_lease = |timeline: &'static str| {
+        [
+            &ONCE[..],
+            &[
+                "--backend",
+                "cpu",
+                "--lease-secs",
+                "1",
+                "--timeline",
+                timeline,
+            ],
+        ]
+        .concat()
+    };
+    let a_args = with_lease("a.csv");
+    let a = cuzk_command(&a_args, root)
+        .env(cuzk::pipeline::FAULT_INJECTION_VARIABLE, "stall=1:6")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn run A");
+    assert!(
+        wait_for_text(&root.join("a.csv"), ",GPU_START,", 120),
+        "run A started proving"
+    );
+    signal(&a, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(3));
+    let b = cuzk(&with_lease("b.csv"), root, &[]);
+    signal(&a, libc::SIGCONT);
+    assert_eq!(b.status.code(), Some(0), "run B proved the file");
+    let b_timeline = fs::read_to_string(root.join("b.csv")).expect("B's timeline");
+    assert!(b_timeline.contains(",DONE,"), "{b_timeline}");
+    let a = a.wait_with_output().expect("wait for run A");
+    show(&a_args, root, &a);
+    let stderr = String::from_utf8_lossy(&a.stderr);
+    assert_eq!(
+        a.status.code(),
+        Some(0),
+        "run A ends as a run that had nothing to do"
+    );
+    assert!(!stderr.contains("free space"), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("this run's claims were taken over by another run")
+            .count(),
+        1,
+        "said once, when it woke: {stderr}"
+    );
+    assert!(!stderr.contains("left in the inbox"), "{stderr}");
+    let a_timeline = fs::read_to_string(root.join("a.csv")).expect("A's timeline");
+    assert!(
+        a_timeline
+            .lines()
+            .any(|l| l.contains(",CLAIM_TAKEN,") && l.contains("another run took this claim over")),
+        "{a_timeline}"
+    );
+    assert!(
+        !a_timeline.contains(",DONE,"),
+        "A wrote nothing: {a_timeline}"
+    );
+    let proof = fs::read(root.join("outbox/s-t01000-11.proof")).expect("B's proof");
+    assert!(verifies_update(&root.join("done").join(name), &proof));
+    assert_nothing_lost(root, &[name], "after both runs");
+}
+
 /// Leaves `bytes` as a claim of a run on another host that stopped beating an hour ago, as a
 /// run killed while proving it would (taken over by the next run given `--lease-secs 1`).
 fn leave_dead_claim(root: &Path, name: &str, bytes: &[u8]) {

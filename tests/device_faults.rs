@@ -15,9 +15,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use common::{
-    c1_locations, cuzk_command, names, require_update_params, show, update_fixture, verifies_update,
-};
+use common::{c1_locations, names, require_update_params, update_fixture, verifies_update};
 
 /// A spool with the update fixtures `files`, written in that order: the first is the oldest,
 /// and claims go oldest first.
@@ -32,24 +30,26 @@ fn spool_with_fixtures(files: &[&str]) -> tempfile::TempDir {
 
 /// `cuzk prove-dir inbox --once` with `faults` injected.
 fn run_with_faults(root: &Path, faults: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "prove-dir",
-        "inbox",
-        "--once",
-        "--settle-secs",
-        "0",
-        "--incomplete-grace-secs",
-        "0",
-        "--backend",
-        "cpu",
-    ];
-    args.extend_from_slice(extra);
-    let out = cuzk_command(&args, root)
-        .env(cuzk::pipeline::FAULT_INJECTION_VARIABLE, faults)
-        .output()
-        .expect("run cuzk");
-    show(&args, root, &out);
-    out
+    common::prove_once_on_cpu_with(
+        root,
+        cuzk::pipeline::FAULT_INJECTION_VARIABLE,
+        faults,
+        extra,
+    )
+}
+
+/// Nothing failed or set aside, and each of `files` is back in the inbox.
+fn assert_back_in_the_inbox(root: &Path, files: &[&str]) {
+    assert!(names(&root.join("failed")).is_empty(), "no file failed");
+    assert!(!root.join("set-aside").exists(), "none set aside");
+    assert_eq!(
+        c1_locations(root),
+        files
+            .iter()
+            .map(|f| (f.to_string(), "inbox".to_owned()))
+            .collect::<Vec<_>>(),
+        "the files back in the inbox"
+    );
 }
 
 fn rows<'a>(timeline: &'a str, event: &str) -> Vec<&'a str> {
@@ -178,19 +178,7 @@ fn a_device_that_keeps_failing_stops_the_run_naming_it_and_fails_no_file() {
             && stderr.contains("--max-device-faults"),
         "{stderr}"
     );
-    assert!(
-        names(&root.join("failed")).is_empty(),
-        "no file failed for it"
-    );
-    assert!(!root.join("set-aside").exists(), "none set aside");
-    assert_eq!(
-        c1_locations(root),
-        files
-            .iter()
-            .map(|f| (f.to_string(), "inbox".to_owned()))
-            .collect::<Vec<_>>(),
-        "the files back in the inbox"
-    );
+    assert_back_in_the_inbox(root, &files);
     let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
     let stopped = rows(&timeline, "PROVER_STOPPED");
     assert_eq!(stopped.len(), 1, "{timeline}");
@@ -324,16 +312,7 @@ fn a_lost_device_stops_its_prover_at_once_and_fails_no_file() {
         stderr.contains("cpu-0, the last, lost its device to a sticky CUDA error"),
         "{stderr}"
     );
-    assert!(names(&root.join("failed")).is_empty(), "no file failed");
-    assert!(!root.join("set-aside").exists(), "none set aside");
-    assert_eq!(
-        c1_locations(root),
-        files
-            .iter()
-            .map(|f| (f.to_string(), "inbox".to_owned()))
-            .collect::<Vec<_>>(),
-        "the files back in the inbox"
-    );
+    assert_back_in_the_inbox(root, &files);
     let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
     let stopped = rows(&timeline, "PROVER_STOPPED");
     assert_eq!(stopped.len(), 1, "{timeline}");
@@ -342,4 +321,52 @@ fn a_lost_device_stops_its_prover_at_once_and_fails_no_file() {
         "{}",
         stopped[0]
     );
+}
+
+#[test]
+fn a_call_that_never_answers_stops_its_prover_by_its_deadline_and_fails_no_file() {
+    require_update_params();
+    // The second call hangs, as a kernel that never ends would: it gets a deadline learnt from
+    // the first call (at most --call-deadline-secs, which also bounds the first call: a minute
+    // leaves room for a debug build sharing two cores with other tests), after which the
+    // prover is taken to be lost with its device. The file in the call goes back, the first one's proof stands, and
+    // the run ends instead of waiting for ever.
+    let files = ["s-t01000-11.json", "s-t02000-12.json"];
+    let dir = spool_with_fixtures(&files);
+    let root = dir.path();
+    let started = std::time::Instant::now();
+    let out = run_with_faults(root, "hang=2", &["--call-deadline-secs", "60"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(300),
+        "ended by the deadline"
+    );
+    assert_eq!(out.status.code(), Some(2), "the only prover stopped");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cpu-0, the last, lost its device") && stderr.contains("never answered"),
+        "{stderr}"
+    );
+    let timeline = fs::read_to_string(root.join("timeline.csv")).expect("timeline");
+    let faults = rows(&timeline, "DEVICE_FAULT");
+    assert_eq!(faults.len(), 1, "{timeline}");
+    assert!(
+        faults[0].contains("past the call's deadline"),
+        "{}",
+        faults[0]
+    );
+    // Synthesis may finish either file first: the hung call is the second one proved.
+    let (hung, proved) = if faults[0].contains(",s-t02000-12,") {
+        (files[1], files[0])
+    } else {
+        (files[0], files[1])
+    };
+    assert_proved(root, proved);
+    assert!(names(&root.join("failed")).is_empty(), "no file failed");
+    let mut expected = vec![
+        (proved.to_owned(), "done".to_owned()),
+        (hung.to_owned(), "inbox".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(c1_locations(root), expected);
+    assert_eq!(rows(&timeline, "PROVER_STOPPED").len(), 1, "{timeline}");
 }

@@ -11,7 +11,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use common::{cuzk, cuzk_command, fixture, names, require_params, show, verifies_for_sector};
+use common::{cuzk, fixture, names, require_params, verifies_for_sector};
 
 const NAME: &str = "s-t01000-1.json";
 
@@ -31,21 +31,7 @@ fn spool_with_fixture() -> tempfile::TempDir {
 
 /// `cuzk prove-dir inbox --once` on the CPU with witnesses spoiled as `wrong` says.
 fn run_with_wrong_witness(root: &Path, wrong: &str) -> Output {
-    let args = [
-        "prove-dir",
-        "inbox",
-        "--once",
-        "--settle-secs",
-        "0",
-        "--backend",
-        "cpu",
-    ];
-    let out = cuzk_command(&args, root)
-        .env(cuzk::pipeline::WRONG_WITNESS_VARIABLE, wrong)
-        .output()
-        .expect("run cuzk");
-    show(&args, root, &out);
-    out
+    common::prove_once_on_cpu_with(root, cuzk::pipeline::WRONG_WITNESS_VARIABLE, wrong, &[])
 }
 
 fn rows<'a>(timeline: &'a str, event: &str) -> Vec<&'a str> {

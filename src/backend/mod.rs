@@ -222,6 +222,10 @@ pub enum ProveError {
     /// A lost device injected by a test (`CUZK_TEST_DEVICE_FAULTS=lost=N`).
     #[error("{0}")]
     InjectedLoss(String),
+    /// The prover's call gave no answer within its deadline, and the prover stays with it
+    /// (see `pipeline::deadline`): the device is lost to the run.
+    #[error("{0}")]
+    CallLost(String),
 }
 
 impl ProveError {
@@ -231,7 +235,7 @@ impl ProveError {
         match self {
             #[cfg(feature = "cuda")]
             ProveError::Cuda(cuda::CudaProveError::Gpu(error)) => error.is_device_lost,
-            ProveError::InjectedLoss(_) => true,
+            ProveError::InjectedLoss(_) | ProveError::CallLost(_) => true,
             _ => false,
         }
     }

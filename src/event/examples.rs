@@ -188,6 +188,10 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                 job: "s-t01000-4".into(),
                 reason: "failed alone on cuda-0 3 times".into(),
             },
+            EventName::ClaimTaken => EventKind::ClaimTaken {
+                job: "s-t01000-1".into(),
+                reason: "another run took this claim over".into(),
+            },
             EventName::Skipped => EventKind::FileSkipped {
                 job: "s-t01000-\u{fffd}".into(),
                 reason: "claiming it: Operation not permitted (os error 1)".into(),

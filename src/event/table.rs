@@ -310,6 +310,15 @@ macro_rules! event_table {
                 /// Why, where it is, and how to try it again.
                 reason: String [text],
             },
+            /// Another run took a claimed file over while this one stood still (its heartbeat
+            /// went unseen past its lease: a suspended VM, an overloaded host): that run
+            /// proves it, and this run's proof of it was not written.
+            ClaimTaken as ClaimTaken = "CLAIM_TAKEN" {
+                /// The job.
+                job: String [job],
+                /// What happened, where the file was, and how to avoid it.
+                reason: String [text],
+            },
             /// An inbox file could not be claimed (its name is not UTF-8, the rename was
             /// refused); it stays in the inbox and is tried again at the next scan.
             FileSkipped as Skipped = "SKIPPED" {

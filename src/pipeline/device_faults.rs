@@ -180,7 +180,8 @@ pub struct ProversStoppedError {
     pub worker: String,
     /// Its faulty calls in a row.
     pub faults: u32,
-    /// True when it stopped because its device was lost (a sticky CUDA error).
+    /// True when it stopped because its device was lost (a sticky CUDA error, a call past its
+    /// deadline).
     pub is_device_lost: bool,
     /// What its last one said.
     pub message: String,
@@ -190,7 +191,7 @@ impl ProversStoppedError {
     /// Why the last prover stopped, in words.
     fn how(&self) -> String {
         if self.is_device_lost {
-            "lost its device to a sticky CUDA error (every later call on it would fail)".into()
+            "lost its device to a sticky CUDA error or a call that never answered (every later call on it would fail)".into()
         } else {
             format!(
                 "failed {} calls in a row (--max-device-faults)",

@@ -113,13 +113,14 @@ pub fn evaluate(msg: &mut SynthesizedMsg, worker: &WorkerName, events: &EventSin
 }
 
 /// Runs `prove` while `next` (the partition the prover takes after) is evaluated beside it,
-/// when it is due; returns what `prove` returned. `prove` is told whether `next` is free
-/// to look at (a prover that uploads the next witness ahead); one being evaluated is not.
+/// when it is due; returns what `prove` returned. `prove` is given `next` when it is free
+/// to use (a prover that uploads the next witness ahead takes it into its call and puts it
+/// back); one being evaluated is not.
 pub fn evaluate_beside<T>(
     next: &mut Option<SynthesizedMsg>,
     worker: &WorkerName,
     events: &EventSink,
-    prove: impl FnOnce(Option<&SynthesizedMsg>) -> T,
+    prove: impl FnOnce(Option<&mut Option<SynthesizedMsg>>) -> T,
 ) -> T {
     match next {
         Some(msg) if is_due(msg) => std::thread::scope(|scope| {
@@ -138,6 +139,6 @@ pub fn evaluate_beside<T>(
                 Err(_) => prove(None),
             }
         }),
-        _ => prove(next.as_ref()),
+        _ => prove(Some(next)),
     }
 }

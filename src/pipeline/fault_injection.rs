@@ -6,6 +6,9 @@
 //!
 //! - `call=N`: every prover's Nth call (from 1);
 //! - `lost=N`: every prover's Nth call, as a device whose context a sticky error broke;
+//! - `hang=N`: every prover's Nth call never answers, as a hung kernel would not;
+//! - `stall=N:SECS`: every prover's Nth call waits SECS seconds first, then proves, as a
+//!   host that froze for a while would;
 //! - `job=NAME`: every call proving a partition of the job NAME;
 //! - `all`: every call.
 //!
@@ -77,6 +80,8 @@ pub fn spoil_witness(synthesized: &mut SynthesizedPartition, path: &PartitionPat
 struct Faults {
     calls: Vec<u32>,
     lost: Vec<u32>,
+    hangs: Vec<u32>,
+    stalls: Vec<(u32, u64)>,
     jobs: Vec<String>,
     all: bool,
 }
@@ -92,16 +97,47 @@ fn parse(spec: &str) -> Faults {
             faults.calls.push(call);
         } else if let Some(call) = item.strip_prefix("lost=").and_then(|n| n.parse().ok()) {
             faults.lost.push(call);
+        } else if let Some(call) = item.strip_prefix("hang=").and_then(|n| n.parse().ok()) {
+            faults.hangs.push(call);
+        } else if let Some(stall) = item.strip_prefix("stall=").and_then(parse_stall) {
+            faults.stalls.push(stall);
         } else {
-            log::warn!("{VARIABLE}: {item:?} is not call=N, lost=N, job=NAME or all; ignored");
+            log::warn!(
+                "{VARIABLE}: {item:?} is not call=N, lost=N, hang=N, stall=N:SECS, job=NAME or all; ignored"
+            );
         }
     }
     faults
 }
 
+/// `N:SECS` of `stall=N:SECS`.
+fn parse_stall(spec: &str) -> Option<(u32, u64)> {
+    let (call, secs) = spec.split_once(':')?;
+    Some((call.parse().ok()?, secs.parse().ok()?))
+}
+
 fn faults() -> &'static Faults {
     static FAULTS: OnceLock<Faults> = OnceLock::new();
     FAULTS.get_or_init(|| std::env::var(VARIABLE).map_or_else(|_| Faults::default(), |s| parse(&s)))
+}
+
+/// True when call number `call` of every prover is to hang (never answer).
+pub fn hangs(call: u32) -> bool {
+    faults().hangs.contains(&call)
+}
+
+/// How long call number `call` of every prover is to wait before it proves.
+pub fn stall(call: u32) -> Option<std::time::Duration> {
+    let faults = faults();
+    let (_, secs) = faults.stalls.iter().find(|(c, _)| *c == call)?;
+    Some(std::time::Duration::from_secs(*secs))
+}
+
+/// Blocks for ever, as a call stuck in a kernel would.
+pub fn hang() -> ! {
+    loop {
+        std::thread::park();
+    }
 }
 
 /// The injected fault when call number `call` of prover `worker`, proving partitions of
@@ -141,8 +177,14 @@ mod tests {
 
     #[test]
     fn faults_hit_the_calls_and_jobs_named_and_nothing_else() {
-        let faults = parse("call=2, job=s-t01000-1,bogus");
+        let faults = parse("call=2, job=s-t01000-1,bogus,hang=3,stall=4:7,stall=5");
         assert_eq!(faults.calls, vec![2]);
+        assert_eq!(faults.hangs, vec![3]);
+        assert_eq!(
+            faults.stalls,
+            vec![(4, 7)],
+            "a stall without seconds is ignored"
+        );
         let hit =
             |call, jobs: &[&str]| injected(&faults, "cpu-0", call, jobs.iter().copied()).is_some();
         assert!(!hit(1, &["s-t01000-2"]));

@@ -82,25 +82,17 @@ pub fn finish_jobs(
                 partition,
                 prover,
                 error,
+                is_set_aside,
             } => {
                 if decided.insert(job.id) {
                     pending.remove(&job.id);
                     job.cancel();
-                    hand_back_for_retry(&spool, &events, &job, partition, &prover, &error);
-                }
-                continue;
-            }
-            Outcome::SetAside {
-                job,
-                partition,
-                prover,
-                error,
-            } => {
-                if decided.insert(job.id) {
-                    pending.remove(&job.id);
-                    job.cancel();
-                    counts.set_aside += 1;
-                    set_aside(&spool, &events, &run_id, &job, partition, &prover, &error);
+                    if is_set_aside {
+                        counts.set_aside += 1;
+                        set_aside(&spool, &events, &run_id, &job, partition, &prover, &error);
+                    } else {
+                        hand_back_for_retry(&spool, &events, &job, partition, &prover, &error);
+                    }
                 }
                 continue;
             }
@@ -155,7 +147,7 @@ pub fn finish_jobs(
             Err(error @ JobError::ClaimTaken(_)) => {
                 // The other run has the file and proves it; nothing of it is left here.
                 job.cancel();
-                events.emit(EventKind::FileSkipped {
+                events.emit(EventKind::ClaimTaken {
                     job: job.name().to_owned(),
                     reason: format!("{error:#}"),
                 });

@@ -206,7 +206,8 @@ pub enum Outcome {
         job: Arc<Job>,
     },
     /// A partition failed on its prover, and the device may be to blame: hand the file back
-    /// to be proved alone, and count the fault apart from crashes.
+    /// to be proved alone, and count the fault apart from crashes; or, when it kept failing
+    /// alone where nothing shows whose fault it is, set it aside.
     DeviceFault {
         /// The job.
         job: Arc<Job>,
@@ -216,18 +217,9 @@ pub enum Outcome {
         prover: String,
         /// What the prover said.
         error: ProveError,
-    },
-    /// A partition failed on its prover again, the file alone in flight, where nothing shows
-    /// whether the file or the device is to blame: set the file aside.
-    SetAside {
-        /// The job.
-        job: Arc<Job>,
-        /// The partition.
-        partition: usize,
-        /// The prover it failed on.
-        prover: String,
-        /// What the prover said.
-        error: ProveError,
+        /// Set the file aside instead of handing it back
+        /// ([`super::device_faults::Verdict::SetAside`]).
+        is_set_aside: bool,
     },
 }
 

@@ -4,7 +4,8 @@
 //! feeder (this thread)   claim -> parse -> bind -> one synthesis task per partition
 //!   synthesis pool (N)   synthesize -> bounded channel (depth D)
 //!   prover threads (P)   [a, b, c on the host, the next beside] Groth16 per partition,
-//!                        on a GPU or the CPU
+//!                        on a GPU or the CPU, each call on a thread of its own watched
+//!                        against its deadline
 //!   finisher thread      collect a job's partitions -> assemble -> verify_seal -> outbox
 //!   gpu-activity thread  each GPU's kernel-busy share, every second (GPU runs only)
 //!   reporter thread      every event: timeline, progress; then the run's metrics
@@ -15,7 +16,8 @@
 //! stages, runs the feeder on the calling thread and collects the result. The stages are
 //! rooms of their own: [`feeder`] (claim and start), [`intake`] (a claimed file becomes a
 //! sector), [`synthesis`] (the pool), [`prover`] with [`evaluation`] (a partition that waited
-//! as its witness evaluated right before its proof), [`finisher`] (assemble, verify, write);
+//! as its witness evaluated right before its proof) and [`deadline`] (a call that never
+//! answers stops its prover, not the run), [`finisher`] (assemble, verify, write);
 //! [`job`] holds what they hand each other and the typed reasons a job fails, [`stop`] the
 //! stop signals and halts, [`settings`] the checked configuration. A synthesis slot per
 //! partition, returned only after the synthesized partition has been accepted by the
@@ -45,6 +47,7 @@ use crate::spool::Spool;
 use crate::timeline::TimelineWriter;
 
 mod constraints;
+mod deadline;
 mod device_faults;
 mod evaluation;
 mod fault_injection;
@@ -58,6 +61,7 @@ mod settings;
 mod stop;
 mod synthesis;
 
+pub use deadline::has_lost_calls;
 pub use device_faults::{ProversStoppedError, DEFAULT_MAX_DEVICE_FAULTS};
 pub use fault_injection::VARIABLE as FAULT_INJECTION_VARIABLE;
 pub use fault_injection::WRONG_WITNESS_VARIABLE;
@@ -105,17 +109,17 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     )?
     .require_gpu(settings.require_gpu)?;
     for note in &plan.notes {
-        eprintln!("cuzk: note: {note}");
+        log::info!("{note}");
     }
     if let Some(note) = plan.unused_cpu_split_note(settings.prover_cpus) {
-        eprintln!("cuzk: note: {note}");
+        log::info!("{note}");
     }
     // The driver's count of kernel time, beside the provers' wall time in the timeline;
     // without NVML the run goes on unwatched.
     let gpu_activity = match plan.gpus.as_slice() {
         [] => None,
         gpus => GpuActivity::open(gpus)
-            .inspect_err(|note| eprintln!("cuzk: note: {note}"))
+            .inspect_err(|note| log::info!("{note}"))
             .ok(),
     };
     let provers = plan.provers;
@@ -181,6 +185,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             live_provers: live_provers.clone(),
             halt: halt.clone(),
             refused_on_gpu: refused_on_gpu.clone(),
+            call_deadline: settings.call_deadline,
         };
         prover_threads.push(
             std::thread::Builder::new()

@@ -19,12 +19,12 @@ use crate::event::{EventKind, EventSink, JobStage, WorkerName};
 use crate::params::ParamSets;
 use crate::spool::Spool;
 
+use super::deadline::{self, Answer, CallDeadlines};
 use super::device_faults::{CallFailure, DeviceHealth, ProversStoppedError, Verdict};
 use super::evaluation;
 use super::fault_injection;
 use super::job::{Job, JobError, Outcome, SynthesizedMsg};
 use super::stop::Halt;
-use crate::synth::SynthesizedPartition;
 
 /// How long a batching prover waits for the rest of a batch once it has one partition: a
 /// partition synthesized a moment later is worth more than an idle GPU's lost call.
@@ -50,6 +50,8 @@ pub struct ProverLinks {
     pub halt: Halt,
     /// The sets whose constraints a GPU refused, for the feeder's plan.
     pub refused_on_gpu: evaluation::RefusedOnGpu,
+    /// `--call-deadline-secs`, if given ([`deadline`]).
+    pub call_deadline: Option<Duration>,
 }
 
 /// Proves partitions until the queue is closed and empty, or until the prover's device is
@@ -98,6 +100,11 @@ fn prove_while_healthy(
     let worker = WorkerName::parse(prover.name());
     let mut health = DeviceHealth::new(links.max_device_faults);
     let mut gate = prover.is_gpu().then(PriorityGate::default);
+    let most = match links.call_deadline {
+        None if prover.is_gpu() => Some(deadline::DEFAULT_CALL_DEADLINE),
+        given => given,
+    };
+    let mut deadlines = CallDeadlines::new(most);
     // Sets uploaded ahead once already: a failed upload is not retried while idle.
     let mut uploaded_ahead = std::collections::HashSet::new();
     // Set once this prover is handed partitions to evaluate on the host.
@@ -139,18 +146,35 @@ fn prove_while_healthy(
             worker: &worker,
             links,
             health: &health,
+            deadlines: &mut deadlines,
         };
         let proved = evaluation::evaluate_beside(held, &worker, &links.events, |next| {
-            let next = next.map(|msg| &msg.synthesized);
-            prove_batch(&mut prover, call, batch, next, gate.as_mut())
+            prove_batch(prover, call, batch, next, gate.as_mut())
         });
-        let Some(failure) = proved else {
-            continue;
-        };
-        if health.record_call(failure) {
-            return Some(health);
+        match proved {
+            BatchEnd::NotCalled(returned) => prover = returned,
+            BatchEnd::Called(returned, failure) => {
+                prover = returned;
+                if health.record_call(failure) {
+                    return Some(health);
+                }
+            }
+            BatchEnd::Lost(failure) => {
+                health.record_call(Some(failure));
+                return Some(health);
+            }
         }
     }
+}
+
+/// What became of a batch, and of the prover that took it.
+enum BatchEnd {
+    /// The prover was not called: nothing left to prove, or the parameters failed.
+    NotCalled(Prover),
+    /// The call answered: what went wrong in it, `None` when nothing did.
+    Called(Prover, Option<CallFailure>),
+    /// The call took the prover with it ([`deadline`]): its partitions' files went back.
+    Lost(CallFailure),
 }
 
 /// What one call of a prover works with.
@@ -159,6 +183,8 @@ struct Call<'a> {
     links: &'a ProverLinks,
     /// The prover's record before this call, to judge its failures by.
     health: &'a DeviceHealth,
+    /// Its calls' deadlines, learnt from their cost.
+    deadlines: &'a mut CallDeadlines,
 }
 
 /// How often an idle prover looks for parameter sets to upload ahead of their partitions.
@@ -276,27 +302,30 @@ fn next_batch(
     Some(batch)
 }
 
-/// Proves a batch and sends each partition's outcome to the finisher. Returns `None` when
-/// the prover was not called (nothing left to prove, the parameters failed), else what went
-/// wrong in the call, `Some(None)` when nothing did.
+/// Proves a batch and sends each partition's outcome to the finisher. `next`, the partition
+/// the prover takes after, goes into the call (its witness may be uploaded meanwhile) and
+/// comes back with the prover, unless the call took both.
 fn prove_batch(
-    prover: &mut Prover,
+    mut prover: Prover,
     call: Call<'_>,
     batch: Vec<SynthesizedMsg>,
-    next: Option<&SynthesizedPartition>,
+    next: Option<&mut Option<SynthesizedMsg>>,
     gate: Option<&mut PriorityGate>,
-) -> Option<Option<CallFailure>> {
+) -> BatchEnd {
     let Call {
         worker,
         links,
         health,
+        deadlines,
     } = call;
     // A partition whose sibling failed is not proved for nothing; dropping it frees its memory.
     let batch: Vec<SynthesizedMsg> = batch
         .into_iter()
         .filter(|m| !m.job.is_cancelled())
         .collect();
-    let first = batch.first()?;
+    let Some(first) = batch.first() else {
+        return BatchEnd::NotCalled(prover);
+    };
     for msg in &batch {
         links.events.emit(EventKind::ProverPickedUp {
             job: msg.job.name().to_owned(),
@@ -305,6 +334,7 @@ fn prove_batch(
         });
     }
     // Every partition of a batch is of one circuit, so of one parameter file.
+    let circuit = first.job.sector.circuit;
     let params = match links
         .params
         .get(&first.job.params_path, worker, &links.events)
@@ -317,12 +347,12 @@ fn prove_batch(
                     error: JobError::Params(error.clone()),
                 });
             }
-            return None;
+            return BatchEnd::NotCalled(prover);
         }
     };
     // A set's first batch on a device uploads it there, unless the prover did while idle.
     upload(
-        prover,
+        &mut prover,
         worker,
         &first.job.params_path,
         &params,
@@ -332,12 +362,18 @@ fn prove_batch(
     // evaluated them beside its proof; one whose job was cancelled meanwhile is dropped.
     let mut batch = batch;
     for msg in &mut batch {
-        evaluation::fall_back_if_refused(msg, prover, worker, &links.events, &links.refused_on_gpu);
+        evaluation::fall_back_if_refused(
+            msg,
+            &mut prover,
+            worker,
+            &links.events,
+            &links.refused_on_gpu,
+        );
         evaluation::evaluate(msg, worker, &links.events);
     }
     batch.retain(|msg| !msg.job.is_cancelled());
     if batch.is_empty() {
-        return None;
+        return BatchEnd::NotCalled(prover);
     }
     // As late as possible before the GPU work, after the parameters (which may take minutes),
     // so a PoSt that started meanwhile is seen.
@@ -345,8 +381,8 @@ fn prove_batch(
         gate.give_way(worker, &links.events);
     }
     let mut partitions = Vec::with_capacity(batch.len());
-    // The partitions' memory is given back when `_memory` drops, after their proofs.
-    let mut _memory = Vec::with_capacity(batch.len());
+    // The partitions' memory is given back when the call ends, after their proofs.
+    let mut memory = Vec::with_capacity(batch.len());
     let mut done = Vec::with_capacity(batch.len());
     for msg in batch {
         links
@@ -358,31 +394,105 @@ fn prove_batch(
             worker: worker.to_owned(),
         });
         partitions.push(msg.synthesized);
-        _memory.push(msg.memory);
+        memory.push(msg.memory);
         done.push((msg.job, msg.partition, msg.path, msg.synth_ms));
     }
-    let started = Instant::now();
+    let count = partitions.len();
     let injected = fault_injection::fault_for(
         &worker.to_string(),
         health.next_call(),
         done.iter().map(|(job, ..)| job.name()),
     );
-    let results = match injected {
-        Some(fault) => partitions
-            .iter()
-            .map(|_| {
-                Err(match &fault {
-                    ProveError::InjectedLoss(m) => ProveError::InjectedLoss(m.clone()),
-                    other => ProveError::Injected(other.to_string()),
-                })
-            })
-            .collect(),
-        None => prover.prove(partitions, &params, next),
+    let hangs = fault_injection::hangs(health.next_call());
+    let stall = fault_injection::stall(health.next_call());
+    let (mut next_slot, next_msg) = match next {
+        Some(slot) => {
+            let msg = slot.take();
+            (Some(slot), msg)
+        }
+        None => (None, None),
     };
-    let prove_ms = share_of_call(started.elapsed().as_secs_f64() * 1e3, results.len());
+    let next_job = next_msg.as_ref().map(|msg| msg.job.clone());
+    let started = Instant::now();
+    // The call owns what the device may read while it runs (the partitions, the next witness,
+    // their memory), so a call that never answers keeps them alive.
+    let answer = deadline::call_within(
+        prover,
+        format!("{worker}-call"),
+        deadlines.for_call(circuit, count),
+        move |prover| {
+            if hangs {
+                fault_injection::hang();
+            }
+            if let Some(stall) = stall {
+                std::thread::sleep(stall);
+            }
+            let results = match injected {
+                Some(fault) => partitions
+                    .iter()
+                    .map(|_| {
+                        Err(match &fault {
+                            ProveError::InjectedLoss(m) => ProveError::InjectedLoss(m.clone()),
+                            other => ProveError::Injected(other.to_string()),
+                        })
+                    })
+                    .collect(),
+                None => prover.prove(
+                    partitions,
+                    &params,
+                    next_msg.as_ref().map(|m| &m.synthesized),
+                ),
+            };
+            drop(memory);
+            (results, prover.take_cpu_fallbacks(), next_msg)
+        },
+    );
+    let took = started.elapsed();
+    let (prover, results, fallbacks) = match answer {
+        Answer::Returned(prover, Ok((results, fallbacks, next_msg))) => {
+            if let Some(slot) = next_slot.take() {
+                *slot = next_msg;
+            }
+            (prover, results, fallbacks)
+        }
+        Answer::Returned(prover, Err(panic)) => {
+            let results = (0..count)
+                .map(|_| Err(ProveError::Panicked(format!("the call panicked: {panic}"))))
+                .collect();
+            (prover, results, Vec::new())
+        }
+        Answer::Lost(why) => {
+            // The next partition stays with the call: its file goes back too.
+            if let Some(job) = next_job {
+                job.cancel();
+                let _ = links.outcome_tx.send(Outcome::Abandoned { job });
+            }
+            let mut failure = CallFailure {
+                message: why.clone(),
+                files: Vec::new(),
+                is_set_aside: false,
+                is_device_lost: true,
+            };
+            for (job, partition, ..) in done {
+                failure.files.push(job.c1_digest.as_str().to_owned());
+                let error = ProveError::CallLost(why.clone());
+                let outcome = judged(
+                    job,
+                    partition,
+                    worker,
+                    error,
+                    Verdict::HandBack,
+                    &links.events,
+                );
+                let _ = links.outcome_tx.send(outcome);
+            }
+            return BatchEnd::Lost(failure);
+        }
+    };
+    let prove_ms = share_of_call(took.as_secs_f64() * 1e3, results.len());
     // Only provers of one partition per call fall back step by step: the first is the one.
     if let Some((job, partition, ..)) = done.first() {
-        for reason in prover.take_cpu_fallbacks() {
+        for reason in fallbacks {
             links.events.emit(EventKind::CpuFallback {
                 job: job.name().to_owned(),
                 partition: *partition,
@@ -432,7 +542,11 @@ fn prove_batch(
         };
         let _ = links.outcome_tx.send(outcome);
     }
-    Some(failure)
+    // Only calls that proved everything teach the deadline what a call costs.
+    if failure.is_none() {
+        deadlines.record(circuit, count, took);
+    }
+    BatchEnd::Called(prover, failure)
 }
 
 /// The outcome of a partition of `job` that failed on `worker` with `error`, judged as
@@ -446,31 +560,20 @@ fn judged(
     verdict: Verdict,
     events: &EventSink,
 ) -> Outcome {
-    let device_fault = |job: &Job| {
-        events.emit(EventKind::DeviceFault {
-            job: job.name().to_owned(),
-            partition,
-            worker: worker.to_owned(),
-            message: error.to_string(),
-        });
-    };
     match verdict {
-        Verdict::HandBack => {
-            device_fault(&job);
+        Verdict::HandBack | Verdict::SetAside => {
+            events.emit(EventKind::DeviceFault {
+                job: job.name().to_owned(),
+                partition,
+                worker: worker.to_owned(),
+                message: error.to_string(),
+            });
             Outcome::DeviceFault {
                 job: cancelled(job),
                 partition,
                 prover: worker.to_string(),
                 error,
-            }
-        }
-        Verdict::SetAside => {
-            device_fault(&job);
-            Outcome::SetAside {
-                job: cancelled(job),
-                partition,
-                prover: worker.to_string(),
-                error,
+                is_set_aside: verdict == Verdict::SetAside,
             }
         }
         Verdict::FollowsFile(why) => {

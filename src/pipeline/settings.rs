@@ -59,6 +59,10 @@ pub struct RunSettings {
     /// Faulty calls in a row after which a prover stops, its device taken to be broken
     /// (`--max-device-faults`).
     pub max_device_faults: u32,
+    /// The most a prover's call may take per partition before the prover is taken to be hung
+    /// (`--call-deadline-secs`; see [`super::deadline`]); `None`: GPU provers get
+    /// [`super::deadline::DEFAULT_CALL_DEADLINE`] and CPU provers are not watched.
+    pub call_deadline: Option<std::time::Duration>,
     /// Accept benchmark shape files (synthetic data): timed, never written as proofs.
     pub benchmark: bool,
     /// Synthesize with pre-compiled constraints (a witness-only pass) once they are ready.
@@ -124,6 +128,7 @@ impl RunSettings {
             gpu_memory: None,
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
             max_device_faults: super::device_faults::DEFAULT_MAX_DEVICE_FAULTS,
+            call_deadline: None,
             benchmark: false,
             is_precompiled: Self::DEFAULT_SYNTHESIS.is_precompiled(),
             is_native_witness: Self::DEFAULT_SYNTHESIS.is_native_witness(),

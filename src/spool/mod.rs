@@ -227,11 +227,31 @@ impl Spool {
             log::warn!("heartbeat: {err:#}");
         }
         std::thread::spawn(move || {
+            let mut has_warned = false;
             while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
                 stopped.recv_timeout(every)
             {
-                if let Err(err) = spool.heartbeat() {
-                    log::warn!("heartbeat: {err:#}");
+                if !spool.claims.is_dir() {
+                    // This run stood still past its lease (a suspended VM, an overloaded host)
+                    // and another run took its claims over and removed the directory: it is
+                    // alive again, so it keeps a directory to claim into.
+                    log::warn!(
+                        "{}: this run's claims were taken over by another run while its heartbeat went unseen past its lease ({} s); that run proves them, and this run's proofs of them will not be written (hint: give every run sharing the spool a longer --lease-secs)",
+                        spool.claims.display(),
+                        spool.owner.lease_secs.unwrap_or(0)
+                    );
+                    if let Err(err) = fs::create_dir_all(&spool.claims) {
+                        log::warn!("{}: {err}", spool.claims.display());
+                    }
+                }
+                match spool.heartbeat() {
+                    Ok(()) => has_warned = false,
+                    // Said once until it works again, not every beat.
+                    Err(err) if !has_warned => {
+                        has_warned = true;
+                        log::warn!("heartbeat: {err:#}");
+                    }
+                    Err(_) => {}
                 }
             }
         });
@@ -339,7 +359,8 @@ impl Spool {
 
     /// Removes this run's owner directory if it holds no claims (at the end of a run).
     pub fn release(&self) -> Result<()> {
-        if list_candidates(&self.claims)?.is_empty() {
+        // Gone already when another run took this one's claims over.
+        if self.claims.is_dir() && list_candidates(&self.claims)?.is_empty() {
             remove_owner_dir(&self.claims);
         }
         self.tidy_attempts();

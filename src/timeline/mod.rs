@@ -417,6 +417,7 @@ mod tests {
             "FAILED|s-t01000-2|||verify: did not verify: a, b; c=d",
             "DEFERRED|s-t01000-3|||JSON ends early",
             "SET_ASIDE|s-t01000-4|||failed alone on cuda-0 3 times",
+            "CLAIM_TAKEN|s-t01000-1|||another run took this claim over",
             "SKIPPED|s-t01000-\u{fffd}|||claiming it: Operation not permitted (os error 1)",
             "STOP||||",
             "RUN_END||||proved=1;failed=1",

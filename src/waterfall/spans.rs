@@ -206,6 +206,7 @@ impl JobSpans {
             | EventKind::FileDeferred { .. }
             | EventKind::FileSetAside { .. }
             | EventKind::FileSkipped { .. }
+            | EventKind::ClaimTaken { .. }
             | EventKind::ResultSuperseded { .. }
             | EventKind::StopRequested => {}
         }

@@ -105,6 +105,29 @@ pub fn prove_inbox_once(dir: &Path, extra: &[&str], envs: &[(&str, &Path)]) -> O
     cuzk(&args, dir, envs)
 }
 
+/// `cuzk prove-dir inbox --once` on the CPU in `root` with the test variable `variable` set
+/// to `value` (a fault to inject), `extra` flags after; its output shown.
+pub fn prove_once_on_cpu_with(root: &Path, variable: &str, value: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "prove-dir",
+        "inbox",
+        "--once",
+        "--settle-secs",
+        "0",
+        "--incomplete-grace-secs",
+        "0",
+        "--backend",
+        "cpu",
+    ];
+    args.extend_from_slice(extra);
+    let out = cuzk_command(&args, root)
+        .env(variable, value)
+        .output()
+        .expect("run cuzk");
+    show(&args, root, &out);
+    out
+}
+
 /// Prints what a finished `cuzk` run did.
 pub fn show(args: &[&str], cwd: &Path, out: &Output) {
     eprintln!(

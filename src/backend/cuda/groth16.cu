@@ -457,9 +457,10 @@ cudaError_t error_of(const cuda_error& e)
 
 // A fault injected by a test on a GPU machine (CUZK_TEST_GPU_FAULT), since a real one
 // cannot be had on demand: `sticky` makes the L multiexp write through a null pointer (an
-// illegal address: the context is lost; `sticky@N` on GPU N only), `split-oom` and `tail-oom` make the bit split's
-// tail and its gathered bases fail to allocate as out of memory, `matrices-oom` the
-// pre-compiled constraints' upload. Read once; production runs never set it.
+// illegal address: the context is lost; `sticky@N` on GPU N only), `hang` makes it wait for
+// a kernel that never ends, `split-oom` and `tail-oom` make the bit split's tail and its
+// gathered bases fail to allocate as out of memory, `matrices-oom` the pre-compiled
+// constraints' upload. Read once; production runs never set it.
 bool injects(const char* fault, int device = -1)
 {
     static const char* spec = std::getenv("CUZK_TEST_GPU_FAULT");

@@ -187,6 +187,16 @@ void scatter_wide(fr_t* dst, const uint32_t* index, const fr_t* wide, size_t n)
         dst[index[k]] = wide[k];
 }
 
+// A test's hang (CUZK_TEST_GPU_FAULT=hang): a kernel that never ends, as a hung one would
+// not; its flag is never set.
+__global__ void spin_forever()
+{
+    __shared__ volatile uint32_t flag;
+    flag = 0;
+    while (flag == 0)
+        __nanosleep(1000);
+}
+
 // A test's sticky fault (CUZK_TEST_GPU_FAULT=sticky): an illegal address, which loses the
 // context as a real one (Xid 13/31/43) would.
 __global__ void write_through_null()

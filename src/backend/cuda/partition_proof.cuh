@@ -258,6 +258,10 @@ struct partition_proof {
             write_through_null<<<1, 1, 0, gpu[0]>>>();
             gpu[0].sync();
         }
+        if (injects("hang", g->index)) {
+            spin_forever<<<1, 1, 0, gpu[0]>>>();
+            gpu[0].sync();
+        }
         bit_split split{gpu, aux_dev, p->aux_len};
         run_query_msm<bucket_t>(gpu, split, out, g->resident[CUZK_L] ? g->l.ptr : nullptr,
                                 p->host_l, aux_dev);
