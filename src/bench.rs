@@ -85,22 +85,24 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
     params::use_params_dir(&params_dir);
     let (params_path, vk_path) = circuits::param_paths(circuit)?;
     let counts = shape_counts(circuit, &params_path)?;
-    eprintln!(
+    log::info!(
         "{circuit} partition circuit: {} constraints, {} aux variables, {} inputs",
-        counts.constraints, counts.aux, counts.inputs
+        counts.constraints,
+        counts.aux,
+        counts.inputs
     );
     let layout_matches =
         ParamsLayout::read(&params_path).is_ok_and(|layout| layout_fits(&layout, &counts));
     if !layout_matches {
         let started = Instant::now();
-        eprintln!(
+        log::info!(
             "writing synthetic {circuit} parameters (valid points, real sizes; proofs made with them never verify) to {}",
             params_path.display()
         );
         let mut rng = rand::rngs::StdRng::from_entropy();
         shape::write_synthetic_params(&params_path, &vk_path, &counts, &mut rng)?;
         let bytes = fs::metadata(&params_path).map_or(0, |m| m.len());
-        eprintln!(
+        log::info!(
             "wrote {} in {:.1} s",
             show_bytes(bytes),
             started.elapsed().as_secs_f64()
@@ -129,7 +131,7 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
         let path = inbox.join(format!("{identity}.json"));
         fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     }
-    eprintln!(
+    log::info!(
         "wrote {} {circuit} shape input files to {} in {:.1} s",
         plan.sectors,
         inbox.display(),
@@ -258,7 +260,7 @@ fn shape_counts(circuit: CircuitId, params_path: &Path) -> Result<ShapeCounts> {
     {
         return Ok(counts);
     }
-    eprintln!("counting the {circuit} partition circuit (about a minute for 32GiB)");
+    log::info!("counting the {circuit} partition circuit (about a minute for 32GiB)");
     let counts = circuits::count_shape(circuit)?;
     fs::write(&cache, serde_json::to_vec_pretty(&counts)?)
         .with_context(|| format!("writing {}", cache.display()))?;

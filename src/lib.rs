@@ -37,8 +37,9 @@
 //! [`commcid`] writes commitments as the CIDs lotus shows; [`atomic_file`] writes every
 //! file a reader takes whole or not at all; [`process`] names this process to other runs
 //! sharing a directory; [`cpus`] reads and sets the CPUs it runs on; [`util`] holds small
-//! helpers every room may use; [`cli`] is the command line, and [`build_info`] what
-//! `cuzk --version` says the binary was built from.
+//! helpers every room may use; [`logging`] writes every message for people, as text or
+//! JSON; [`cli`] is the command line, and [`build_info`] what `cuzk --version` says the
+//! binary was built from.
 #![deny(missing_docs)]
 
 pub mod atomic_file;
@@ -56,6 +57,7 @@ pub mod damocles;
 pub mod event;
 pub mod footprint;
 pub mod input;
+pub mod logging;
 pub mod memory;
 pub mod params;
 pub mod pipeline;

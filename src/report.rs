@@ -187,7 +187,7 @@ impl Display {
     fn line(&self, text: &str) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            None => log::info!("{text}"),
         }
     }
 
@@ -260,6 +260,9 @@ impl Display {
             EventKind::FileSkipped { job, reason } => self.line(&format!(
                 "[{secs:7.1}s] cannot claim {job}, left in the inbox: {reason}"
             )),
+            EventKind::ClaimTaken { job, reason } => {
+                self.line(&format!("[{secs:7.1}s] CLAIM TAKEN {job}: {reason}"))
+            }
             EventKind::ParamsGenerating { path } => {
                 self.has_local_keys = true;
                 self.line(&format!(
@@ -381,9 +384,11 @@ impl Display {
         } else {
             String::new()
         };
-        eprintln!(
+        log::info!(
             "done: {} proved{benchmarked}{local_keys}, {} failed{skipped} in {:.1} s{per_proof}",
-            summary.proved, summary.failed, summary.elapsed_s
+            summary.proved,
+            summary.failed,
+            summary.elapsed_s
         );
     }
 }

@@ -25,8 +25,8 @@ pub fn apply_from_env() -> Result<()> {
         .map_err(|_| anyhow::anyhow!("filecoin-proofs' POREP_PARTITIONS lock is poisoned"))?;
     for &(sector_size, count) in &counts {
         partitions.insert(sector_size, count);
-        eprintln!(
-            "cuzk: note: {VARIABLE}: {sector_size}-byte sectors have {count} partitions in this process (a test setting; their parameters are their own)"
+        log::info!(
+            "{VARIABLE}: {sector_size}-byte sectors have {count} partitions in this process (a test setting; their parameters are their own)"
         );
     }
     Ok(())

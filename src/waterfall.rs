@@ -112,14 +112,14 @@ pub fn draw(path: &Path, request: &Request) -> Result<String> {
     };
     let screened = screen(&timeline);
     for warning in &screened.warnings {
-        eprintln!("warning: {warning}");
+        log::warn!("{warning}");
     }
     let analysis = analyze(&screened, &request.selection, &options)
         .with_context(|| format!("{}", path.display()))?;
     if let Some(svg) = &request.svg {
         std::fs::write(svg, render_svg(&analysis.runs))
             .with_context(|| format!("writing SVG {}", svg.display()))?;
-        eprintln!("wrote {}", svg.display());
+        log::info!("wrote {}", svg.display());
     }
     if request.is_json {
         render_json(&path.display().to_string(), &analysis)

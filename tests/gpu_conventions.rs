@@ -157,3 +157,57 @@ fn a_cpu_run_notes_ignored_variables_and_never_waits_for_the_priority_lock() {
     assert!(timeline.contains(",GPU_END,"), "{timeline}");
     post.unlock().expect("unlock");
 }
+
+#[test]
+fn every_run_flag_can_come_from_its_cuzk_variable_and_the_command_line_wins() {
+    // A service sets CUZK_REQUIRE_GPU and CUZK_GPUS in its environment, as it would pass
+    // --require-gpu --gpus none: the run refuses the CPU just the same.
+    let (dir, bytes) = spool_with_a_file();
+    let env = [
+        ("CUZK_REQUIRE_GPU", "true"),
+        ("CUZK_GPUS", "none"),
+        ("CUZK_ONCE", "1"),
+    ];
+    let out = run(&["prove-dir", "inbox"], dir.path(), &env);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--require-gpu: this run would prove on the CPU"),
+        "{stderr}"
+    );
+    assert_untouched(dir.path(), &bytes);
+    // A bad value is named with its variable.
+    let out = run(
+        &["prove-dir", "inbox", "--once"],
+        dir.path(),
+        &[("CUZK_BACKEND", "quantum")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("quantum") && stderr.contains("--backend"),
+        "{stderr}"
+    );
+    assert_untouched(dir.path(), &bytes);
+    // The command line wins over the environment: the bad variable is not even read.
+    let out = run(
+        &[
+            "prove-dir",
+            "inbox",
+            "--once",
+            "--backend",
+            "cpu",
+            "--require-gpu",
+        ],
+        dir.path(),
+        &[("CUZK_BACKEND", "quantum")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("quantum")
+            && stderr.contains("--require-gpu: this run would prove on the CPU"),
+        "{stderr}"
+    );
+    assert_untouched(dir.path(), &bytes);
+}

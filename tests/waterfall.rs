@@ -90,7 +90,7 @@ fn a_torn_last_line_warns_once_and_goes_on() {
     let warnings = stderr(&output);
     assert_eq!(
         warnings,
-        "warning: skipped 1 malformed line (line 37: 4 fields, expected 8 (torn or foreign \
+        "cuzk: warning: skipped 1 malformed line (line 37: 4 fields, expected 8 (torn or foreign \
          line))\n"
     );
     assert!(stdout(&output).contains("verdict: synthesis-bound"));
@@ -103,7 +103,7 @@ fn unknown_events_warn_once() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         stderr(&output),
-        "warning: ignored 3 rows with unknown events: GPU_WARMUP (2), TEMPERATURE (1)\n"
+        "cuzk: warning: ignored 3 rows with unknown events: GPU_WARMUP (2), TEMPERATURE (1)\n"
     );
     assert!(stdout(&output).contains("verdict: GPU-bound"));
 }

@@ -14,8 +14,8 @@ pub(super) fn serve(stage: Stage, args: DamoclesC2Args) -> Result<u8> {
     let placement = damocles::placement::Placement::from_env()?;
     if !placement.is_empty() {
         let applied = placement.apply()?;
-        eprintln!(
-            "cuzk damocles-{}: note: damocles' processor settings: {applied}",
+        log::info!(
+            "damocles-{} processor settings: {applied}",
             match stage {
                 Stage::C2 => "c2",
                 Stage::SnapProve => "snap",

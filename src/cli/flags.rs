@@ -123,19 +123,19 @@ stdout carries protocol lines only; progress and logs go to stderr.")]
 pub struct DamoclesC2Args {
     /// Where the processor keeps its private spool (a fresh directory inside, removed at
     /// exit; C1 files of requests in flight live there) [default: $TMPDIR, else /tmp].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "CUZK_TMP_DIR")]
     pub tmp_dir: Option<PathBuf>,
     /// Append the timeline here, for `cuzk waterfall` [default: inside the private spool,
     /// removed at exit].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "CUZK_TIMELINE")]
     pub timeline: Option<PathBuf>,
     /// Tries of a request that failed for a fault of this machine (a GPU or driver fault,
     /// parameters that could not be loaded), before it is answered with the error: damocles
     /// takes every error as final.
-    #[arg(long, value_name = "N", default_value_t = ProcessorSettings::DEFAULT_ATTEMPTS)]
+    #[arg(long, value_name = "N", default_value_t = ProcessorSettings::DEFAULT_ATTEMPTS, env = "CUZK_ATTEMPTS")]
     pub attempts: u32,
     /// Seconds a run that could not go on waits before its requests are tried again.
-    #[arg(long, value_name = "SECS", default_value_t = ProcessorSettings::DEFAULT_RETRY_PAUSE_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = ProcessorSettings::DEFAULT_RETRY_PAUSE_SECS, env = "CUZK_RETRY_PAUSE_SECS")]
     pub retry_pause_secs: f64,
     /// How much runs at once.
     #[command(flatten)]
@@ -162,28 +162,28 @@ pub struct ProveDirArgs {
     /// The inbox: C1 files (lotus-bench wrapper or bare SealCommitPhase1Output JSON).
     pub inbox: PathBuf,
     /// Where proofs go [default: ../outbox beside the inbox].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "CUZK_OUTBOX")]
     pub outbox: Option<PathBuf>,
     /// Where unprovable C1 files go, with a reason [default: ../failed].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "CUZK_FAILED")]
     pub failed: Option<PathBuf>,
     /// Where claimed C1 files wait while being proved [default: ../work].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "CUZK_WORK")]
     pub work: Option<PathBuf>,
     /// Where C1 files go once their proof is written [default: ../done].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "CUZK_DONE")]
     pub done: Option<PathBuf>,
     /// The timeline CSV, appended to [default: ../timeline.csv].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "CUZK_TIMELINE")]
     pub timeline: Option<PathBuf>,
     /// Exit once the inbox is drained instead of watching it.
-    #[arg(long)]
+    #[arg(long, env = "CUZK_ONCE", value_parser = clap::builder::BoolishValueParser::new())]
     pub once: bool,
     /// Miner actor id for files whose name is not a lotus sector name s-t0<miner>-<sector>.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", env = "CUZK_MINER_ID")]
     pub miner_id: Option<u64>,
     /// The same as --miner-id, as a miner ID address like lotus-bench's: t01000 or f01000.
-    #[arg(long, value_name = "ADDR", value_parser = c1::parse_miner_address, conflicts_with = "miner_id")]
+    #[arg(long, value_name = "ADDR", value_parser = c1::parse_miner_address, conflicts_with = "miner_id", env = "CUZK_MINER_ADDR")]
     pub miner_addr: Option<u64>,
     /// How much runs at once.
     #[command(flatten)]
@@ -192,36 +192,36 @@ pub struct ProveDirArgs {
     #[command(flatten)]
     pub metrics: MetricsArgs,
     /// Seconds between inbox rescans (file-system events also wake the scan).
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS, env = "CUZK_POLL_SECS")]
     pub poll_secs: f64,
     /// Files modified more recently than this many seconds are left for a later scan.
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_SETTLE_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_SETTLE_SECS, env = "CUZK_SETTLE_SECS")]
     pub settle_secs: f64,
     /// A file whose JSON ends early is waited for this long after its last change, then
     /// failed as truncated.
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_INCOMPLETE_GRACE_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_INCOMPLETE_GRACE_SECS, env = "CUZK_INCOMPLETE_GRACE_SECS")]
     pub incomplete_grace_secs: f64,
     /// Largest input file accepted, in bytes (a 64GiB sector's C1 in the lotus-bench wrapper
     /// is 52 MB).
-    #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES, env = "CUZK_MAX_C1_BYTES")]
     pub max_c1_bytes: u64,
     /// Seconds without a heartbeat after which another host's or container's claims are
     /// taken over (a dead process of this boot and pid namespace is taken over at once).
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS, env = "CUZK_LEASE_SECS")]
     pub lease_secs: f64,
     /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
     /// random ones instead of stopping (2KiB: about 3 minutes on 2 cores).
-    #[arg(long)]
+    #[arg(long, env = "CUZK_GEN_TEST_PARAMS", value_parser = clap::builder::BoolishValueParser::new())]
     pub gen_test_params: bool,
     /// A claimed file that took the prover down (killed for memory, a driver fault) this
     /// many times while it was the only file in flight is moved to failed/ instead of being
     /// tried again (files in flight together at a crash are proved alone to tell).
-    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS)]
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS, env = "CUZK_MAX_ATTEMPTS")]
     pub max_attempts: u32,
     /// Also take benchmark shape files made by `cuzk bench` (synthetic data of a real
     /// sector's shape): they are timed, and their results go to outbox/<job>.benchmark.json,
     /// never written as proofs. Without it such files are failed.
-    #[arg(long)]
+    #[arg(long, env = "CUZK_BENCHMARK", value_parser = clap::builder::BoolishValueParser::new())]
     pub benchmark: bool,
 }
 
@@ -245,63 +245,70 @@ impl clap::ValueEnum for Synthesis {
 #[derive(Debug, Args)]
 pub struct TuningArgs {
     /// Partitions synthesized at once [default: [`DEFAULT_SYNTH_JOBS_RULE`]].
-    #[arg(long, value_name = "N", help = synth_jobs_help())]
+    #[arg(long, value_name = "N", help = synth_jobs_help(), env = "CUZK_SYNTH_JOBS")]
     pub synth_jobs: Option<usize>,
     /// What proves the partitions: auto (cuda if built and a GPU is there, else the CPU),
     /// cuda (cuzk's own, parameters resident on the GPU), supraseal, ec-gpu or cpu.
-    #[arg(long, value_name = "BACKEND", value_enum, default_value_t = RunSettings::DEFAULT_BACKEND)]
+    #[arg(long, value_name = "BACKEND", value_enum, default_value_t = RunSettings::DEFAULT_BACKEND, env = "CUZK_BACKEND")]
     pub backend: BackendChoice,
     /// GPUs to prove on: all, none (CPU), or indices like 0,1. Indices count among the GPUs
     /// this process sees: CUDA renumbers those left by CUDA_VISIBLE_DEVICES from 0, so with
     /// CUDA_VISIBLE_DEVICES=2,3 `--gpus 0` is physical GPU 2. BELLMAN_NO_GPU (any value but 0)
     /// turns GPUs off, as in bellperson.
-    #[arg(long, value_name = "LIST", default_value_t = RunSettings::DEFAULT_GPUS)]
+    #[arg(long, value_name = "LIST", default_value_t = RunSettings::DEFAULT_GPUS, env = "CUZK_GPUS")]
     pub gpus: GpuSelection,
     /// Prover threads per GPU; two let one partition's CPU-side work overlap another's
     /// kernels on the same GPU (measured 1.3x on an H200). Fewer start on a GPU whose free
     /// memory does not hold them for a 32GiB sector (~30 GiB each, plus the bases they keep).
-    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_PROVERS_PER_GPU)]
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_PROVERS_PER_GPU, env = "CUZK_PROVERS_PER_GPU")]
     pub provers_per_gpu: usize,
     /// Stop with exit 2 before claiming anything if the run would prove on the CPU (no GPU
     /// found, a build without CUDA, BELLMAN_NO_GPU, --gpus none): a CPU proof of a 32GiB
     /// sector takes hours.
-    #[arg(long)]
+    #[arg(long, env = "CUZK_REQUIRE_GPU", value_parser = clap::builder::BoolishValueParser::new())]
     pub require_gpu: bool,
     /// Synthesized partitions that may wait for the prover.
-    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_QUEUE_DEPTH)]
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_QUEUE_DEPTH, env = "CUZK_QUEUE_DEPTH")]
     pub queue_depth: usize,
     /// Memory budget for parameters and partitions in flight [default: the memory available
     /// now, minus [`crate::memory::default_margin`]].
-    #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes, help = max_memory_help())]
+    #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes, help = max_memory_help(), env = "CUZK_MAX_MEMORY")]
     pub max_memory: Option<u64>,
     /// GPU memory the cuda backend may take on each GPU, like 16GiB [default: its free
     /// memory]. Parameters that do not fit stay in pinned host memory and stream to the GPU
     /// at each proof, as on a card smaller than them.
-    #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::memory::parse_bytes, env = "CUZK_GPU_MEMORY")]
     pub gpu_memory: Option<u64>,
     /// How partitions are synthesized: `precompiled` records each circuit shape's
     /// constraints once (kept beside the parameters) and then computes only the witness,
     /// with the circuit's gadgets; `native` does the same but computes the witness's
     /// SHA-256 and Poseidon work natively (the timeline says which ran); `full` builds every
     /// constraint for every partition.
-    #[arg(long, value_name = "HOW", value_enum, default_value_t = RunSettings::DEFAULT_SYNTHESIS)]
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = RunSettings::DEFAULT_SYNTHESIS, env = "CUZK_SYNTHESIS")]
     pub synthesis: Synthesis,
     /// Threads that evaluate pre-compiled constraints, shared by every partition [default:
     /// [`DEFAULT_SYNTHESIS_THREADS_RULE`]].
-    #[arg(long, value_name = "N", help = synthesis_threads_help())]
+    #[arg(long, value_name = "N", help = synthesis_threads_help(), env = "CUZK_SYNTHESIS_THREADS")]
     pub synthesis_threads: Option<usize>,
     /// CPUs kept for SupraSeal's host threads (its preprocessing and the G2 multiexp), so
     /// they stop competing with synthesis; cuzk's own threads get the others, and the
     /// defaults above count only those. 0 shares every CPU. Linux only: cuzk restarts itself
     /// once to size SupraSeal's thread pool.
-    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_PROVER_CPUS)]
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_PROVER_CPUS, env = "CUZK_PROVER_CPUS")]
     pub prover_cpus: usize,
     /// A prover whose calls fail this many times in a row stops, its GPU taken to be broken
     /// (the run says which; when the last prover stops, the run ends with exit 2). A failed
     /// partition's file goes back to the inbox to be proved alone; only a fault that follows
     /// the file fails it.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEVICE_FAULTS)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEVICE_FAULTS, env = "CUZK_MAX_DEVICE_FAULTS")]
     pub max_device_faults: u32,
+    /// The most a prover's call may take per partition before the prover is taken to be hung
+    /// (a kernel or the driver that never answers): its files go back to the inbox and it
+    /// stops, as one whose device is lost. Once a circuit's calls are measured, a call gets
+    /// ten times the slowest per partition, at least a minute, at most this. GPU provers
+    /// default to 1800 s; CPU provers are watched only when it is given.
+    #[arg(long, value_name = "SECS", value_parser = parse_positive_secs, env = "CUZK_CALL_DEADLINE_SECS")]
+    pub call_deadline_secs: Option<f64>,
 }
 
 /// Where a run keeps its own metrics: shared by `prove-dir` and `damocles-c2`.
@@ -310,11 +317,16 @@ pub struct MetricsArgs {
     /// Keep the run's own metrics in FILE as it goes, in node_exporter's textfile format (name
     /// it *.prom in its --collector.textfile.directory): proofs and failures, jobs and
     /// partitions in flight, memory in use, seconds per proof.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "CUZK_METRICS_TEXTFILE")]
     pub metrics_textfile: Option<PathBuf>,
     /// The `spool` label of those metrics, which tells two runs on one host apart [default:
     /// prove-dir: the spool directory; damocles-c2: the file's name without .prom].
-    #[arg(long, value_name = "NAME", requires = "metrics_textfile")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "metrics_textfile",
+        env = "CUZK_METRICS_LABEL"
+    )]
     pub metrics_label: Option<String>,
 }
 
@@ -451,4 +463,12 @@ pub struct ParamsSizeArgs {
     /// The SnapDeals update circuit's parameters (ProveReplicaUpdate2), not PoRep's.
     #[arg(long)]
     pub update: bool,
+}
+
+/// A number of seconds above zero (`--call-deadline-secs`).
+fn parse_positive_secs(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(secs),
+        _ => Err(format!("{text:?} is not a number of seconds above zero")),
+    }
 }

@@ -50,6 +50,12 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR", help = flags::params_help())]
     pub params: Option<PathBuf>,
 
+    /// How messages are written to stderr: text lines (`cuzk: note: ...`) or one JSON
+    /// object per line for a log shipper. RUST_LOG picks which (unset: cuzk's notes and
+    /// every warning).
+    #[arg(long, global = true, value_name = "FORMAT", value_enum, env = "CUZK_LOG_FORMAT", default_value_t = crate::logging::LogFormat::Text)]
+    pub log_format: crate::logging::LogFormat,
+
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,

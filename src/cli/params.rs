@@ -19,7 +19,7 @@ pub(super) fn generate(args: ParamsSizeArgs) -> Result<u8> {
     let circuit = args.circuit();
     let (params_path, vk_path) = circuits::param_paths(circuit)?;
     if params_path.is_file() && vk_path.is_file() {
-        eprintln!(
+        log::info!(
             "parameters for {circuit} already present: {}",
             params_path.display()
         );
@@ -30,7 +30,7 @@ pub(super) fn generate(args: ParamsSizeArgs) -> Result<u8> {
         .with_context(|| {
             format!("refusing to generate parameters for {size} sectors: random parameters make proofs the chain rejects (hint: fetch the official ones with `lotus fetch-params {size}`)")
         })?;
-    eprintln!(
+    log::info!(
         "generating INSECURE random Groth16 parameters for {} into {}\n\
          these are for tests and private networks only: the chain rejects proofs made with them.\n\
          this takes a while (2KiB: about 3 minutes on 2 cores, 2 GB of memory)",
@@ -45,7 +45,7 @@ pub(super) fn generate(args: ParamsSizeArgs) -> Result<u8> {
     let result = circuits::generate_params(circuit);
     progress.finish();
     let (params_path, vk_path) = result?;
-    eprintln!(
+    log::info!(
         "wrote {} and {} in {:.0} s",
         params_path.display(),
         vk_path.display(),
@@ -76,10 +76,10 @@ pub(super) fn record_constraints(args: ParamsSizeArgs) -> Result<u8> {
             .and_then(|r1cs| crate::params::check_recorded(&r1cs, &file, &params_path));
         match loaded {
             Ok(()) => {
-                eprintln!("{circuit} constraints already recorded: {}", file.display());
+                log::info!("{circuit} constraints already recorded: {}", file.display());
                 return Ok(0);
             }
-            Err(err) => eprintln!("{err:#}"),
+            Err(err) => log::warn!("{err:#}"),
         }
     }
     let started = Instant::now();
@@ -88,13 +88,13 @@ pub(super) fn record_constraints(args: ParamsSizeArgs) -> Result<u8> {
     progress.finish();
     let r1cs = recorded?;
     if !r1cs.save(&file)? {
-        eprintln!(
+        log::info!(
             "{} is there already and was left as it is (another run may have it mapped); delete it first to record it again",
             file.display()
         );
         return Ok(0);
     }
-    eprintln!(
+    log::info!(
         "recorded {} constraints ({}) in {:.0} s: {}",
         r1cs.counts().constraints,
         crate::memory::show_bytes(r1cs.memory_bytes()),

@@ -37,7 +37,7 @@ impl HashProgress {
             .is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
         if is_due || done == total {
             self.last_line = Some(Instant::now());
-            eprintln!(
+            log::info!(
                 "hashing {name}: {:.1} of {:.1} GB ({:.0}%)",
                 done as f64 / 1e9,
                 total as f64 / 1e9,
@@ -81,7 +81,7 @@ impl Spinner {
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                 stopped.recv_timeout(Duration::from_secs(60))
             {
-                eprintln!("{message}: {:.0} s so far", started.elapsed().as_secs_f64());
+                log::info!("{message}: {:.0} s so far", started.elapsed().as_secs_f64());
             }
         });
         Spinner {

@@ -16,8 +16,8 @@ pub(super) fn prove_dir(args: ProveDirArgs) -> Result<u8> {
     let settings = args.to_settings()?;
     let summary = pipeline::run(&settings)?;
     if summary.set_aside > 0 {
-        eprintln!(
-            "cuzk: {} file(s) set aside in {}: each kept failing alone on a prover that proved nothing else (the reasons are above and beside each file); move them back into the inbox to try again",
+        log::warn!(
+            "{} file(s) set aside in {}: each kept failing alone on a prover that proved nothing else (the reasons are above and beside each file); move them back into the inbox to try again",
             summary.set_aside,
             settings.layout.set_aside.display()
         );
@@ -28,8 +28,8 @@ pub(super) fn prove_dir(args: ProveDirArgs) -> Result<u8> {
     }
     // A drain that leaves files behind did not do its job, even if it proved the rest.
     if summary.skipped > 0 {
-        eprintln!(
-            "cuzk: {} file(s) in {} could not be claimed, so they were not proved (the reasons are above); they are still there",
+        log::warn!(
+            "{} file(s) in {} could not be claimed, so they were not proved (the reasons are above); they are still there",
             summary.skipped,
             settings.layout.inbox.display()
         );
@@ -54,8 +54,8 @@ fn note_temporary_files(inbox: &Path) {
         .filter(|name| crate::spool::is_temporary_name(name))
         .collect();
     if let Some(first) = temporary.first() {
-        eprintln!(
-            "cuzk: note: {} file(s) with temporary names left alone in {} (first: {first}); cuzk takes a file once its writer renames it to its final name",
+        log::info!(
+            "{} file(s) with temporary names left alone in {} (first: {first}); cuzk takes a file once its writer renames it to its final name",
             temporary.len(),
             inbox.display()
         );

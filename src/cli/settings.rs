@@ -107,6 +107,9 @@ impl TuningArgs {
             synthesis_threads: self.synthesis_threads.unwrap_or(defaults.synthesis_threads),
             prover_cpus: self.prover_cpus,
             max_device_faults: self.max_device_faults.max(1),
+            call_deadline: self
+                .call_deadline_secs
+                .map(std::time::Duration::from_secs_f64),
             ..defaults
         })
     }
@@ -115,7 +118,7 @@ impl TuningArgs {
     /// a run does, since it may restart the process.
     pub fn split_cpus(&self) -> anyhow::Result<()> {
         if let Some(split) = crate::backend::gpu::cpu_split::apply(self.prover_cpus)? {
-            eprintln!("cuzk: note: CPUs split: {split}");
+            log::info!("CPUs split: {split}");
         }
         Ok(())
     }

@@ -135,7 +135,7 @@ impl AnswerWriter {
         let mut out = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(err) = out.write_all(&line).and_then(|()| out.flush()) {
             // damocles-worker is gone or closed our stdout: nobody waits for answers.
-            eprintln!("cuzk damocles: cannot answer request {}: {err}", answer.id);
+            log::warn!("cannot answer request {}: {err}", answer.id);
         }
     }
 }
@@ -271,10 +271,7 @@ impl Shared {
                             let _ = fs::remove_file(reason);
                             return;
                         }
-                        Err(err) => eprintln!(
-                            "cuzk damocles: request {}: cannot try again: {err:#}",
-                            pending.id
-                        ),
+                        Err(err) => log::warn!("request {}: cannot try again: {err:#}", pending.id),
                     }
                 }
                 self.give_up(&pending, &message, retry)
@@ -296,9 +293,11 @@ impl Shared {
             return Err(err)
                 .with_context(|| format!("moving {} to {}", from.display(), to.display()));
         }
-        eprintln!(
-            "cuzk damocles: request {}: try {} of {} failed, trying again: {why}",
-            pending.id, pending.attempt, self.attempts
+        log::warn!(
+            "request {}: try {} of {} failed, trying again: {why}",
+            pending.id,
+            pending.attempt,
+            self.attempts
         );
         Ok(())
     }
@@ -351,10 +350,9 @@ impl Shared {
                                 is_waiting = true;
                                 continue;
                             }
-                            Err(err) => eprintln!(
-                                "cuzk damocles: request {}: cannot try again: {err:#}",
-                                pending.id
-                            ),
+                            Err(err) => {
+                                log::warn!("request {}: cannot try again: {err:#}", pending.id)
+                            }
                         }
                     }
                     (message, retry)
@@ -439,7 +437,7 @@ impl Run {
                 let _ = answering.join();
                 let end = match &result {
                     Err(err) => {
-                        eprintln!("cuzk damocles: the pipeline stopped: {err:#}");
+                        log::error!("the pipeline stopped: {err:#}");
                         RunEnd::Fault(format!("{err:#}"))
                     }
                     Ok(_) if pipeline::is_stopping() => RunEnd::Stopped,
@@ -491,7 +489,7 @@ fn read_lines(mut input: Box<dyn BufRead + Send>, cap: u64) -> Receiver<Input> {
                 Input::TooLong(line)
             }
             Err(err) => {
-                eprintln!("cuzk damocles: reading stdin: {err}");
+                log::warn!("reading stdin: {err}");
                 Input::End
             }
         };
@@ -557,19 +555,19 @@ impl Processor {
                             Retry::CannotHelp("the request itself is at fault".into()),
                         ))
                     }
-                    Some(id) => eprintln!(
-                        "cuzk damocles: skipped a bad request with the id {id} of a request in flight (its answer is still to come): {bad}"
+                    Some(id) => log::warn!(
+                        "skipped a bad request with the id {id} of a request in flight (its answer is still to come): {bad}"
                     ),
-                    None => eprintln!(
-                        "cuzk damocles: skipped a line without a request id, which no answer can be matched to: {bad}"
+                    None => log::warn!(
+                        "skipped a line without a request id, which no answer can be matched to: {bad}"
                     ),
                 }
                 return Ok(());
             }
         };
         if self.shared.is_in_flight(request.id) {
-            eprintln!(
-                "cuzk damocles: skipped a request with the id {} of a request in flight (its answer is still to come)",
+            log::warn!(
+                "skipped a request with the id {} of a request in flight (its answer is still to come)",
                 request.id
             );
             return Ok(());
@@ -738,8 +736,8 @@ fn note_other_processors(settings: &ProcessorSettings, own: &Path) {
     }
     let others = private_spool::live_others(&settings.tmp_dir, own);
     if others > 0 {
-        eprintln!(
-            "cuzk damocles: note: {others} other cuzk processor(s) run on this host (their spools are in {}); each budgets the memory available when its run starts, so together they may count the same memory twice (hint: give each --max-memory, its share of the machine, or serve every request from one processor with damocles' `concurrent`, which shares one set of parameters)",
+        log::info!(
+            "{others} other cuzk processor(s) run on this host (their spools are in {}); each budgets the memory available when its run starts, so together they may count the same memory twice (hint: give each --max-memory, its share of the machine, or serve every request from one processor with damocles' `concurrent`, which shares one set of parameters)",
             settings.tmp_dir.display()
         );
     }

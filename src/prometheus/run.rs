@@ -306,7 +306,7 @@ fn keep_current(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
                 if let Err(err) = write(target, &metrics, budget) {
-                    eprintln!("cuzk: warning: run metrics not written: {err:#}");
+                    log::warn!("run metrics not written: {err:#}");
                 }
                 return;
             }
@@ -314,9 +314,7 @@ fn keep_current(
         if let Err(err) = write(target, &metrics, budget) {
             if !has_warned {
                 has_warned = true;
-                eprintln!(
-                    "cuzk: warning: run metrics not written (the run goes on; said once): {err:#}"
-                );
+                log::warn!("run metrics not written (the run goes on; said once): {err:#}");
             }
         }
         last_write = Instant::now();
