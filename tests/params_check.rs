@@ -128,3 +128,37 @@ fn prove_dir_stops_on_a_parameter_file_cut_short() {
     let timeline = fs::read_to_string(dir.path().join("timeline.csv")).unwrap_or_default();
     assert!(!timeline.contains(",SYNTH_START,"), "{timeline}");
 }
+
+#[test]
+fn params_prune_removes_constraints_no_current_circuit_uses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    fs::create_dir(&cache).expect("cache");
+    let (params, vk) = porep_2kib_names();
+    fs::write(cache.join(&params), params_bytes(0)).expect("params");
+    fs::write(cache.join(&vk), vk_bytes()).expect("vk");
+    let current =
+        cuzk::r1cs::r1cs_path(&cache.join(&params)).expect("the current constraints' name");
+    let stem = params.trim_end_matches(".params");
+    let stale = cache.join(format!("cuzk-r1cs-v1-{stem}-00000000deadbeef.r1cs"));
+    let orphan = cache.join("cuzk-r1cs-v1-v28-gone-00000000deadbeef.r1cs");
+    for file in [&current, &stale, &orphan] {
+        fs::write(file, b"recorded constraints").expect("write");
+    }
+    let envs = [("FIL_PROOFS_PARAMETER_CACHE", cache.as_path())];
+
+    let dry = cuzk(&["params", "prune", "--dry-run"], dir.path(), &envs);
+    assert_eq!(dry.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(text.contains("would remove") && text.contains("another circuit"), "{text}");
+    assert!(text.contains("are gone"), "{text}");
+    assert!(stale.exists() && orphan.exists(), "a dry run removes nothing");
+
+    let out = cuzk(&["params", "prune"], dir.path(), &envs);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("3 recorded constraints file(s)"), "{text}");
+    assert!(current.exists(), "the current circuit's constraints stay");
+    assert!(!stale.exists() && !orphan.exists(), "{text}");
+    assert!(cache.join(&params).exists() && cache.join(&vk).exists());
+}

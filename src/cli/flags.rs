@@ -437,6 +437,20 @@ pub enum ParamsCommand {
     /// ok, missing, corrupt, generated (by cuzk, intact) or unofficial, per file. Hashes
     /// every file: minutes for a 32GiB set.
     Check(ParamsCheckArgs),
+    /// Remove recorded constraints no current circuit uses (an older format, changed
+    /// parameters, parameters that are gone: 9 GB each at 32GiB), never one a run has mapped.
+    Prune(ParamsPruneArgs),
+}
+
+/// Arguments of `cuzk params prune`.
+#[derive(Debug, Args)]
+pub struct ParamsPruneArgs {
+    /// Say what would be removed, removing nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON for scripts: every recorded constraints file with its verdict.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `cuzk params check`.

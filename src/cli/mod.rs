@@ -132,6 +132,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Params(ParamsCommand::Path(args)) => params::show_paths(args),
         Command::Params(ParamsCommand::Constraints(args)) => params::record_constraints(args),
         Command::Params(ParamsCommand::Check(args)) => params::check(args),
+        Command::Params(ParamsCommand::Prune(args)) => params::prune(args),
         Command::DamoclesC2(args) => damocles::serve(crate::damocles::Stage::C2, args),
         Command::DamoclesSnap(args) => damocles::serve(crate::damocles::Stage::SnapProve, args),
         Command::Processor(args) => damocles::serve_processor(args),

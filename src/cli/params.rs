@@ -1,12 +1,12 @@
-//! `cuzk params gen`, `path`, `constraints` and `check`: a parameter cache's files
-//! generated (test sizes only), located, completed with recorded constraints, or checked
-//! against filecoin-proofs' digests.
+//! `cuzk params gen`, `path`, `constraints`, `check` and `prune`: a parameter cache's files
+//! generated (test sizes only), located, completed with recorded constraints, checked
+//! against filecoin-proofs' digests, or rid of recorded constraints no circuit uses.
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::flags::{ParamsCheckArgs, ParamsSizeArgs};
+use super::flags::{ParamsCheckArgs, ParamsPruneArgs, ParamsSizeArgs};
 use super::print;
 use super::progress::{HashProgress, Spinner};
 use crate::c1::SectorSizeName;
@@ -163,4 +163,49 @@ pub(super) fn check(args: ParamsCheckArgs) -> Result<u8> {
     } else {
         0
     })
+}
+
+/// The top-level entry point for `cuzk params prune`.
+pub(super) fn prune(args: ParamsPruneArgs) -> Result<u8> {
+    let dir = params::params_dir();
+    anyhow::ensure!(
+        dir.is_dir(),
+        "{}: no parameter cache there (hint: point --params or FIL_PROOFS_PARAMETER_CACHE at the cache)",
+        dir.display()
+    );
+    let verdicts = crate::r1cs::prune::prune(&dir, !args.dry_run)?;
+    if args.json {
+        print(&(serde_json::to_string_pretty(&verdicts)? + "\n"))?;
+        return Ok(0);
+    }
+    let show = crate::memory::show_bytes;
+    let removing = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    let mut out = String::new();
+    let mut freed = 0;
+    for verdict in &verdicts {
+        let path = verdict.path.display();
+        let bytes = show(verdict.bytes);
+        match &verdict.stale {
+            None => out += &format!("kept {path} ({bytes}): in use by the current circuit\n"),
+            Some(why) if verdict.is_in_use => {
+                out += &format!("kept {path} ({bytes}): {why}, but a run has it mapped\n")
+            }
+            Some(why) => {
+                freed += verdict.bytes;
+                out += &format!("{removing} {path} ({bytes}): {why}\n");
+            }
+        }
+    }
+    out += &format!(
+        "{} recorded constraints file(s) in {}; {removing} {}\n",
+        verdicts.len(),
+        dir.display(),
+        show(freed)
+    );
+    print(&out)?;
+    Ok(0)
 }

@@ -44,6 +44,7 @@ use crate::witness::Witness;
 use recorder::Recorder;
 
 mod identity;
+pub mod prune;
 mod recorder;
 #[cfg(test)]
 mod tests;
@@ -90,6 +91,9 @@ enum Storage {
     Owned([Matrix; 3]),
     Mapped {
         map: memmap2::Mmap,
+        /// The file, its shared lock held while it is mapped, so that `cuzk params prune`
+        /// leaves it alone ([`prune`]).
+        _file: File,
         /// (row offsets start, entries start), in u64 words, for A, B and C.
         sections: [(usize, usize); 3],
     },
@@ -184,7 +188,7 @@ impl R1cs {
     fn matrix(&self, which: usize) -> (&[u64], &[u64]) {
         match &self.storage {
             Storage::Owned(m) => (&m[which].row_ptr, &m[which].entries),
-            Storage::Mapped { map, sections } => {
+            Storage::Mapped { map, sections, .. } => {
                 let words = as_words(map);
                 let (ptr_at, entries_at) = sections[which];
                 let rows = self.counts.constraints as usize + 1;
@@ -250,6 +254,14 @@ impl R1cs {
     /// Maps the R1CS at `path` and checks its digest.
     pub fn load(path: &Path) -> Result<R1cs> {
         let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        // Held while mapped: `cuzk params prune` removes no file a run maps. A file system
+        // without locks (an NFS mount without its lock service) only loses that guard.
+        if let Err(err) = file.lock_shared() {
+            log::debug!(
+                "{}: no shared lock ({err}); read all the same",
+                path.display()
+            );
+        }
         // SAFETY: the file is only ever replaced by rename, never written in place, so the
         // mapped bytes do not change under us.
         let map = unsafe { memmap2::Mmap::map(&file) }
@@ -321,7 +333,11 @@ impl R1cs {
             coeffs,
             one,
             minus_one,
-            storage: Storage::Mapped { map, sections },
+            storage: Storage::Mapped {
+                map,
+                sections,
+                _file: file,
+            },
             densities,
         })
     }

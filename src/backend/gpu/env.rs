@@ -13,12 +13,18 @@
 //!   rust-gpu-tools 0.7, the version cuzk links, reads core counts from the device itself and
 //!   no longer reads the variable, so it has no effect; cuzk says so rather than appearing to
 //!   honour it.
+//! - `BELLMAN_CPU_UTILIZATION`: the share of each multiexp bellperson computes on the CPU
+//!   beside the GPU. cuzk's GPU backends compute every multiexp whole on the GPU, so it has
+//!   no effect either, and cuzk says so.
 
 /// bellperson's switch that turns GPUs off.
 pub const NO_GPU_VAR: &str = "BELLMAN_NO_GPU";
 
 /// rust-gpu-tools' old table of custom GPUs, then its older bellperson name.
 pub const CUSTOM_GPU_VARS: [&str; 2] = ["RUST_GPU_TOOLS_CUSTOM_GPU", "BELLMAN_CUSTOM_GPU"];
+
+/// bellperson's share of each multiexp done on the CPU beside the GPU.
+pub const CPU_UTILIZATION_VAR: &str = "BELLMAN_CPU_UTILIZATION";
 
 /// The CUDA driver's list of the GPUs a process sees.
 pub const VISIBLE_DEVICES_VAR: &str = "CUDA_VISIBLE_DEVICES";
@@ -32,6 +38,8 @@ pub struct GpuEnv {
     pub custom_gpu: Option<(&'static str, String)>,
     /// `CUDA_VISIBLE_DEVICES`, if set.
     pub visible_devices: Option<String>,
+    /// `BELLMAN_CPU_UTILIZATION`, if set.
+    pub cpu_utilization: Option<String>,
 }
 
 impl GpuEnv {
@@ -48,6 +56,7 @@ impl GpuEnv {
                 .into_iter()
                 .find_map(|name| Some((name, lookup(name)?))),
             visible_devices: lookup(VISIBLE_DEVICES_VAR),
+            cpu_utilization: lookup(CPU_UTILIZATION_VAR),
         }
     }
 
@@ -66,6 +75,11 @@ impl GpuEnv {
         if let Some((name, value)) = &self.custom_gpu {
             notes.push(format!(
                 "{name}={value:?} is ignored: rust-gpu-tools 0.7 reads each GPU's core count from the device and no longer reads it"
+            ));
+        }
+        if let Some(value) = &self.cpu_utilization {
+            notes.push(format!(
+                "{CPU_UTILIZATION_VAR}={value:?} is ignored: cuzk computes each multiexp whole on the GPU (bellperson shares it with the CPU); --synthesis-threads and --prover-cpus size cuzk's use of the CPUs"
             ));
         }
         notes
@@ -104,6 +118,16 @@ mod tests {
                 .expect("GPUs off");
             assert!(reason.starts_with("BELLMAN_NO_GPU="), "{reason}");
         }
+    }
+
+    #[test]
+    fn bellperson_cpu_utilization_is_noted_as_ignored() {
+        let notes = env(&[(CPU_UTILIZATION_VAR, "0.3")]).notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("BELLMAN_CPU_UTILIZATION=\"0.3\" is ignored"),
+            "{notes:?}"
+        );
     }
 
     #[test]
