@@ -8,8 +8,12 @@
 //! - for the cuda backend, cuzk's Groth16 on sppark (`src/backend/cuda/groth16.cu`), linked
 //!   into the binary, with SASS for each architecture in `CUZK_CUDA_ARCHS` (set by
 //!   scripts/build-cuda.sh) and PTX for the last.
+//!
+//! Always, compiles `proto/cuzk/v1/proving.proto` into the gRPC code of `cuzk serve` with
+//! protox, a protobuf compiler in Rust, so no `protoc` has to be installed.
 
 fn main() {
+    grpc_code();
     // ec-gpu-gen's `program!` macro, expanded in this crate, also tests an `opencl` feature.
     println!("cargo::rustc-check-cfg=cfg(feature, values(\"opencl\"))");
     #[cfg(not(feature = "cuda"))]
@@ -19,6 +23,19 @@ fn main() {
         ec_gpu_kernels();
         sppark_prover();
     }
+}
+
+/// The server and client of `cuzk.v1.ProvingEngine`, written to `OUT_DIR/cuzk.v1.rs`.
+fn grpc_code() {
+    const PROTO: &str = "proto/cuzk/v1/proving.proto";
+    println!("cargo::rerun-if-changed={PROTO}");
+    let descriptors =
+        protox::compile([PROTO], ["proto"]).unwrap_or_else(|err| panic!("{PROTO}: {err}"));
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_fds(descriptors)
+        .unwrap_or_else(|err| panic!("generating the gRPC code of {PROTO}: {err}"));
 }
 
 /// `CUZK_GIT_COMMIT`: the commit checked out, or `unknown` outside a git checkout, watched so

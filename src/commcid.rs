@@ -52,13 +52,44 @@ pub fn parse_commitment_cid(text: &str, kind: CommitmentKind) -> Result<[u8; 32]
     let not_it = || format!("{text:?} is not {name}, 64 hex digits or 32 bytes");
     let body = text.trim().strip_prefix('b').ok_or_else(not_it)?;
     let bytes = base32_lower_decode(body).ok_or_else(not_it)?;
-    let mut rest = &bytes[..];
+    cid_digest(&bytes, codec, hash).ok_or_else(not_it)
+}
+
+/// The 32 bytes of a commitment given as bytes: the commitment itself, or the binary CID
+/// that holds it (what Go's `cid.Cid.Bytes()` gives; Curio sends either).
+pub fn commitment_from_bytes(bytes: &[u8], kind: CommitmentKind) -> Result<[u8; 32], String> {
+    if let Ok(raw) = bytes.try_into() {
+        return Ok(raw);
+    }
+    let (codec, hash, name) = match kind {
+        CommitmentKind::Sealed => (
+            FIL_COMMITMENT_SEALED,
+            POSEIDON_BLS12_381_A2_FC1,
+            "a sealed-sector CID",
+        ),
+        CommitmentKind::Unsealed => (
+            FIL_COMMITMENT_UNSEALED,
+            SHA2_256_TRUNC254_PADDED,
+            "an unsealed-data CID",
+        ),
+    };
+    cid_digest(bytes, codec, hash).ok_or_else(|| {
+        format!(
+            "{} bytes that are neither a 32-byte commitment nor {name}",
+            bytes.len()
+        )
+    })
+}
+
+/// The digest of a binary CIDv1 with this codec and hash function.
+fn cid_digest(bytes: &[u8], codec: u64, hash: u64) -> Option<[u8; 32]> {
+    let mut rest = bytes;
     for want in [1, codec, hash, 32] {
         if take_varint(&mut rest) != Some(want) {
-            return Err(not_it());
+            return None;
         }
     }
-    rest.try_into().map_err(|_| not_it())
+    rest.try_into().ok()
 }
 
 fn take_varint(bytes: &mut &[u8]) -> Option<u64> {
@@ -149,6 +180,30 @@ mod tests {
         // Every sealed CID lotus shows starts like this, every piece CID like that.
         assert!(sealed_cid(&[0; 32]).starts_with("bagboea4b5abc"));
         assert!(unsealed_cid(&[0; 32]).starts_with("baga6ea4seaq"));
+    }
+
+    #[test]
+    fn binary_cids_and_raw_commitments_give_their_32_bytes() {
+        let digest: [u8; 32] = std::array::from_fn(|i| (i * 5) as u8);
+        assert_eq!(
+            commitment_from_bytes(&digest, CommitmentKind::Sealed),
+            Ok(digest)
+        );
+        // The binary form of the CID: the base32 text without its multibase prefix.
+        let text = sealed_cid(&digest);
+        let binary = base32_lower_decode(&text[1..]).unwrap();
+        assert_eq!(
+            binary.len(),
+            32 + 8,
+            "varints 1, 0xf102, 0xb401, 32, then the digest"
+        );
+        assert_eq!(
+            commitment_from_bytes(&binary, CommitmentKind::Sealed),
+            Ok(digest)
+        );
+        assert!(commitment_from_bytes(&binary, CommitmentKind::Unsealed).is_err());
+        assert!(commitment_from_bytes(&binary[..20], CommitmentKind::Sealed).is_err());
+        assert!(commitment_from_bytes(&[], CommitmentKind::Sealed).is_err());
     }
 
     #[test]

@@ -26,7 +26,8 @@
 //! - [`waterfall`] draws a timeline.
 //!
 //! [`damocles`] feeds the same pipeline from damocles-worker's external processor protocol
-//! instead of an inbox somebody else fills.
+//! instead of an inbox somebody else fills; [`serve`] feeds it from gRPC clients (Curio's
+//! `cuzk.v1.ProvingEngine` API), through the spool's own inbox.
 //!
 //! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
 //! allocate what [`footprint`] says they take. [`status`] reports what a spool holds, and [`prometheus`] says it to Prometheus.
@@ -70,6 +71,7 @@ pub mod reference;
 pub mod report;
 pub mod sealing;
 pub mod sector;
+pub mod serve;
 pub mod shape;
 pub mod spool;
 pub mod status;

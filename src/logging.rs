@@ -37,9 +37,14 @@ impl clap::ValueEnum for LogFormat {
 /// What is written when `RUST_LOG` is unset: cuzk's notes, everyone's warnings.
 pub const DEFAULT_FILTER: &str = "cuzk=info,warn";
 
-/// Sends the `log` crate's records to stderr in `format`, filtered by `RUST_LOG`.
-pub fn init(format: LogFormat) {
-    let env = env_logger::Env::default().default_filter_or(DEFAULT_FILTER);
+/// Sends the `log` crate's records to stderr in `format`, filtered by `RUST_LOG`, else by
+/// `level` for cuzk's own records (`--log-level`), else by [`DEFAULT_FILTER`].
+pub fn init(format: LogFormat, level: Option<&str>) {
+    let default = match level {
+        Some(level) => format!("cuzk={},warn", level.trim().to_ascii_lowercase()),
+        None => DEFAULT_FILTER.to_owned(),
+    };
+    let env = env_logger::Env::default().default_filter_or(default);
     let mut builder = env_logger::Builder::from_env(env);
     match format {
         LogFormat::Text => builder.format(|out, record| {

@@ -7,7 +7,8 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cuzk::cli::Cli::parse();
-    cuzk::logging::init(cli.log_format);
+    let (format, level) = cli.logging();
+    cuzk::logging::init(format, level.as_deref());
     let code = match cuzk::cli::run(cli) {
         Ok(code) => code,
         Err(err) => {

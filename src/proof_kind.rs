@@ -92,3 +92,84 @@ mod tests {
         assert_eq!(CircuitId::update(32 << 30).to_string(), "32GiB update");
     }
 }
+
+/// The registered PoRep proofs by the number lotus and Curio give them
+/// (go-state-types' `abi.RegisteredSealProof`: 0-4 V1, 5-9 V1_1, 10-14 synthetic PoRep,
+/// 15-19 non-interactive PoRep, 2KiB to 64GiB within each).
+pub fn seal_proof_by_number(number: u64) -> Option<filecoin_proofs_api::RegisteredSealProof> {
+    use filecoin_proofs_api::RegisteredSealProof::*;
+    const ALL: [filecoin_proofs_api::RegisteredSealProof; 20] = [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+        StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1_1,
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
+    ];
+    ALL.get(usize::try_from(number).ok()?).copied()
+}
+
+/// The registered update proofs by number (`abi.RegisteredUpdateProof`: 0 for 2KiB to 4
+/// for 64GiB).
+pub fn update_proof_by_number(number: u64) -> Option<filecoin_proofs_api::RegisteredUpdateProof> {
+    use filecoin_proofs_api::RegisteredUpdateProof::*;
+    const ALL: [filecoin_proofs_api::RegisteredUpdateProof; 5] = [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+    ];
+    ALL.get(usize::try_from(number).ok()?).copied()
+}
+
+#[cfg(test)]
+mod numbers_tests {
+    use super::*;
+
+    #[test]
+    fn proof_numbers_follow_lotus_abi() {
+        use filecoin_proofs_api::{RegisteredSealProof as Seal, RegisteredUpdateProof as Update};
+        assert_eq!(seal_proof_by_number(0), Some(Seal::StackedDrg2KiBV1));
+        assert_eq!(seal_proof_by_number(5), Some(Seal::StackedDrg2KiBV1_1));
+        assert_eq!(seal_proof_by_number(8), Some(Seal::StackedDrg32GiBV1_1));
+        assert_eq!(
+            seal_proof_by_number(13),
+            Some(Seal::StackedDrg32GiBV1_1_Feat_SyntheticPoRep)
+        );
+        assert_eq!(
+            seal_proof_by_number(19),
+            Some(Seal::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep)
+        );
+        assert_eq!(seal_proof_by_number(20), None);
+        assert_eq!(update_proof_by_number(3), Some(Update::StackedDrg32GiBV1));
+        assert_eq!(update_proof_by_number(5), None);
+        // Each size within a group.
+        for (n, size) in [
+            (5, 2048u64),
+            (6, 8 << 20),
+            (7, 512 << 20),
+            (8, 32 << 30),
+            (9, 64 << 30),
+        ] {
+            assert_eq!(
+                u64::from(seal_proof_by_number(n).unwrap().sector_size()),
+                size
+            );
+        }
+    }
+}

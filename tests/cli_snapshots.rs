@@ -27,8 +27,9 @@ fn transcript(args: &[&str], cwd: &Path, params: &Path) -> String {
 #[test]
 fn help_of_every_command() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let commands: [&[&str]; 13] = [
+    let commands: [&[&str]; 14] = [
         &["--help"],
+        &["serve", "--help"],
         &["damocles-c2", "--help"],
         &["bench", "--help"],
         &["prove-dir", "--help"],

@@ -150,9 +150,15 @@ fn params_prune_removes_constraints_no_current_circuit_uses() {
     let dry = cuzk(&["params", "prune", "--dry-run"], dir.path(), &envs);
     assert_eq!(dry.status.code(), Some(0));
     let text = String::from_utf8_lossy(&dry.stdout);
-    assert!(text.contains("would remove") && text.contains("another circuit"), "{text}");
+    assert!(
+        text.contains("would remove") && text.contains("another circuit"),
+        "{text}"
+    );
     assert!(text.contains("are gone"), "{text}");
-    assert!(stale.exists() && orphan.exists(), "a dry run removes nothing");
+    assert!(
+        stale.exists() && orphan.exists(),
+        "a dry run removes nothing"
+    );
 
     let out = cuzk(&["params", "prune"], dir.path(), &envs);
     assert_eq!(out.status.code(), Some(0));

@@ -225,6 +225,46 @@ pub struct ProveDirArgs {
     pub benchmark: bool,
 }
 
+/// Arguments of `cuzk serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The spool: requests are written into SPOOL/inbox and proofs read from SPOOL/outbox;
+    /// C1 files dropped into SPOOL/inbox are proved beside them.
+    pub spool: PathBuf,
+    /// Where to listen: host:port, or unix:///path/to.sock. Beyond loopback anyone who
+    /// reaches it can submit proofs (there is no authentication).
+    #[arg(long, value_name = "ADDR", default_value = crate::serve::DEFAULT_LISTEN, env = "CUZK_LISTEN")]
+    pub listen: String,
+    /// How much runs at once.
+    #[command(flatten)]
+    pub tuning: TuningArgs,
+    /// The run's own metrics [default: SPOOL/metrics.prom, which GetMetrics returns].
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+    /// Seconds between inbox rescans (file-system events and requests also wake the scan).
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS, env = "CUZK_POLL_SECS")]
+    pub poll_secs: f64,
+    /// Files dropped into the inbox and modified more recently than this are left for a
+    /// later scan (requests are written whole and dated past it).
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_SETTLE_SECS, env = "CUZK_SETTLE_SECS")]
+    pub settle_secs: f64,
+    /// Largest input accepted, in bytes, a request's included (a 64GiB sector's C1 in the
+    /// lotus-bench wrapper is 52 MB).
+    #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES, env = "CUZK_MAX_C1_BYTES")]
+    pub max_c1_bytes: u64,
+    /// Seconds without a heartbeat after which another host's claims are taken over.
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS, env = "CUZK_LEASE_SECS")]
+    pub lease_secs: f64,
+    /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
+    /// random ones instead of refusing its request.
+    #[arg(long, env = "CUZK_GEN_TEST_PARAMS", value_parser = clap::builder::BoolishValueParser::new())]
+    pub gen_test_params: bool,
+    /// A claimed file that took the prover down this many times while alone in flight is
+    /// failed instead of tried again.
+    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS, env = "CUZK_MAX_ATTEMPTS")]
+    pub max_attempts: u32,
+}
+
 // By hand rather than derived: a derived ValueEnum gives each value its doc as help, and
 // clap then lays out every command's help in its long form; the flag's help says it all.
 impl clap::ValueEnum for Synthesis {

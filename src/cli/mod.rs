@@ -4,8 +4,8 @@
 //! Each room below owns one part: [`flags`] every flag and its default, `settings` the
 //! flags checked once into the settings of the module that does the work (a bad value is a
 //! [`CheckFlagsError`]), and one room per
-//! command (`prove_dir`, `damocles`, `status`, `waterfall`, `reference`, `bench`, `params`,
-//! `completions`). Nothing here proves, parses C1 files or draws. Output to stdout goes
+//! command (`prove_dir`, `serve`, `damocles`, `status`, `waterfall`, `reference`, `bench`,
+//! `params`, `completions`). Nothing here proves, parses C1 files or draws. Output to stdout goes
 //! through [`print()`], so `cuzk status | head` ends quietly when the pipe closes, as ripgrep
 //! does.
 
@@ -24,6 +24,7 @@ mod params;
 mod progress;
 mod prove_dir;
 mod reference;
+mod serve;
 mod settings;
 mod status;
 mod waterfall;
@@ -32,7 +33,7 @@ pub use settings::CheckFlagsError;
 
 use flags::{
     BenchArgs, CompletionsArgs, DamoclesC2Args, ParamsCommand, ProcessorArgs, ProveDirArgs,
-    ReferenceArgs, StatusArgs, WaterfallArgs,
+    ReferenceArgs, ServeArgs, StatusArgs, WaterfallArgs,
 };
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
@@ -42,7 +43,8 @@ use flags::{
     version,
     long_version = crate::build_info::long_version(),
     about,
-    long_about = None
+    long_about = None,
+    arg_required_else_help = true
 )]
 pub struct Cli {
     /// Groth16 parameter cache directory, from the environment or else the default; the
@@ -56,9 +58,47 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FORMAT", value_enum, env = "CUZK_LOG_FORMAT", default_value_t = crate::logging::LogFormat::Text)]
     pub log_format: crate::logging::LogFormat,
 
+    /// The log's level where RUST_LOG is unset: error, warn, info, debug or trace (as
+    /// Curio's engine takes it) [default: cuzk's notes and every warning].
+    #[arg(long, global = true, value_name = "LEVEL", env = "CUZK_LOG_LEVEL")]
+    pub log_level: Option<String>,
+
+    /// Without a command: serve as Curio's engine, with its config [default:
+    /// /data/zk/cuzk.toml] ([daemon] listen, [srs] param_cache, [memory] total_budget,
+    /// [gpus] devices, [synthesis] threads, [logging], and cuzk's own [cuzk] spool).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Without a command: serve as Curio's engine, listening here (host:port or
+    /// unix:///path) instead of the config's [daemon] listen.
+    #[arg(long = "listen", value_name = "ADDR")]
+    pub engine_listen: Option<String>,
+
     /// The command to run.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// True for Curio's engine invocation: no command, a config or an address.
+    fn is_engine(&self) -> bool {
+        self.command.is_none() && (self.config.is_some() || self.engine_listen.is_some())
+    }
+
+    /// The log's format and level filter: the flags, or for Curio's engine invocation what
+    /// its config says where the flags say nothing.
+    pub fn logging(&self) -> (crate::logging::LogFormat, Option<String>) {
+        if !self.is_engine() {
+            return (self.log_format, self.log_level.clone());
+        }
+        let (level, is_json) = serve::config_logging(self.config.as_ref());
+        let format = if is_json {
+            crate::logging::LogFormat::Json
+        } else {
+            self.log_format
+        };
+        (format, self.log_level.clone().or(level))
+    }
 }
 
 /// cuzk's commands.
@@ -72,6 +112,19 @@ SectorNum and its miner from --miner-addr or --miner-id; without either it fails
 recomputed from them before any proving, so a wrong miner or sector fails at once."
     )]
     ProveDir(ProveDirArgs),
+    /// Serve Curio's cuzk.v1.ProvingEngine gRPC API over a spool: Curio's PoRep and
+    /// SnapDeals proofs ([Cuzk] Address = "127.0.0.1:9820" in its config), proved by the same
+    /// pipeline and written to the spool before they are answered.
+    #[command(after_help = "In Curio's configuration layer:
+
+  [Cuzk]
+  Address = \"127.0.0.1:9820\"
+  MaxPending = 4
+
+Every accepted request is a file in SPOOL/inbox before it is acknowledged, so a restart loses \
+none; AwaitProof finds finished proofs in SPOOL/outbox after a restart. Curio's engine \
+invocation, cuzk --config /data/zk/cuzk.toml, serves the same way.")]
+    Serve(ServeArgs),
     /// Show what a spool holds and how its last run went.
     Status(StatusArgs),
     /// Draw a timeline CSV as an ASCII waterfall with per-job and prover statistics.
@@ -122,8 +175,19 @@ pub fn run(cli: Cli) -> Result<u8> {
     if let Some(dir) = &cli.params {
         crate::params::use_params_dir(dir);
     }
-    match cli.command {
+    let is_engine = cli.is_engine();
+    let Some(command) = cli.command else {
+        if is_engine {
+            return serve::serve_curio(cli.config, cli.engine_listen, cli.params.is_some());
+        }
+        anyhow::bail!("a command is required (see cuzk --help)");
+    };
+    if cli.config.is_some() || cli.engine_listen.is_some() {
+        anyhow::bail!("--config and --listen before a command are Curio's engine invocation, which takes no command (hint: cuzk serve --listen ADDR SPOOL)");
+    }
+    match command {
         Command::ProveDir(args) => prove_dir::prove_dir(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Waterfall(args) => waterfall::draw_waterfall(args),
         Command::Status(args) => status::show_status(args),
         Command::Reference(args) => reference::run_reference(args),

@@ -12,12 +12,13 @@ use std::time::{Duration, TryFromFloatSecsError};
 
 use super::flags::{
     BenchArgs, DamoclesC2Args, MetricsArgs, ParamsSizeArgs, ProcessorArgs, ProveDirArgs,
-    ReferenceArgs, StatusArgs, TuningArgs, WaterfallArgs, DEFAULT_WIDTH, MIN_WIDTH,
+    ReferenceArgs, ServeArgs, StatusArgs, TuningArgs, WaterfallArgs, DEFAULT_WIDTH, MIN_WIDTH,
 };
 use crate::bench::BenchPlan;
 use crate::damocles::{ProcessorSettings, Stage};
 use crate::pipeline::RunSettings;
 use crate::proof_kind::{CircuitId, ProofKind};
+use crate::serve::{ListenAddr, ServeSettings};
 use crate::spool::SpoolLayout;
 use crate::{prometheus, waterfall};
 
@@ -44,6 +45,9 @@ pub enum CheckFlagsError {
     /// `cuzk processor STAGE` for a stage cuzk does not serve.
     #[error("damocles stage {0:?} is not served by cuzk")]
     UnknownStage(String),
+    /// `--listen` (or `[daemon] listen`) that is no address.
+    #[error("--listen: {0}")]
+    Listen(String),
 }
 
 /// `value` of `--flag` as a duration.
@@ -82,6 +86,38 @@ impl ProveDirArgs {
                 .metrics
                 .to_target(|_| prometheus::spool_label(&crate::spool::spool_dir_of(&self.inbox))),
             ..settings
+        })
+    }
+}
+
+impl ServeArgs {
+    /// The server's settings: the run over SPOOL, its metrics in SPOOL/metrics.prom unless
+    /// --metrics-textfile says elsewhere.
+    pub fn to_settings(&self) -> Result<ServeSettings, CheckFlagsError> {
+        let layout = SpoolLayout::beside(&self.spool.join("inbox"));
+        let settings = self.tuning.to_settings(layout)?;
+        let listen = ListenAddr::parse(&self.listen).map_err(CheckFlagsError::Listen)?;
+        let label = || prometheus::spool_label(&self.spool);
+        let metrics = self.metrics.to_target(|_| label()).unwrap_or_else(|| {
+            prometheus::run::MetricsTextfile {
+                path: self.spool.join("metrics.prom"),
+                spool_label: label(),
+            }
+        });
+        Ok(ServeSettings {
+            listen,
+            run: RunSettings {
+                timeline: self.spool.join("timeline.csv"),
+                once: false,
+                poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
+                settle: seconds("settle-secs", self.settle_secs)?,
+                max_c1_bytes: self.max_c1_bytes,
+                lease: seconds("lease-secs", self.lease_secs)?,
+                gen_test_params: self.gen_test_params,
+                max_attempts: self.max_attempts.max(1),
+                metrics: Some(metrics),
+                ..settings
+            },
         })
     }
 }
@@ -255,7 +291,8 @@ mod tests {
     /// command line: one route, one set of defaults.
     #[test]
     fn prove_dir_defaults_are_run_settings_defaults() {
-        let super::super::Command::ProveDir(args) = parse(&["prove-dir", "/spool/inbox"]).command
+        let Some(super::super::Command::ProveDir(args)) =
+            parse(&["prove-dir", "/spool/inbox"]).command
         else {
             panic!("not prove-dir");
         };
@@ -266,7 +303,7 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_flag() {
-        let super::super::Command::ProveDir(args) =
+        let Some(super::super::Command::ProveDir(args)) =
             parse(&["prove-dir", "in", "--lease-secs=-1"]).command
         else {
             panic!("not prove-dir");
@@ -276,7 +313,7 @@ mod tests {
             err.to_string(),
             "--lease-secs -1 is not a number of seconds"
         );
-        let super::super::Command::Waterfall(args) =
+        let Some(super::super::Command::Waterfall(args)) =
             parse(&["waterfall", "t.csv", "--gap-ms=-1"]).command
         else {
             panic!("not waterfall");

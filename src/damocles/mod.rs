@@ -417,7 +417,7 @@ impl Run {
         let (observer, events) = unbounded::<Event>();
         let control = RunControl {
             observer: Some(observer),
-            drain: pipeline::Drain::default(),
+            ..RunControl::default()
         };
         let drain = control.drain.clone();
         let thread = std::thread::Builder::new()

@@ -136,6 +136,8 @@ impl Retry {
             JobStage::Crash => {
                 Retry::CannotHelp("proving it took the prover down again and again".into())
             }
+            // damocles never withdraws a request; another caller's choice stands.
+            JobStage::Withdrawn => Retry::CannotHelp("it was withdrawn".into()),
         }
     }
 

@@ -55,11 +55,13 @@ pub enum JobStage {
     Write,
     /// The job took the prover down (killed for memory, a driver fault) too many times.
     Crash,
+    /// The program that asked for the proof withdrew it (`CancelProof` of `cuzk serve`).
+    Withdrawn,
 }
 
 impl JobStage {
     /// Every stage, in the order a job meets them.
-    pub const ALL: [JobStage; 10] = [
+    pub const ALL: [JobStage; 11] = [
         JobStage::Spool,
         JobStage::Parse,
         JobStage::Identity,
@@ -70,6 +72,7 @@ impl JobStage {
         JobStage::Verify,
         JobStage::Write,
         JobStage::Crash,
+        JobStage::Withdrawn,
     ];
 
     /// The stage's name in timelines and failure records.
@@ -85,6 +88,7 @@ impl JobStage {
             JobStage::Verify => "verify",
             JobStage::Write => "write",
             JobStage::Crash => "crash",
+            JobStage::Withdrawn => "withdrawn",
         }
     }
 

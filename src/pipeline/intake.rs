@@ -49,6 +49,18 @@ pub struct Bound {
     pub c1_digest: C1Digest,
 }
 
+impl IntakeRules {
+    /// The rules of a run with `settings`.
+    pub fn of(settings: &super::RunSettings) -> IntakeRules {
+        IntakeRules {
+            max_c1_bytes: settings.max_c1_bytes,
+            incomplete_grace: settings.incomplete_grace,
+            miner_id: settings.miner_id,
+            allow_benchmark: settings.benchmark,
+        }
+    }
+}
+
 impl From<JobError> for IntakeError {
     fn from(err: JobError) -> Self {
         IntakeError::Job(err)
@@ -56,6 +68,7 @@ impl From<JobError> for IntakeError {
 }
 
 /// What intake needs to know of the run.
+#[derive(Clone, Debug)]
 pub struct IntakeRules {
     /// Largest C1 file accepted.
     pub max_c1_bytes: u64,
@@ -91,41 +104,7 @@ pub fn bind_claimed(
     // Of the bytes just parsed: the file is this run's claim, nothing writes it any more.
     let c1_digest =
         C1Digest::of_file(&claimed.path).map_err(|e| JobError::Spool(format!("{e:#}")))?;
-    let kind = input.kind();
-    if input.is_benchmark() && !rules.allow_benchmark {
-        let (what, bench) = match kind {
-            ProofKind::Seal => ("sector", "cuzk bench"),
-            ProofKind::Update => ("update", "cuzk bench --update"),
-        };
-        return Err(JobError::Spool(format!(
-            "{} is a cuzk benchmark input: synthetic data in the shape of a real {what}, whose proofs cannot verify; it is not proved as a real {what} (hint: time it with `{bench}`, or `cuzk prove-dir --benchmark` on a spool of its own)",
-            claimed.file_name
-        ))
-        .into());
-    }
-    // storage-proofs asserts on some malformed vanilla proofs: a panic fails this job only.
-    let bound = match input {
-        JobInput::Seal(c1) => {
-            let identity = c1::resolve_identity(Path::new(&claimed.file_name), &c1, rules.miner_id)
-                .map_err(JobError::Identity)?;
-            catch_unwind(AssertUnwindSafe(|| porep::bind(c1, identity)))
-        }
-        JobInput::Update(update) => {
-            let identity = update_identity(&claimed.file_name, &update, rules.miner_id);
-            catch_unwind(AssertUnwindSafe(|| crate::update::bind(update, identity)))
-        }
-    };
-    let sector = match bound {
-        Ok(bound) => bound.map_err(JobError::Bind)?,
-        Err(panic) => {
-            let message = panic_message(panic.as_ref());
-            return Err(JobError::Bind(BindSectorError::Invalid {
-                kind,
-                error: anyhow::anyhow!(message),
-            })
-            .into());
-        }
-    };
+    let sector = bind_input(&claimed.file_name, input, rules)?;
     let params_path = sector.circuits.params_path().map_err(|error| {
         JobError::Bind(BindSectorError::Invalid {
             kind: sector.kind(),
@@ -144,6 +123,45 @@ pub fn bind_claimed(
     match missing {
         None => Ok(bound),
         Some(missing) => Err(IntakeError::MissingParams(Box::new(bound), missing)),
+    }
+}
+
+/// Binds a parsed input named `file_name` (a lotus sector name gives the miner and sector)
+/// to its circuits: every check of intake but reading the file and finding its parameters.
+/// `cuzk serve` judges a request with it before writing the request into the inbox.
+pub fn bind_input(
+    file_name: &str,
+    input: JobInput,
+    rules: &IntakeRules,
+) -> Result<Sector, JobError> {
+    let kind = input.kind();
+    if input.is_benchmark() && !rules.allow_benchmark {
+        let (what, bench) = match kind {
+            ProofKind::Seal => ("sector", "cuzk bench"),
+            ProofKind::Update => ("update", "cuzk bench --update"),
+        };
+        return Err(JobError::Spool(format!(
+            "{file_name} is a cuzk benchmark input: synthetic data in the shape of a real {what}, whose proofs cannot verify; it is not proved as a real {what} (hint: time it with `{bench}`, or `cuzk prove-dir --benchmark` on a spool of its own)"
+        )));
+    }
+    // storage-proofs asserts on some malformed vanilla proofs: a panic fails this job only.
+    let bound = match input {
+        JobInput::Seal(c1) => {
+            let identity = c1::resolve_identity(Path::new(file_name), &c1, rules.miner_id)
+                .map_err(JobError::Identity)?;
+            catch_unwind(AssertUnwindSafe(|| porep::bind(c1, identity)))
+        }
+        JobInput::Update(update) => {
+            let identity = update_identity(file_name, &update, rules.miner_id);
+            catch_unwind(AssertUnwindSafe(|| crate::update::bind(update, identity)))
+        }
+    };
+    match bound {
+        Ok(bound) => bound.map_err(JobError::Bind),
+        Err(panic) => Err(JobError::Bind(BindSectorError::Invalid {
+            kind,
+            error: anyhow::anyhow!(panic_message(panic.as_ref())),
+        })),
     }
 }
 

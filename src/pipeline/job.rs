@@ -291,6 +291,9 @@ pub enum JobError {
     /// The job took the prover down too many times.
     #[error("{0}")]
     Crash(String),
+    /// The program that asked for the proof withdrew it ([`super::RunRequests::withdraw`]).
+    #[error("{0}")]
+    Withdrawn(String),
 }
 
 /// Why a partition's synthesis failed.
@@ -345,6 +348,7 @@ impl JobError {
             JobError::Verify(_) => JobStage::Verify,
             JobError::Write(_) | JobError::ClaimTaken(_) => JobStage::Write,
             JobError::Crash(_) => JobStage::Crash,
+            JobError::Withdrawn(_) => JobStage::Withdrawn,
         }
     }
 

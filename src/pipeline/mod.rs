@@ -57,6 +57,7 @@ mod inbox;
 mod intake;
 mod job;
 mod prover;
+mod requests;
 mod settings;
 mod stop;
 mod synthesis;
@@ -65,7 +66,9 @@ pub use deadline::has_lost_calls;
 pub use device_faults::{ProversStoppedError, DEFAULT_MAX_DEVICE_FAULTS};
 pub use fault_injection::VARIABLE as FAULT_INJECTION_VARIABLE;
 pub use fault_injection::WRONG_WITNESS_VARIABLE;
+pub use intake::{bind_input, IntakeRules};
 pub use job::JobError;
+pub use requests::RunRequests;
 pub use settings::{
     RunSettings, Synthesis, DEFAULT_SYNTHESIS_THREADS_RULE, DEFAULT_SYNTH_JOBS_RULE,
 };
@@ -86,6 +89,8 @@ pub struct RunControl {
     pub observer: Option<crossbeam_channel::Sender<Event>>,
     /// Ends the run once the inbox is drained, as `--once` does.
     pub drain: Drain,
+    /// What the feeding program asks of the run while it runs, and what the run tells it.
+    pub requests: RunRequests,
 }
 
 /// Runs the pipeline over a spool until it is drained (`once`) or stopped, and says what it
@@ -125,6 +130,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let provers = plan.provers;
     let run_id = new_run_id();
     let wake = bounded(1);
+    control.requests.attach(plan.gpus.clone(), wake.0.clone());
     let memory = MemoryBudget::new(budget_bytes(settings), Some(wake.0.clone()));
     // Before the spool is touched: a metrics file that cannot be written stops the run here.
     let mut observers: Vec<_> = control.observer.iter().cloned().collect();
@@ -236,6 +242,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
         outcome_tx,
         halt: halt.clone(),
         wake,
+        requests: control.requests.clone(),
     };
     let mut feeder = Feeder::new(
         settings,
@@ -268,6 +275,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     if let Some(metrics) = metrics {
         metrics.finish();
     }
+    control.requests.detach();
     drop(heartbeat);
     spool.release()?;
     if let Some(error) = halt.take() {

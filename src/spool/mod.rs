@@ -41,7 +41,7 @@ mod tests;
 pub use attempts::AttemptRecord;
 pub use owner::{owner_states, Owner, OwnerState, PreviousEnd};
 use owner::{remove_owner_dir, ABORT_MARKER, OWNER_FILE};
-pub use provenance::{C1Digest, Provenance, DIGEST_FIELD, SUPERSEDED_DIR};
+pub use provenance::{recorded_digest, C1Digest, Provenance, DIGEST_FIELD, SUPERSEDED_DIR};
 use renames::{is_not_found, is_present, move_to_free_name, rename_no_replace, same_file_system};
 
 /// The directories of a spool.

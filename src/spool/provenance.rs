@@ -36,6 +36,11 @@ impl C1Digest {
         Ok(C1Digest(hasher.finalize().to_hex().to_string()))
     }
 
+    /// The digest of `bytes`, as [`C1Digest::of_file`] gives for a file holding them.
+    pub fn of_bytes(bytes: &[u8]) -> C1Digest {
+        C1Digest(blake3::hash(bytes).to_hex().to_string())
+    }
+
     /// The digest in hex, as the outbox record holds it.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -107,7 +112,7 @@ impl Spool {
 }
 
 /// The digest named by the outbox record at `meta_path`, if it is readable and names one.
-fn recorded_digest(meta_path: &Path) -> Option<String> {
+pub fn recorded_digest(meta_path: &Path) -> Option<String> {
     let bytes = fs::read(meta_path).ok()?;
     let record: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     record.get(DIGEST_FIELD)?.as_str().map(str::to_owned)

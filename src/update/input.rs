@@ -299,19 +299,11 @@ pub fn update_partitions(sector_size: u64) -> usize {
 }
 
 fn registered_proof(value: Option<&Value>) -> Result<RegisteredUpdateProof, String> {
-    use RegisteredUpdateProof::*;
-    const ALL: [RegisteredUpdateProof; 5] = [
-        StackedDrg2KiBV1,
-        StackedDrg8MiBV1,
-        StackedDrg512MiBV1,
-        StackedDrg32GiBV1,
-        StackedDrg64GiBV1,
-    ];
     match value {
         None => Err("no \"registered_proof\"".into()),
         Some(Value::Number(n)) => n
             .as_u64()
-            .and_then(|n| ALL.get(n as usize).copied())
+            .and_then(crate::proof_kind::update_proof_by_number)
             .ok_or_else(|| format!("registered_proof {n} is not an update proof (0 to 4)")),
         Some(Value::String(name)) => {
             serde_json::from_value(Value::String(name.clone())).map_err(|_| {

@@ -1,0 +1,480 @@
+//! `cuzk serve` through the real binary, with a gRPC client built from the same
+//! `proto/cuzk/v1/proving.proto` Curio's client is: real 2KiB C1 outputs and a real update
+//! input proved and checked with filecoin-proofs, bad requests answered FAILED with the spool
+//! left clean, a withdrawal, idempotent resubmission, status while work is queued, and a
+//! kill -9 with three requests accepted that a restart (on the same unix socket) proves.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{
+    fixture, names, read_update, require_params, require_update_params, update_fixture,
+    verifies_for_sector, verifies_update,
+};
+use cuzk::serve::proto::await_proof_response::Status as AwaitStatus;
+use cuzk::serve::proto::proving_engine_client::ProvingEngineClient;
+use cuzk::serve::proto::*;
+use tonic::transport::{Channel, Endpoint};
+
+/// A running `cuzk serve` with its stderr in a file, shown when a test fails.
+struct Server {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(spool: &Path, listen: &str, envs: &[(&str, &str)]) -> Server {
+        let log = spool.with_extension(format!("serve-{}.log", std::process::id()));
+        let stderr = fs::File::options()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+            .args([
+                "serve",
+                "--listen",
+                listen,
+                "--settle-secs",
+                "0",
+                "--poll-secs",
+                "0.2",
+            ])
+            .arg(spool)
+            .envs(envs.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("starting cuzk serve");
+        Server { child, log }
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, then its exit code.
+    fn stop(mut self) -> Option<i32> {
+        // SAFETY: kill with a pid of our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        panic!("cuzk serve did not stop after SIGTERM:\n{}", self.log());
+    }
+
+    fn kill_9(mut self) {
+        self.child.kill().expect("kill -9");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- cuzk serve's stderr ---\n{}", self.log());
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free TCP port on loopback, for the server to bind.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A client of the server at `listen`, once it answers.
+async fn connect(listen: &str) -> ProvingEngineClient<Channel> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let channel = match listen.strip_prefix("unix://") {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                Endpoint::from_static("http://cuzk.invalid")
+                    .connect_with_connector(tower::service_fn(move |_| {
+                        let path = path.clone();
+                        async move {
+                            let stream = tokio::net::UnixStream::connect(path).await?;
+                            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                        }
+                    }))
+                    .await
+            }
+            None => {
+                Endpoint::from_shared(format!("http://{listen}"))
+                    .expect("endpoint")
+                    .connect()
+                    .await
+            }
+        };
+        match channel {
+            Ok(channel) => return ProvingEngineClient::new(channel),
+            Err(err) if Instant::now() < deadline => {
+                let _ = err;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => panic!("cuzk serve at {listen} never answered: {err}"),
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio")
+}
+
+/// A PoRep request for the C1 fixture `name`, as Curio's `PoRepSnark` sends it.
+fn porep_request(name: &str, request_id: &str) -> SubmitProofRequest {
+    let id = cuzk::c1::identity_from_file_name(Path::new(name)).expect("a lotus sector name");
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        // StackedDrg2KiBV1_1, as the fixtures were sealed.
+        registered_proof: 5,
+        priority: Priority::Normal as i32,
+        vanilla_proof: fs::read(fixture(name)).expect("fixture"),
+        sector_number: id.sector_num,
+        miner_id: id.miner_id,
+        ..SubmitProofRequest::default()
+    }
+}
+
+/// The update request for the update fixture `name`, commitments as raw bytes.
+fn update_request(name: &str, request_id: &str) -> SubmitProofRequest {
+    let update = read_update(&update_fixture(name));
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::SnapDealsUpdate as i32,
+        sector_size: 2048,
+        registered_proof: 0,
+        vanilla_proofs: update.vanilla_proofs.clone(),
+        comm_r_old: update.comm_r_old.to_vec(),
+        comm_r_new: update.comm_r_new.to_vec(),
+        comm_d_new: update.comm_d_new.to_vec(),
+        miner_id: 1000,
+        sector_number: 11,
+        ..SubmitProofRequest::default()
+    }
+}
+
+async fn prove(
+    client: &mut ProvingEngineClient<Channel>,
+    submit: SubmitProofRequest,
+) -> AwaitProofResponse {
+    client
+        .prove(ProveRequest {
+            submit: Some(submit),
+        })
+        .await
+        .expect("Prove answers")
+        .into_inner()
+        .result
+        .expect("a result")
+}
+
+async fn await_job(
+    client: &mut ProvingEngineClient<Channel>,
+    job: &str,
+    timeout_ms: u64,
+) -> AwaitProofResponse {
+    client
+        .await_proof(AwaitProofRequest {
+            job_id: job.into(),
+            timeout_ms,
+        })
+        .await
+        .expect("AwaitProof answers")
+        .into_inner()
+}
+
+fn status_of(answer: &AwaitProofResponse) -> AwaitStatus {
+    AwaitStatus::try_from(answer.status).expect("a known status")
+}
+
+/// The input files anywhere in the spool but the outbox: inbox, work/ and its owners.
+fn live_inputs(spool: &Path) -> Vec<String> {
+    common::c1_locations(spool)
+        .into_iter()
+        .filter(|(_, place)| place == "inbox" || place == "work")
+        .map(|(name, place)| format!("{place}/{name}"))
+        .collect()
+}
+
+#[test]
+fn curio_requests_are_proved_verified_and_bad_ones_answered_with_their_reason() {
+    require_params();
+    require_update_params();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let listen = format!("127.0.0.1:{}", free_port());
+    // The first proof waits 6 s at the prover, so the requests after it are seen queued.
+    let server = Server::start(&spool, &listen, &[("CUZK_TEST_DEVICE_FAULTS", "stall=1:6")]);
+    let rt = runtime();
+    rt.block_on(async {
+        let mut client = connect(&listen).await;
+        let first = {
+            let mut client = client.clone();
+            tokio::spawn(async move {
+                prove(
+                    &mut client,
+                    porep_request("s-t01000-1.json", "porep-1000-1"),
+                )
+                .await
+            })
+        };
+        let job1 = "s-t01000-1.porep-1000-1";
+        // Accepted means written: wait for it to be in the spool.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while live_inputs(&spool).is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the first request never reached the spool"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let second = client
+            .submit_proof(porep_request("s-t01000-2.json", "porep-1000-2"))
+            .await
+            .expect("SubmitProof accepts")
+            .into_inner();
+        assert_eq!(second.job_id, "s-t01000-2.porep-1000-2");
+
+        // Both are in the spool and neither is proved: GetStatus counts them.
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .expect("GetStatus")
+            .into_inner();
+        let porep = status
+            .queues
+            .iter()
+            .find(|q| q.proof_kind == "POREP_SEAL_COMMIT")
+            .expect("a PoRep queue");
+        assert_eq!(porep.pending + porep.in_progress, 2, "{status:?}");
+        // Curio sums every queue against MaxPending.
+        let total: u32 = status
+            .queues
+            .iter()
+            .map(|q| q.pending + q.in_progress)
+            .sum();
+        assert_eq!(total, 2);
+
+        // A wait that runs out says so, and the job goes on.
+        let waited = await_job(&mut client, job1, 200).await;
+        assert_eq!(status_of(&waited), AwaitStatus::Timeout);
+
+        // The second is withdrawn once claimed (the first holds the prover for 6 s): it
+        // stops before its proof.
+        let claimed = format!("work/{}.json", second.job_id);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !live_inputs(&spool).contains(&claimed) {
+            assert!(
+                Instant::now() < deadline,
+                "the second request was never claimed: {:?}",
+                live_inputs(&spool)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let cancelled = client
+            .cancel_proof(CancelProofRequest {
+                job_id: second.job_id.clone(),
+            })
+            .await
+            .expect("CancelProof")
+            .into_inner();
+        assert!(cancelled.was_running, "it was claimed");
+        let answer = await_job(&mut client, &second.job_id, 0).await;
+        assert_eq!(status_of(&answer), AwaitStatus::Cancelled, "{answer:?}");
+        assert!(answer.proof.is_empty());
+
+        // Bad requests are answered at once, with what is wrong, and written nowhere.
+        let mut garbage = porep_request("s-t01000-1.json", "porep-garbage");
+        garbage.vanilla_proof = b"{\"not\": \"a C1 output\"".to_vec();
+        let mut wrong_proof = porep_request("s-t01000-1.json", "porep-wrong-proof");
+        wrong_proof.registered_proof = 8;
+        let mut post = porep_request("s-t01000-1.json", "wdpost-1000-0");
+        post.proof_kind = ProofKind::WindowPostPartition as i32;
+        let mut other_sector = porep_request("s-t01000-1.json", "porep-1000-9");
+        other_sector.sector_number = 9;
+        let mut other_miner = porep_request("s-t01000-1.json", "porep-2000-1");
+        other_miner.miner_id = 2000;
+        let mut other_update = update_request("s-t01000-11.json", "snap-other");
+        other_update.comm_r_new = read_update(&update_fixture("s-t02000-12.json"))
+            .comm_r_new
+            .to_vec();
+        for (bad, says) in [
+            (garbage, "parse"),
+            (wrong_proof, "registered_proof 8"),
+            (post, "PoSt stays in Curio"),
+            (other_sector, "sector 9"),
+            (other_miner, "replica id"),
+            (other_update, "bind"),
+        ] {
+            let id = bad.request_id.clone();
+            let answer = prove(&mut client, bad).await;
+            assert_eq!(status_of(&answer), AwaitStatus::Failed, "{id}: {answer:?}");
+            assert!(
+                answer.error_message.contains(says),
+                "{id}: {:?} does not say {says:?}",
+                answer.error_message
+            );
+        }
+
+        // The good request beside them was proved, and the proof is the sector's.
+        let answer = first.await.expect("the first Prove");
+        assert_eq!(status_of(&answer), AwaitStatus::Completed, "{answer:?}");
+        assert!(verifies_for_sector(
+            &fixture("s-t01000-1.json"),
+            &answer.proof,
+            0
+        ));
+        assert!(answer.total_ms >= answer.gpu_compute_ms);
+        assert!(answer.total_ms > 0);
+
+        // A resubmission is the same job and its proof, also from the outbox.
+        let again = prove(
+            &mut client,
+            porep_request("s-t01000-1.json", "porep-1000-1"),
+        )
+        .await;
+        assert_eq!(again.job_id, job1);
+        assert_eq!(again.proof, answer.proof);
+
+        // A SnapDeals update, as Curio's UpdateSnark sends it.
+        let update = prove(
+            &mut client,
+            update_request("s-t01000-11.json", "snap-1000-11"),
+        )
+        .await;
+        assert_eq!(status_of(&update), AwaitStatus::Completed, "{update:?}");
+        assert!(verifies_update(
+            &update_fixture("s-t01000-11.json"),
+            &update.proof
+        ));
+
+        let metrics = client
+            .get_metrics(GetMetricsRequest {})
+            .await
+            .expect("GetMetrics")
+            .into_inner()
+            .prometheus_text;
+        assert!(metrics.contains("cuzk_"), "{metrics}");
+
+        // Unknown and unsafe job ids.
+        let unknown = client
+            .await_proof(AwaitProofRequest {
+                job_id: "s-t01000-5.never".into(),
+                timeout_ms: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(unknown.code(), tonic::Code::NotFound);
+        let unsafe_id = client
+            .await_proof(AwaitProofRequest {
+                job_id: "../outbox/x".into(),
+                timeout_ms: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(unsafe_id.code(), tonic::Code::InvalidArgument);
+    });
+    drop(rt);
+    assert_eq!(server.stop(), Some(0));
+
+    // The spool: nothing left in flight, the two proofs, the withdrawn file failed with its
+    // record, and no trace of the bad requests.
+    assert_eq!(live_inputs(&spool), Vec::<String>::new());
+    let outbox = names(&spool.join("outbox"));
+    for job in ["s-t01000-1.porep-1000-1", "s-t01000-11.snap-1000-11"] {
+        assert!(outbox.contains(&format!("{job}.proof")), "{outbox:?}");
+    }
+    assert_eq!(
+        names(&spool.join("failed")),
+        [
+            "s-t01000-2.porep-1000-2.error.json",
+            "s-t01000-2.porep-1000-2.json"
+        ]
+    );
+    let record =
+        fs::read_to_string(spool.join("failed/s-t01000-2.porep-1000-2.error.json")).unwrap();
+    assert!(
+        record.contains("\"stage\": \"withdrawn\"") || record.contains("\"stage\":\"withdrawn\""),
+        "{record}"
+    );
+}
+
+#[test]
+fn requests_accepted_before_a_kill_9_are_proved_after_the_restart() {
+    require_params();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let socket = dir.path().join("cuzk.sock");
+    let listen = format!("unix://{}", socket.display());
+    let requests = [
+        ("s-t01000-1.json", "porep-1000-1"),
+        ("s-t01000-2.json", "porep-1000-2"),
+        ("s-t02000-7.json", "porep-2000-7"),
+    ];
+    // Nothing is proved before the kill: the first prover call waits a minute.
+    let server = Server::start(
+        &spool,
+        &listen,
+        &[("CUZK_TEST_DEVICE_FAULTS", "stall=1:60")],
+    );
+    let rt = runtime();
+    let jobs: Vec<String> = rt.block_on(async {
+        let mut client = connect(&listen).await;
+        let mut jobs = Vec::new();
+        for (name, id) in requests {
+            let accepted = client
+                .submit_proof(porep_request(name, id))
+                .await
+                .expect("SubmitProof accepts")
+                .into_inner();
+            jobs.push(accepted.job_id);
+        }
+        jobs
+    });
+    assert_eq!(live_inputs(&spool).len(), 3, "accepted means written");
+    server.kill_9();
+    assert!(socket.exists(), "a killed server leaves its socket file");
+
+    let server = Server::start(&spool, &listen, &[]);
+    rt.block_on(async {
+        let mut client = connect(&listen).await;
+        for ((name, _), job) in requests.iter().zip(&jobs) {
+            let answer = await_job(&mut client, job, 0).await;
+            assert_eq!(
+                status_of(&answer),
+                AwaitStatus::Completed,
+                "{job}: {answer:?}"
+            );
+            assert!(
+                verifies_for_sector(&fixture(name), &answer.proof, 0),
+                "{job}"
+            );
+        }
+    });
+    drop(rt);
+    assert_eq!(server.stop(), Some(0));
+    assert!(!socket.exists(), "the socket goes with the server");
+    assert_eq!(live_inputs(&spool), Vec::<String>::new());
+    assert!(names(&spool.join("failed")).is_empty());
+}
