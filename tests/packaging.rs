@@ -214,6 +214,7 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
         "cuzk@.service",
         "cuzk-cpu.service",
         "cuzk-once.service",
+        "cuzk-serve.service",
     ] {
         let text = unit(name);
         let stop = setting(&text, "TimeoutStopSec");
@@ -246,7 +247,12 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
             .iter()
             .any(|exec| exec.split_whitespace().any(|arg| arg == flag))
     };
-    for name in ["cuzk.service", "cuzk@.service", "cuzk-once.service"] {
+    for name in [
+        "cuzk.service",
+        "cuzk@.service",
+        "cuzk-once.service",
+        "cuzk-serve.service",
+    ] {
         assert!(has_flag(name, "--require-gpu"), "{name}: --require-gpu");
     }
     assert!(
@@ -291,6 +297,7 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
             .skip(1)
             .map(|arg| {
                 arg.replace("/srv/c1", &spool.display().to_string())
+                    .replace("/srv/cuzk", &spool.display().to_string())
                     .replace(
                         "/var/lib/node_exporter/textfile_collector",
                         &collector.display().to_string(),
@@ -300,6 +307,11 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
             .collect();
         if args.first().is_some_and(|a| a == "prove-dir") && !args.iter().any(|a| a == "--once") {
             args.push("--once".into());
+        }
+        if args.first().is_some_and(|a| a == "serve") {
+            // Not the unit's 127.0.0.1:9820, which something on this machine may hold.
+            let socket = dir.path().join(format!("{name}.sock"));
+            args.extend(["--listen".into(), format!("unix://{}", socket.display())]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         if args.contains(&"--require-gpu") {
@@ -322,6 +334,10 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
                     .contains("--require-gpu: this run would prove on the CPU"),
                 "{name}: why it stopped"
             );
+        }
+        // A server runs until it is stopped: tests/serve.rs runs it through its clients.
+        if args.first() == Some(&"serve") {
+            continue;
         }
         // The rest of the command line, on whatever this machine has.
         let args: Vec<&str> = args.into_iter().filter(|a| *a != "--require-gpu").collect();

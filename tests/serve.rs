@@ -478,3 +478,52 @@ fn requests_accepted_before_a_kill_9_are_proved_after_the_restart() {
     assert_eq!(live_inputs(&spool), Vec::<String>::new());
     assert!(names(&spool.join("failed")).is_empty());
 }
+
+#[test]
+fn curios_engine_invocation_serves_with_its_config() {
+    require_params();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("engine.sock");
+    let spool = dir.path().join("zk-spool");
+    let params = std::env::var("FIL_PROOFS_PARAMETER_CACHE")
+        .unwrap_or_else(|_| "/var/tmp/filecoin-proof-parameters".into());
+    let config = dir.path().join("cuzk.toml");
+    fs::write(
+        &config,
+        format!(
+            "[daemon]\nlisten = \"unix://{}\"\nstatus_listen = \"0.0.0.0:9821\"\n\n[srs]\nparam_cache = \"{params}\"\n\n[gpus]\ngpu_workers_per_device = 2\n\n[cuzk]\nspool = \"{}\"\n",
+            socket.display(),
+            spool.display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("engine.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .arg("--config")
+        .arg(&config)
+        // Only the config's param_cache can find the parameters.
+        .env("FIL_PROOFS_PARAMETER_CACHE", dir.path().join("no-params-here"))
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("starting cuzk --config");
+    let server = Server { child, log };
+    let listen = format!("unix://{}", socket.display());
+    let rt = runtime();
+    rt.block_on(async {
+        let mut client = connect(&listen).await;
+        let answer = prove(&mut client, porep_request("s-t02000-7.json", "porep-2000-7")).await;
+        assert_eq!(status_of(&answer), AwaitStatus::Completed, "{answer:?}");
+        assert!(verifies_for_sector(&fixture("s-t02000-7.json"), &answer.proof, 0));
+    });
+    drop(rt);
+    let text = server.log();
+    assert!(
+        text.contains("not used by cuzk")
+            && text.contains("daemon.status_listen")
+            && text.contains("gpus.gpu_workers_per_device"),
+        "the ignored keys are named once:\n{text}"
+    );
+    assert_eq!(server.stop(), Some(0));
+    assert!(names(&spool.join("outbox")).contains(&"s-t02000-7.porep-2000-7.proof".to_owned()));
+}
