@@ -224,8 +224,9 @@ fn curio_requests_are_proved_verified_and_bad_ones_answered_with_their_reason() 
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("spool");
     let listen = format!("127.0.0.1:{}", free_port());
-    // The first proof waits 6 s at the prover, so the requests after it are seen queued.
-    let server = Server::start(&spool, &listen, &[("CUZK_TEST_DEVICE_FAULTS", "stall=1:6")]);
+    // Each prover's first call waits 15 s, so the requests after the first are seen queued
+    // and claimed, not proved, however slow a loaded machine is.
+    let server = Server::start(&spool, &listen, &[("CUZK_TEST_DEVICE_FAULTS", "stall=1:15")]);
     let rt = runtime();
     rt.block_on(async {
         let mut client = connect(&listen).await;
@@ -280,10 +281,10 @@ fn curio_requests_are_proved_verified_and_bad_ones_answered_with_their_reason() 
         let waited = await_job(&mut client, job1, 200).await;
         assert_eq!(status_of(&waited), AwaitStatus::Timeout);
 
-        // The second is withdrawn once claimed (the first holds the prover for 6 s): it
-        // stops before its proof.
+        // The second is withdrawn once claimed (the provers' first calls are held): it stops
+        // before its proof.
         let claimed = format!("work/{}.json", second.job_id);
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(12);
         while !live_inputs(&spool).contains(&claimed) {
             assert!(
                 Instant::now() < deadline,
