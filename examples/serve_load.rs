@@ -113,7 +113,10 @@ async fn main() -> Result<(), Error> {
                 let is_ok = answer.status == Status::Completed as i32
                     && verifies(&sector.path, &answer.proof);
                 if !is_ok {
-                    eprintln!("{}: {:?} {}", sector.request.request_id, answer.status, answer.error_message);
+                    eprintln!(
+                        "{}: {:?} {}",
+                        sector.request.request_id, answer.status, answer.error_message
+                    );
                 }
                 results.push((latency, is_ok));
             }
@@ -138,7 +141,11 @@ async fn main() -> Result<(), Error> {
         at(1.0)
     );
     if verified != total {
-        return Err(format!("{} of {total} requests were not proved and verified", total - verified).into());
+        return Err(format!(
+            "{} of {total} requests were not proved and verified",
+            total - verified
+        )
+        .into());
     }
     Ok(())
 }

@@ -236,7 +236,7 @@ fn answers_every_request_by_id_and_the_proof_verifies() {
         "{text}"
     );
     assert_eq!(
-        samples["cuzk_run_proof_duration_seconds_count"], 1.0,
+        samples["cuzk_run_proof_duration_seconds_count{kind=\"c2\"}"], 1.0,
         "{text}"
     );
     assert_eq!(samples["cuzk_run_partitions_in_flight"], 0.0, "{text}");

@@ -69,16 +69,30 @@ fn proves_several_miners_in_both_forms_and_quarantines_bad_files() {
     assert_eq!(metrics["cuzk_run_jobs_in_flight"], 0.0, "{text}");
     assert_eq!(metrics["cuzk_run_partitions_in_flight"], 0.0, "{text}");
     assert_eq!(
-        metrics["cuzk_run_proof_duration_seconds_count"], 2.0,
+        metrics["cuzk_run_proof_duration_seconds_count{kind=\"c2\"}"], 2.0,
         "{text}"
     );
-    let slowest_bucket = metrics["cuzk_run_proof_duration_seconds_bucket{le=\"3600\"}"];
+    let slowest_bucket = metrics["cuzk_run_proof_duration_seconds_bucket{kind=\"c2\",le=\"3600\"}"];
     assert_eq!(slowest_bucket, 2.0, "every proof under an hour: {text}");
     assert!(
-        metrics["cuzk_run_proof_duration_seconds_sum"] > 0.0,
+        metrics["cuzk_run_proof_duration_seconds_sum{kind=\"c2\"}"] > 0.0,
         "{text}"
     );
     assert!(metrics["cuzk_run_memory_budget_bytes"] > 0.0, "{text}");
+    // What a provider alerts on: the two failures by their stage, the prover up, its
+    // parameters loaded once.
+    let failures = |stage: &str| metrics[&format!("cuzk_run_failures_total{{stage=\"{stage}\"}}")];
+    assert_eq!(
+        (failures("parse"), failures("bind")),
+        (1.0, 1.0),
+        "garbage, another miner's: {text}"
+    );
+    assert_eq!(failures("prove"), 0.0, "{text}");
+    assert_eq!(
+        metrics["cuzk_run_prover_up{prover=\"cpu-0\"}"], 1.0,
+        "{text}"
+    );
+    assert_eq!(metrics["cuzk_run_params_loads_total"], 1.0, "{text}");
     assert!(metrics["cuzk_run_resident_memory_bytes"] > 1e6, "{text}");
 
     let outbox = dir.path().join("outbox");

@@ -226,7 +226,11 @@ fn curio_requests_are_proved_verified_and_bad_ones_answered_with_their_reason() 
     let listen = format!("127.0.0.1:{}", free_port());
     // Each prover's first call waits 15 s, so the requests after the first are seen queued
     // and claimed, not proved, however slow a loaded machine is.
-    let server = Server::start(&spool, &listen, &[("CUZK_TEST_DEVICE_FAULTS", "stall=1:15")]);
+    let server = Server::start(
+        &spool,
+        &listen,
+        &[("CUZK_TEST_DEVICE_FAULTS", "stall=1:15")],
+    );
     let rt = runtime();
     rt.block_on(async {
         let mut client = connect(&listen).await;
@@ -503,7 +507,10 @@ fn curios_engine_invocation_serves_with_its_config() {
         .arg("--config")
         .arg(&config)
         // Only the config's param_cache can find the parameters.
-        .env("FIL_PROOFS_PARAMETER_CACHE", dir.path().join("no-params-here"))
+        .env(
+            "FIL_PROOFS_PARAMETER_CACHE",
+            dir.path().join("no-params-here"),
+        )
         .stdout(Stdio::null())
         .stderr(fs::File::create(&log).unwrap())
         .spawn()
@@ -513,9 +520,17 @@ fn curios_engine_invocation_serves_with_its_config() {
     let rt = runtime();
     rt.block_on(async {
         let mut client = connect(&listen).await;
-        let answer = prove(&mut client, porep_request("s-t02000-7.json", "porep-2000-7")).await;
+        let answer = prove(
+            &mut client,
+            porep_request("s-t02000-7.json", "porep-2000-7"),
+        )
+        .await;
         assert_eq!(status_of(&answer), AwaitStatus::Completed, "{answer:?}");
-        assert!(verifies_for_sector(&fixture("s-t02000-7.json"), &answer.proof, 0));
+        assert!(verifies_for_sector(
+            &fixture("s-t02000-7.json"),
+            &answer.proof,
+            0
+        ));
     });
     drop(rt);
     let text = server.log();

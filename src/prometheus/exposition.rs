@@ -80,29 +80,39 @@ impl Family {
 
     /// Adds a histogram's samples: one `_bucket` per bound and `+Inf`, then `_sum` and
     /// `_count`.
-    pub fn histogram(mut self, histogram: &Histogram) -> Family {
+    pub fn histogram(self, histogram: &Histogram) -> Family {
+        self.histogram_with(Vec::new(), histogram)
+    }
+
+    /// Adds a histogram's samples with `labels` of its own before `le`.
+    pub fn histogram_with(mut self, labels: Labels, histogram: &Histogram) -> Family {
+        let with = |extra: Option<(&'static str, String)>| {
+            let mut all = labels.clone();
+            all.extend(extra);
+            all
+        };
         let mut cumulative = 0;
         for (bound, count) in histogram.bounds.iter().zip(&histogram.counts) {
             cumulative += count;
             self.samples.push(Sample {
                 suffix: "_bucket",
-                labels: vec![("le", bound.to_string())],
+                labels: with(Some(("le", bound.to_string()))),
                 value: cumulative as f64,
             });
         }
         self.samples.push(Sample {
             suffix: "_bucket",
-            labels: vec![("le", "+Inf".into())],
+            labels: with(Some(("le", "+Inf".into()))),
             value: histogram.count as f64,
         });
         self.samples.push(Sample {
             suffix: "_sum",
-            labels: Vec::new(),
+            labels: with(None),
             value: histogram.sum,
         });
         self.samples.push(Sample {
             suffix: "_count",
-            labels: Vec::new(),
+            labels: with(None),
             value: histogram.count as f64,
         });
         self

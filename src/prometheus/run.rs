@@ -1,7 +1,10 @@
 //! A run's own metrics, written as it goes: `prove-dir --metrics-textfile PATH` and
-//! `damocles-c2 --metrics-textfile PATH` keep a node_exporter textfile of what the run is
-//! doing now (proofs and failures so far, jobs and partitions in flight, memory in use,
-//! seconds per proof as a histogram).
+//! `damocles-c2 --metrics-textfile PATH` (and `serve`, always) keep a node_exporter textfile of
+//! what the run is doing now: proofs and failures so far (failures by stage), jobs and
+//! partitions in flight, memory in use, seconds per proof by kind as a histogram, device
+//! faults and stopped provers, each GPU's busy share as its driver counts it, parameter loads.
+//! What a provider alerts on: a prover down, device faults rising, failures at one stage, a
+//! GPU that idles.
 //!
 //! Another consumer of the pipeline's events, beside the reporter: its thread gets each event
 //! once the timeline has it ([`RunMetrics::observe`]) and rewrites the file atomically
@@ -17,7 +20,7 @@
 //! run with the reason instead of leaving the metrics silently missing; later write failures
 //! are said once and the run goes on (proofs matter more than their metrics).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,8 +28,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, JobStage};
 use crate::memory::MemoryBudget;
+use crate::proof_kind::ProofKind;
 
 use super::exposition::{render, Family, Histogram, Kind};
 
@@ -65,7 +69,23 @@ pub struct RunMetrics {
     benchmarks: HashSet<String>,
     /// Partitions from the start of their synthesis until they are proved.
     partitions: HashSet<(String, usize)>,
-    proof_seconds: Histogram,
+    /// Each job's kind, once parsed.
+    kinds: HashMap<String, ProofKind>,
+    /// Seconds from claim to proof, by kind.
+    proof_seconds: BTreeMap<ProofKind, Histogram>,
+    /// Jobs failed, by the stage that failed them (every stage, 0 included).
+    failures: BTreeMap<&'static str, u64>,
+    /// Device faults, by prover.
+    device_faults: BTreeMap<String, u64>,
+    /// The run's provers, and whether each still proves.
+    provers: BTreeMap<String, bool>,
+    /// Per GPU: milliseconds its kernels ran, over milliseconds watched.
+    gpu_busy: BTreeMap<usize, (f64, f64)>,
+    /// Parameter loads finished, and their milliseconds in all.
+    params_loads: u64,
+    params_load_ms: f64,
+    /// Loads under way, by worker and file, with when they started.
+    params_loading: HashMap<(String, String), f64>,
 }
 
 impl RunMetrics {
@@ -79,12 +99,62 @@ impl RunMetrics {
             jobs: HashMap::new(),
             benchmarks: HashSet::new(),
             partitions: HashSet::new(),
-            proof_seconds: Histogram::new(PROOF_SECONDS_BOUNDS),
+            kinds: HashMap::new(),
+            proof_seconds: [ProofKind::Seal, ProofKind::Update]
+                .into_iter()
+                .map(|kind| (kind, Histogram::new(PROOF_SECONDS_BOUNDS)))
+                .collect(),
+            failures: JobStage::ALL.iter().map(|s| (s.as_str(), 0)).collect(),
+            device_faults: BTreeMap::new(),
+            provers: BTreeMap::new(),
+            gpu_busy: BTreeMap::new(),
+            params_loads: 0,
+            params_load_ms: 0.0,
+            params_loading: HashMap::new(),
         }
     }
 
     /// Counts what `event` says.
     pub fn observe(&mut self, event: &Event) {
+        match &event.kind {
+            EventKind::RunStarted { settings } => {
+                for prover in &settings.provers {
+                    self.provers.insert(prover.to_string(), true);
+                }
+            }
+            EventKind::JobParsed { job, kind, .. } => {
+                self.kinds.insert(job.clone(), *kind);
+            }
+            EventKind::DeviceFault { worker, .. } => {
+                *self.device_faults.entry(worker.to_string()).or_default() += 1;
+            }
+            EventKind::ProverStopped { worker, .. } => {
+                self.provers.insert(worker.to_string(), false);
+            }
+            EventKind::GpuBusy {
+                gpu,
+                busy_pct,
+                period_ms,
+            } => {
+                let (busy, watched) = self.gpu_busy.entry(*gpu).or_default();
+                *busy += busy_pct / 100.0 * period_ms;
+                *watched += period_ms;
+            }
+            EventKind::ParamsLoadStarted { worker, path } => {
+                self.params_loading
+                    .insert((worker.to_string(), path.clone()), event.elapsed_ms);
+            }
+            EventKind::ParamsLoadFinished { worker, path } => {
+                if let Some(started) = self
+                    .params_loading
+                    .remove(&(worker.to_string(), path.clone()))
+                {
+                    self.params_loads += 1;
+                    self.params_load_ms += event.elapsed_ms - started;
+                }
+            }
+            _ => {}
+        }
         match &event.kind {
             EventKind::JobClaimed { job, .. } => {
                 self.jobs.insert(job.clone(), event.elapsed_ms);
@@ -104,19 +174,23 @@ impl RunMetrics {
             }
             EventKind::ProofWritten { job, .. } => {
                 let claimed_ms = self.end_job(job);
+                let kind = self.kinds.remove(job).unwrap_or_default();
                 // A benchmark shape's result is no proof (as `cuzk status` counts it).
                 if !self.benchmarks.remove(job) {
                     self.proved += 1;
-                    if let Some(claimed_ms) = claimed_ms {
-                        self.proof_seconds
-                            .observe((event.elapsed_ms - claimed_ms) / 1e3);
+                    if let (Some(claimed_ms), Some(histogram)) =
+                        (claimed_ms, self.proof_seconds.get_mut(&kind))
+                    {
+                        histogram.observe((event.elapsed_ms - claimed_ms) / 1e3);
                     }
                 }
             }
-            EventKind::JobFailed { job, .. } => {
+            EventKind::JobFailed { job, stage, .. } => {
                 self.end_job(job);
+                self.kinds.remove(job);
                 self.benchmarks.remove(job);
                 self.failed += 1;
+                *self.failures.entry(stage.as_str()).or_default() += 1;
             }
             // Left in the inbox, handed back or set aside: no longer in flight here.
             EventKind::FileDeferred { job, .. } | EventKind::FileSetAside { job, .. } => {
@@ -200,13 +274,85 @@ impl RunMetrics {
                 .value(resident as f64),
             );
         }
+        let mut durations = Family::new(
+            "cuzk_run_proof_duration_seconds",
+            Kind::Histogram,
+            "Seconds per proof, by kind (c2, update): from claiming a file to its checked proof written.",
+        );
+        for (kind, histogram) in &self.proof_seconds {
+            durations = durations.histogram_with(vec![("kind", kind.as_str().into())], histogram);
+        }
+        families.push(durations);
+        let mut failures = Family::new(
+            "cuzk_run_failures_total",
+            Kind::Counter,
+            "Jobs this run failed, by the stage that failed them (parse, bind, prove, verify, ...; withdrawn: asked by a client).",
+        );
+        for (stage, count) in &self.failures {
+            failures = failures.with(vec![("stage", (*stage).into())], *count as f64);
+        }
+        families.push(failures);
+        let mut faults = Family::new(
+            "cuzk_run_device_faults_total",
+            Kind::Counter,
+            "Partitions that failed on their prover's device (the file went back to be proved alone), by prover.",
+        );
+        for prover in self.provers.keys() {
+            let count = self.device_faults.get(prover).copied().unwrap_or(0);
+            faults = faults.with(vec![("prover", prover.clone())], count as f64);
+        }
+        for (prover, count) in &self.device_faults {
+            if !self.provers.contains_key(prover) {
+                faults = faults.with(vec![("prover", prover.clone())], *count as f64);
+            }
+        }
+        families.push(faults);
+        let mut up = Family::new(
+            "cuzk_run_prover_up",
+            Kind::Gauge,
+            "1 while a prover proves, 0 once it stopped (--max-device-faults in a row, a lost device, a hung call).",
+        );
+        for (prover, is_up) in &self.provers {
+            up = up.with(
+                vec![("prover", prover.clone())],
+                f64::from(u8::from(*is_up)),
+            );
+        }
+        families.push(up);
+        let mut busy_seconds = Family::new(
+            "cuzk_run_gpu_busy_seconds_total",
+            Kind::Counter,
+            "Seconds a GPU ran kernels, as its driver counts them (NVML); rate() of it is the busy share.",
+        );
+        let mut busy_ratio = Family::new(
+            "cuzk_run_gpu_busy_ratio",
+            Kind::Gauge,
+            "Share of the run a GPU ran kernels (NVML), since the run started.",
+        );
+        for (gpu, (busy_ms, watched_ms)) in &self.gpu_busy {
+            let labels = vec![("gpu", gpu.to_string())];
+            busy_seconds = busy_seconds.with(labels.clone(), busy_ms / 1e3);
+            if *watched_ms > 0.0 {
+                busy_ratio = busy_ratio.with(labels, busy_ms / watched_ms);
+            }
+        }
+        families.push(busy_seconds);
+        families.push(busy_ratio);
         families.push(
             Family::new(
-                "cuzk_run_proof_duration_seconds",
-                Kind::Histogram,
-                "Seconds per proof: from claiming a C1 file to its checked proof written.",
+                "cuzk_run_params_loads_total",
+                Kind::Counter,
+                "Parameter sets loaded by this run (each start loads them: 30-40 s for 32GiB).",
             )
-            .histogram(&self.proof_seconds),
+            .value(self.params_loads as f64),
+        );
+        families.push(
+            Family::new(
+                "cuzk_run_params_load_seconds_total",
+                Kind::Counter,
+                "Seconds spent loading parameter sets.",
+            )
+            .value(self.params_load_ms / 1e3),
         );
         families
     }
@@ -455,9 +601,11 @@ mod tests {
         // Claimed at 0 ms, written at 12 s: in the 20 s bucket, not the 10 s one.
         assert!(
             text.contains(
-                "cuzk_run_proof_duration_seconds_bucket{spool=\"/srv/c1\",le=\"10\"} 0\n"
+                "cuzk_run_proof_duration_seconds_bucket{spool=\"/srv/c1\",kind=\"c2\",le=\"10\"} 0\n"
             ) && text.contains(
-                "cuzk_run_proof_duration_seconds_bucket{spool=\"/srv/c1\",le=\"20\"} 1\n"
+                "cuzk_run_proof_duration_seconds_bucket{spool=\"/srv/c1\",kind=\"c2\",le=\"20\"} 1\n"
+            ) && text.contains(
+                "cuzk_run_proof_duration_seconds_count{spool=\"/srv/c1\",kind=\"update\"} 0\n"
             ),
             "{text}"
         );
@@ -465,6 +613,82 @@ mod tests {
             metric(&text, "cuzk_run_proof_duration_seconds_sum"),
             Some(12.0)
         );
+        assert!(
+            text.contains("cuzk_run_failures_total{spool=\"/srv/c1\",stage=\"prove\"} 1\n")
+                && text.contains("cuzk_run_failures_total{spool=\"/srv/c1\",stage=\"bind\"} 0\n"),
+            "every stage, the failed one counted: {text}"
+        );
+    }
+
+    #[test]
+    fn provers_faults_gpu_busy_and_parameter_loads_are_counted() {
+        use crate::event::{RunStartSettings, WorkerName};
+        let mut metrics = RunMetrics::new("r1");
+        let cuda = |n| WorkerName::parse(&format!("cuda-{n}"));
+        metrics.observe(&at(
+            0.0,
+            EventKind::RunStarted {
+                settings: RunStartSettings {
+                    provers: vec![cuda(0), cuda(1)],
+                    ..RunStartSettings::default()
+                },
+            },
+        ));
+        metrics.observe(&at(
+            10.0,
+            EventKind::ParamsLoadStarted {
+                worker: cuda(0),
+                path: "p.params".into(),
+            },
+        ));
+        metrics.observe(&at(
+            2_010.0,
+            EventKind::ParamsLoadFinished {
+                worker: cuda(0),
+                path: "p.params".into(),
+            },
+        ));
+        for (ms, pct) in [(3_000.0, 50.0), (4_000.0, 100.0)] {
+            metrics.observe(&at(
+                ms,
+                EventKind::GpuBusy {
+                    gpu: 1,
+                    busy_pct: pct,
+                    period_ms: 1_000.0,
+                },
+            ));
+        }
+        metrics.observe(&at(
+            5_000.0,
+            EventKind::DeviceFault {
+                job: "a".into(),
+                partition: 0,
+                worker: cuda(1),
+                message: "illegal address".into(),
+            },
+        ));
+        metrics.observe(&at(
+            5_001.0,
+            EventKind::ProverStopped {
+                worker: cuda(1),
+                faults: 1,
+                message: "lost".into(),
+            },
+        ));
+        let memory = MemoryNow::default();
+        let text = metrics.render(&memory, "s");
+        for line in [
+            "cuzk_run_prover_up{spool=\"s\",prover=\"cuda-0\"} 1\n",
+            "cuzk_run_prover_up{spool=\"s\",prover=\"cuda-1\"} 0\n",
+            "cuzk_run_device_faults_total{spool=\"s\",prover=\"cuda-0\"} 0\n",
+            "cuzk_run_device_faults_total{spool=\"s\",prover=\"cuda-1\"} 1\n",
+            "cuzk_run_gpu_busy_seconds_total{spool=\"s\",gpu=\"1\"} 1.5\n",
+            "cuzk_run_gpu_busy_ratio{spool=\"s\",gpu=\"1\"} 0.75\n",
+            "cuzk_run_params_loads_total{spool=\"s\"} 1\n",
+            "cuzk_run_params_load_seconds_total{spool=\"s\"} 2\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing in:\n{text}");
+        }
     }
 
     #[test]
