@@ -181,6 +181,32 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
     })
 }
 
+/// The report as JSON for scripts: what [`render`] says, in numbers (bytes and seconds).
+pub fn to_json(report: &BenchReport, circuit: CircuitId) -> serde_json::Value {
+    let f = &report.footprint;
+    let per_sector = (report.sectors > 0).then(|| report.elapsed_s / report.sectors as f64);
+    serde_json::json!({
+        "circuit": circuit.to_string(),
+        "kind": circuit.kind.as_str(),
+        "sector_size": circuit.sector_size,
+        "sectors": report.sectors,
+        "run_dir": report.run_dir.display().to_string(),
+        "timeline": report.run_dir.join("timeline.csv").display().to_string(),
+        "wall_s": report.elapsed_s,
+        "wall_s_per_sector": per_sector,
+        "steady_s_per_sector": report.steady_s,
+        "budget_bytes": report.budget_bytes,
+        "params_bytes": f.params_bytes,
+        "partition_bytes": f.partition_bytes,
+        "largest_partition_bytes": report.largest_partition_bytes,
+        "deferred_partitions": report.deferred_partitions,
+        "evaluated_at_prover": report.evaluated_at_prover,
+        "largest_at_prover_bytes": report.largest_at_prover_bytes,
+        "peak_rss_bytes": report.peak_rss_bytes,
+        "peak_in_use_bytes": report.peak_in_use_bytes,
+    })
+}
+
 /// The sizing table a benchmark prints.
 pub fn render(report: &BenchReport, circuit: CircuitId) -> String {
     let (inputs, unit) = match circuit.kind {

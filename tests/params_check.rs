@@ -96,6 +96,80 @@ fn params_check_reports_every_file_and_fails_on_problems() {
         !report.contains(&vk),
         "a missing file is only asked for with --sector-size: {report}"
     );
+
+    // The same for scripts, with the same exit code.
+    let out = cuzk(
+        &["params", "check", "--sector-size", "2KiB", "--json"],
+        dir.path(),
+        &[("FIL_PROOFS_PARAMETER_CACHE", &cache)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let verdict = |name: &str| {
+        json["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .find(|f| f["name"] == name)
+            .map(|f| {
+                (
+                    f["verdict"].as_str().unwrap_or("").to_owned(),
+                    f["is_problem"] == true,
+                )
+            })
+    };
+    assert_eq!(
+        verdict(&params),
+        Some(("corrupt".to_owned(), true)),
+        "{json}"
+    );
+    assert_eq!(verdict(&vk), Some(("missing".to_owned(), true)), "{json}");
+    assert_eq!(json["problems"], 2, "{json}");
+}
+
+#[test]
+fn bench_json_reports_the_run_in_numbers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bench = dir.path().join("bench");
+    let out = cuzk(
+        &[
+            "bench",
+            "--sector-size",
+            "2KiB",
+            "--sectors",
+            "1",
+            "--backend",
+            "cpu",
+            "--json",
+            "--dir",
+            &bench.display().to_string(),
+        ],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(json["sector_size"], 2048, "{json}");
+    assert_eq!(
+        (json["kind"].as_str(), json["sectors"].as_u64()),
+        (Some("c2"), Some(1))
+    );
+    let wall = json["wall_s"].as_f64().expect("wall_s");
+    assert!(
+        wall > 0.0 && json["wall_s_per_sector"].as_f64() == Some(wall),
+        "{json}"
+    );
+    assert!(
+        json["params_bytes"].as_u64().is_some_and(|b| b > 1 << 30),
+        "{json}"
+    );
+    assert!(
+        json["largest_partition_bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 0),
+        "{json}"
+    );
+    assert!(std::path::Path::new(json["timeline"].as_str().expect("timeline")).is_file());
 }
 
 #[test]

@@ -390,6 +390,9 @@ pub struct BenchArgs {
     /// them (their parameters directory goes in FIL_PROOFS_PARAMETER_CACHE).
     #[arg(long)]
     pub prepare_only: bool,
+    /// Print the report as JSON for scripts (seconds per sector, steady state, memory).
+    #[arg(long)]
+    pub json: bool,
     /// How much runs at once.
     #[command(flatten)]
     pub tuning: TuningArgs,
@@ -505,6 +508,10 @@ pub struct ParamsCheckArgs {
     /// .params and .vk of the size must be there [default: every parameter file in the cache].
     #[arg(long, value_name = "SIZE", value_parser = parse_sector_size)]
     pub sector_size: Option<u64>,
+    /// Print JSON for scripts: every file with its verdict (`ok`, `missing`, `corrupt`,
+    /// `generated`, `unofficial_or_corrupt`, `unofficial`); the exit code is the same.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The circuit argument of `cuzk params gen`, `path` and `constraints`.

@@ -137,6 +137,33 @@ pub(super) fn check(args: ParamsCheckArgs) -> Result<u8> {
     })
     .with_context(|| format!("listing {}", dir.display()))?;
     progress.finish();
+    let problems = checks.iter().filter(|c| c.verdict.is_problem()).count();
+    let code = if problems > 0 || checks.is_empty() {
+        1
+    } else {
+        0
+    };
+    if args.json {
+        let files: Vec<serde_json::Value> = checks
+            .iter()
+            .map(|check| {
+                serde_json::json!({
+                    "name": check.name,
+                    "sector_size": check.sector_size,
+                    "verdict": check.verdict.name(),
+                    "detail": check.verdict.describe(),
+                    "is_problem": check.verdict.is_problem(),
+                })
+            })
+            .collect();
+        let report = serde_json::json!({
+            "dir": dir.display().to_string(),
+            "files": files,
+            "problems": problems,
+        });
+        print(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        return Ok(code);
+    }
     let mut out = format!(
         "{}: checked against filecoin-proofs' parameters.json\n",
         dir.display()
@@ -148,7 +175,6 @@ pub(super) fn check(args: ParamsCheckArgs) -> Result<u8> {
             .unwrap_or_default();
         out += &format!("{}{size}: {}\n", check.name, check.verdict.describe());
     }
-    let problems = checks.iter().filter(|c| c.verdict.is_problem()).count();
     if checks.is_empty() {
         out += "no parameter files found (hint: `lotus fetch-params 32GiB` or `curio fetch-params 32GiB` fetch them)\n";
     } else {
@@ -158,11 +184,7 @@ pub(super) fn check(args: ParamsCheckArgs) -> Result<u8> {
         );
     }
     print(&out)?;
-    Ok(if problems > 0 || checks.is_empty() {
-        1
-    } else {
-        0
-    })
+    Ok(code)
 }
 
 /// The top-level entry point for `cuzk params prune`.

@@ -258,6 +258,19 @@ impl Verdict {
         )
     }
 
+    /// The verdict's one-word name, for `--json`: `ok`, `missing`, `corrupt`, `generated`,
+    /// `unofficial_or_corrupt`, `unofficial`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Missing => "missing",
+            Verdict::Corrupt(_) => "corrupt",
+            Verdict::Generated { .. } => "generated",
+            Verdict::UnofficialOrCorrupt { .. } => "unofficial_or_corrupt",
+            Verdict::Unofficial => "unofficial",
+        }
+    }
+
     /// The verdict as the report prints it.
     pub fn describe(&self) -> String {
         match self {
