@@ -354,3 +354,53 @@ fn systemd_units_pass_systemd_analyze_and_their_commands_run() {
         "both views of the spool's metrics, and instance 0's run"
     );
 }
+
+#[test]
+fn man_pages_are_made_from_the_command_line_and_render() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = cuzk(&["man"], dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = stdout_of(&out);
+    assert!(page.contains(".TH cuzk 1"), "{page}");
+    let pages = dir.path().join("man1");
+    let out = cuzk(
+        &["man", "--dir", &pages.display().to_string()],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let names = common::names(&pages);
+    for name in [
+        "cuzk.1",
+        "cuzk-prove-dir.1",
+        "cuzk-serve.1",
+        "cuzk-params-check.1",
+    ] {
+        assert!(names.contains(&name.to_owned()), "{name} in {names:?}");
+    }
+    assert!(
+        !names.iter().any(|n| n.contains("processor")),
+        "hidden commands get no page: {names:?}"
+    );
+    // As man shows it, where groff is installed.
+    match Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-P-cbu"])
+        .arg(pages.join("cuzk-serve.1"))
+        .output()
+    {
+        Err(e) => eprintln!("skipped rendering: groff not installed here ({e})"),
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "groff: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("--listen") || text.contains("‐‐listen"),
+                "{text}"
+            );
+            assert!(text.contains("CUZK_LISTEN"), "{text}");
+        }
+    }
+}

@@ -80,6 +80,15 @@ pub struct CompletionsArgs {
     pub shell: CompletionShell,
 }
 
+/// Arguments of `cuzk man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write one page per command into DIR (for example /usr/local/share/man/man1) instead
+    /// of cuzk.1 to stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
 /// The shells `cuzk completions` writes for: those lotus and curio ship completions for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompletionShell {

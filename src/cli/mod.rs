@@ -32,8 +32,8 @@ mod waterfall;
 pub use settings::CheckFlagsError;
 
 use flags::{
-    BenchArgs, CompletionsArgs, DamoclesC2Args, ParamsCommand, ProcessorArgs, ProveDirArgs,
-    ReferenceArgs, ServeArgs, StatusArgs, WaterfallArgs,
+    BenchArgs, CompletionsArgs, DamoclesC2Args, ManArgs, ParamsCommand, ProcessorArgs,
+    ProveDirArgs, ReferenceArgs, ServeArgs, StatusArgs, WaterfallArgs,
 };
 
 /// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
@@ -167,6 +167,11 @@ stdout carries protocol lines only; progress and logs go to stderr."
   cuzk completions zsh > /usr/local/share/zsh/site-functions/_cuzk
   cuzk completions fish > ~/.config/fish/completions/cuzk.fish")]
     Completions(CompletionsArgs),
+    /// Print the manual page, or write one per command into a directory.
+    #[command(after_help = "Install them where man looks:
+
+  cuzk man --dir /usr/local/share/man/man1 && mandb -q")]
+    Man(ManArgs),
 }
 
 /// Runs the command line `cli`; the returned code is the process exit code.
@@ -201,6 +206,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::DamoclesSnap(args) => damocles::serve(crate::damocles::Stage::SnapProve, args),
         Command::Processor(args) => damocles::serve_processor(args),
         Command::Completions(args) => completions::print_completions(args),
+        Command::Man(args) => completions::print_man(args),
     }
 }
 
