@@ -1,8 +1,9 @@
 //! `cuzk serve` through the real binary, with a gRPC client built from the same
 //! `proto/cuzk/v1/proving.proto` Curio's client is: real 2KiB C1 outputs and a real update
 //! input proved and checked with filecoin-proofs, bad requests answered FAILED with the spool
-//! left clean, a withdrawal, idempotent resubmission, status while work is queued, and a
-//! kill -9 with three requests accepted that a restart (on the same unix socket) proves.
+//! left clean, withdrawals (claimed and queued), idempotent resubmission, status while work
+//! is queued, priority order, Curio's `--config` invocation, and a kill -9 with three
+//! requests accepted that a restart (on the same unix socket) proves.
 
 mod common;
 
@@ -28,6 +29,10 @@ struct Server {
 
 impl Server {
     fn start(spool: &Path, listen: &str, envs: &[(&str, &str)]) -> Server {
+        Server::start_with(spool, listen, envs, &[])
+    }
+
+    fn start_with(spool: &Path, listen: &str, envs: &[(&str, &str)], flags: &[&str]) -> Server {
         let log = spool.with_extension(format!("serve-{}.log", std::process::id()));
         let stderr = fs::File::options()
             .create(true)
@@ -44,6 +49,7 @@ impl Server {
                 "--poll-secs",
                 "0.2",
             ])
+            .args(flags)
             .arg(spool)
             .envs(envs.iter().copied())
             .stdout(Stdio::null())
@@ -287,8 +293,10 @@ fn curio_requests_are_proved_verified_and_bad_ones_answered_with_their_reason() 
 
         // The second is withdrawn once claimed (the provers' first calls are held): it stops
         // before its proof.
+        // Claimed once the first's partition has started, which on a loaded machine may take
+        // a while (its parameters load first); the held calls keep both from being proved.
         let claimed = format!("work/{}.json", second.job_id);
-        let deadline = Instant::now() + Duration::from_secs(12);
+        let deadline = Instant::now() + Duration::from_secs(120);
         while !live_inputs(&spool).contains(&claimed) {
             assert!(
                 Instant::now() < deadline,
@@ -542,4 +550,108 @@ fn curios_engine_invocation_serves_with_its_config() {
     );
     assert_eq!(server.stop(), Some(0));
     assert!(names(&spool.join("outbox")).contains(&"s-t02000-7.porep-2000-7.proof".to_owned()));
+}
+
+#[test]
+fn priority_orders_the_queue_and_a_queued_request_is_withdrawn_unclaimed() {
+    require_params();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let listen = format!("127.0.0.1:{}", free_port());
+    // Nothing is proved: the provers' first calls wait ten minutes, and one synthesis slot
+    // and a queue of one hold further claims back, so later requests wait in the inbox.
+    let server = Server::start_with(
+        &spool,
+        &listen,
+        &[("CUZK_TEST_DEVICE_FAULTS", "stall=1:600")],
+        &["--synth-jobs", "1", "--queue-depth", "1"],
+    );
+    let rt = runtime();
+    rt.block_on(async {
+        let client = connect(&listen).await;
+        let submit = |name: &'static str, id: String, priority: Priority| {
+            let mut client = client.clone();
+            async move {
+                let mut request = porep_request(name, &id);
+                request.priority = priority as i32;
+                client
+                    .submit_proof(request)
+                    .await
+                    .expect("SubmitProof accepts")
+                    .into_inner()
+            }
+        };
+        // Enough to fill the provers, the queue, the slot and the admitted job.
+        for n in 0..5 {
+            submit("s-t01000-1.json", format!("fill-{n}"), Priority::Normal).await;
+        }
+        // The pipeline has taken what it holds once the inbox stops draining.
+        let mut last = usize::MAX;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let queued = live_inputs(&spool)
+                .iter()
+                .filter(|p| p.starts_with("inbox/"))
+                .count();
+            if queued == last {
+                break;
+            }
+            last = queued;
+        }
+        let normal = submit("s-t01000-1.json", "normal".into(), Priority::Normal).await;
+        let low = submit("s-t01000-1.json", "low".into(), Priority::Low).await;
+        let high = submit("s-t01000-1.json", "high".into(), Priority::High).await;
+        let critical = submit("s-t01000-1.json", "critical".into(), Priority::Critical).await;
+        // What each answer says is ahead of it, and the inbox's own order (oldest first,
+        // the order the spool claims in): the highest priority first, whenever it came.
+        assert_eq!(
+            low.queue_position,
+            normal.queue_position + 1,
+            "{low:?} {normal:?}"
+        );
+        assert_eq!((high.queue_position, critical.queue_position), (0, 0));
+        let mut queued: Vec<(std::time::SystemTime, String)> = names(&spool.join("inbox"))
+            .into_iter()
+            .map(|name| {
+                let time = fs::metadata(spool.join("inbox").join(&name))
+                    .and_then(|m| m.modified())
+                    .expect("mtime");
+                (time, name)
+            })
+            .collect();
+        queued.sort();
+        let order: Vec<String> = queued
+            .into_iter()
+            .map(|(_, name)| name)
+            .filter(|name| !name.contains(".fill-"))
+            .collect();
+        let file = |job: &str| format!("{job}.json");
+        assert_eq!(
+            order,
+            [
+                file(&critical.job_id),
+                file(&high.job_id),
+                file(&normal.job_id),
+                file(&low.job_id)
+            ],
+            "the inbox's order"
+        );
+
+        // A queued request is withdrawn without being claimed, and says so.
+        let mut client = client.clone();
+        let cancelled = client
+            .cancel_proof(CancelProofRequest {
+                job_id: normal.job_id.clone(),
+            })
+            .await
+            .expect("CancelProof")
+            .into_inner();
+        assert!(!cancelled.was_running, "it was still in the inbox");
+        let answer = await_job(&mut client, &normal.job_id, 0).await;
+        assert_eq!(status_of(&answer), AwaitStatus::Cancelled, "{answer:?}");
+        assert!(spool.join("failed").join(file(&normal.job_id)).is_file());
+        assert!(!spool.join("inbox").join(file(&normal.job_id)).exists());
+    });
+    drop(rt);
+    server.kill_9();
 }

@@ -200,33 +200,9 @@ pub struct ProveDirArgs {
     /// The run's own metrics.
     #[command(flatten)]
     pub metrics: MetricsArgs,
-    /// Seconds between inbox rescans (file-system events also wake the scan).
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS, env = "CUZK_POLL_SECS")]
-    pub poll_secs: f64,
-    /// Files modified more recently than this many seconds are left for a later scan.
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_SETTLE_SECS, env = "CUZK_SETTLE_SECS")]
-    pub settle_secs: f64,
-    /// A file whose JSON ends early is waited for this long after its last change, then
-    /// failed as truncated.
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_INCOMPLETE_GRACE_SECS, env = "CUZK_INCOMPLETE_GRACE_SECS")]
-    pub incomplete_grace_secs: f64,
-    /// Largest input file accepted, in bytes (a 64GiB sector's C1 in the lotus-bench wrapper
-    /// is 52 MB).
-    #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES, env = "CUZK_MAX_C1_BYTES")]
-    pub max_c1_bytes: u64,
-    /// Seconds without a heartbeat after which another host's or container's claims are
-    /// taken over (a dead process of this boot and pid namespace is taken over at once).
-    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS, env = "CUZK_LEASE_SECS")]
-    pub lease_secs: f64,
-    /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
-    /// random ones instead of stopping (2KiB: about 3 minutes on 2 cores).
-    #[arg(long, env = "CUZK_GEN_TEST_PARAMS", value_parser = clap::builder::BoolishValueParser::new())]
-    pub gen_test_params: bool,
-    /// A claimed file that took the prover down (killed for memory, a driver fault) this
-    /// many times while it was the only file in flight is moved to failed/ instead of being
-    /// tried again (files in flight together at a crash are proved alone to tell).
-    #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS, env = "CUZK_MAX_ATTEMPTS")]
-    pub max_attempts: u32,
+    /// How the inbox is watched and its files taken.
+    #[command(flatten)]
+    pub watch: WatchArgs,
     /// Also take benchmark shape files made by `cuzk bench` (synthetic data of a real
     /// sector's shape): they are timed, and their results go to outbox/<job>.benchmark.json,
     /// never written as proofs. Without it such files are failed.
@@ -250,26 +226,40 @@ pub struct ServeArgs {
     /// The run's own metrics [default: SPOOL/metrics.prom, which GetMetrics returns].
     #[command(flatten)]
     pub metrics: MetricsArgs,
-    /// Seconds between inbox rescans (file-system events and requests also wake the scan).
+    /// How the inbox is watched and its files taken.
+    #[command(flatten)]
+    pub watch: WatchArgs,
+}
+
+/// The flags of a run that watches a spool's inbox: `prove-dir`'s and `serve`'s.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Seconds between inbox rescans (file-system events also wake the scan).
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_POLL_SECS, env = "CUZK_POLL_SECS")]
     pub poll_secs: f64,
-    /// Files dropped into the inbox and modified more recently than this are left for a
-    /// later scan (requests are written whole and dated past it).
+    /// Files modified more recently than this many seconds are left for a later scan.
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_SETTLE_SECS, env = "CUZK_SETTLE_SECS")]
     pub settle_secs: f64,
-    /// Largest input accepted, in bytes, a request's included (a 64GiB sector's C1 in the
-    /// lotus-bench wrapper is 52 MB).
+    /// A file whose JSON ends early is waited for this long after its last change, then
+    /// failed as truncated.
+    #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_INCOMPLETE_GRACE_SECS, env = "CUZK_INCOMPLETE_GRACE_SECS")]
+    pub incomplete_grace_secs: f64,
+    /// Largest input file accepted, a request's included, in bytes (a 64GiB sector's C1 in
+    /// the lotus-bench wrapper is 52 MB).
     #[arg(long, value_name = "BYTES", default_value_t = c1::DEFAULT_MAX_C1_BYTES, env = "CUZK_MAX_C1_BYTES")]
     pub max_c1_bytes: u64,
-    /// Seconds without a heartbeat after which another host's claims are taken over.
+    /// Seconds without a heartbeat after which another host's or container's claims are
+    /// taken over (a dead process of this boot and pid namespace is taken over at once).
     #[arg(long, value_name = "SECS", default_value_t = RunSettings::DEFAULT_LEASE_SECS, env = "CUZK_LEASE_SECS")]
     pub lease_secs: f64,
     /// When a test-size sector (2KiB, 8MiB, 512MiB) has no parameters, generate INSECURE
-    /// random ones instead of refusing its request.
+    /// random ones instead of stopping the run or refusing the request (2KiB: about 3
+    /// minutes on 2 cores).
     #[arg(long, env = "CUZK_GEN_TEST_PARAMS", value_parser = clap::builder::BoolishValueParser::new())]
     pub gen_test_params: bool,
-    /// A claimed file that took the prover down this many times while alone in flight is
-    /// failed instead of tried again.
+    /// A claimed file that took the prover down (killed for memory, a driver fault) this
+    /// many times while it was the only file in flight is moved to failed/ instead of being
+    /// tried again (files in flight together at a crash are proved alone to tell).
     #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_MAX_ATTEMPTS, env = "CUZK_MAX_ATTEMPTS")]
     pub max_attempts: u32,
 }

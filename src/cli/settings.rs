@@ -12,7 +12,8 @@ use std::time::{Duration, TryFromFloatSecsError};
 
 use super::flags::{
     BenchArgs, DamoclesC2Args, MetricsArgs, ParamsSizeArgs, ProcessorArgs, ProveDirArgs,
-    ReferenceArgs, ServeArgs, StatusArgs, TuningArgs, WaterfallArgs, DEFAULT_WIDTH, MIN_WIDTH,
+    ReferenceArgs, ServeArgs, StatusArgs, TuningArgs, WatchArgs, WaterfallArgs, DEFAULT_WIDTH,
+    MIN_WIDTH,
 };
 use crate::bench::BenchPlan;
 use crate::damocles::{ProcessorSettings, Stage};
@@ -73,6 +74,19 @@ impl ProveDirArgs {
             timeline: or(&self.timeline, settings.timeline.clone()),
             once: self.once,
             miner_id: self.miner_id.or(self.miner_addr),
+            benchmark: self.benchmark,
+            metrics: self
+                .metrics
+                .to_target(|_| prometheus::spool_label(&crate::spool::spool_dir_of(&self.inbox))),
+            ..self.watch.apply(settings)?
+        })
+    }
+}
+
+impl WatchArgs {
+    /// `settings` with these flags.
+    fn apply(&self, settings: RunSettings) -> Result<RunSettings, CheckFlagsError> {
+        Ok(RunSettings {
             // A rescan more often than this only spins.
             poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
             settle: seconds("settle-secs", self.settle_secs)?,
@@ -81,10 +95,6 @@ impl ProveDirArgs {
             lease: seconds("lease-secs", self.lease_secs)?,
             gen_test_params: self.gen_test_params,
             max_attempts: self.max_attempts.max(1),
-            benchmark: self.benchmark,
-            metrics: self
-                .metrics
-                .to_target(|_| prometheus::spool_label(&crate::spool::spool_dir_of(&self.inbox))),
             ..settings
         })
     }
@@ -109,14 +119,8 @@ impl ServeArgs {
             run: RunSettings {
                 timeline: self.spool.join("timeline.csv"),
                 once: false,
-                poll: seconds("poll-secs", self.poll_secs)?.max(Duration::from_millis(50)),
-                settle: seconds("settle-secs", self.settle_secs)?,
-                max_c1_bytes: self.max_c1_bytes,
-                lease: seconds("lease-secs", self.lease_secs)?,
-                gen_test_params: self.gen_test_params,
-                max_attempts: self.max_attempts.max(1),
                 metrics: Some(metrics),
-                ..settings
+                ..self.watch.apply(settings)?
             },
         })
     }
