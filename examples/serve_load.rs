@@ -49,25 +49,14 @@ fn sector(path: &Path) -> Result<Sector, Error> {
     })
 }
 
+/// The sector's own check (`verify_seal`), as the spool's finisher makes it.
 fn verifies(path: &Path, proof: &[u8]) -> bool {
-    let Ok(c1) = cuzk::c1::read_c1_file(path, cuzk::c1::DEFAULT_MAX_C1_BYTES) else {
-        return false;
+    let check = || -> Result<bool, Error> {
+        let c1 = cuzk::c1::read_c1_file(path, cuzk::c1::DEFAULT_MAX_C1_BYTES)?;
+        let id = cuzk::c1::resolve_identity(path, &c1, None)?;
+        Ok(cuzk::porep::bind(c1, id)?.verify(proof)?)
     };
-    let Ok(id) = cuzk::c1::resolve_identity(path, &c1, None) else {
-        return false;
-    };
-    let out = &c1.output;
-    filecoin_proofs_api::seal::verify_seal(
-        out.registered_proof,
-        out.comm_r,
-        out.comm_d,
-        id.prover_id(),
-        filecoin_proofs_api::SectorId::from(id.sector_num),
-        out.ticket,
-        out.seed,
-        proof,
-    )
-    .unwrap_or(false)
+    check().unwrap_or(false)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
