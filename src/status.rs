@@ -4,15 +4,15 @@
 //! moves or creates anything.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use std::collections::HashSet;
 
 use crate::event::EventKind;
-use crate::spool::{is_temporary_name, spool_dir_of, OwnerState, SpoolLayout};
+use crate::spool::{list_files as files, spool_dir_of, OwnerState, SpoolLayout};
 use crate::timeline::{read_timeline, Timeline, TimelineRow};
 
 /// What `cuzk status` reports.
@@ -123,26 +123,6 @@ pub fn inspect_with(
         owners,
         last_run: timeline.and_then(last_run),
     })
-}
-
-fn files(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, SystemTime)>> {
-    if !dir.is_dir() {
-        return Ok(Vec::new());
-    }
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        if is_file && !is_temporary_name(&name) && keep(&name) {
-            let modified = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            found.push((name, modified));
-        }
-    }
-    Ok(found)
 }
 
 /// What timeline rows say was achieved, read through the timeline's codec.

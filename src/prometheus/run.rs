@@ -297,14 +297,11 @@ impl RunMetrics {
             Kind::Counter,
             "Partitions that failed on their prover's device (the file went back to be proved alone), by prover.",
         );
-        for prover in self.provers.keys() {
-            let count = self.device_faults.get(prover).copied().unwrap_or(0);
+        // Every prover of the run from 0, and any other that had a fault.
+        let mut by_prover: BTreeMap<&String, u64> = self.provers.keys().map(|p| (p, 0)).collect();
+        by_prover.extend(self.device_faults.iter().map(|(p, n)| (p, *n)));
+        for (prover, count) in by_prover {
             faults = faults.with(vec![("prover", prover.clone())], count as f64);
-        }
-        for (prover, count) in &self.device_faults {
-            if !self.provers.contains_key(prover) {
-                faults = faults.with(vec![("prover", prover.clone())], *count as f64);
-            }
         }
         families.push(faults);
         let mut up = Family::new(

@@ -155,11 +155,11 @@ pub fn queue_counts(layout: &SpoolLayout) -> QueueCounts {
             entry.1 += 1;
         }
     };
-    for path in inputs_in(&layout.inbox) {
+    for (path, _) in inputs_in(&layout.inbox) {
         count(&path, false);
     }
     for dir in std::iter::once(layout.work.clone()).chain(owner_dirs(layout)) {
-        for path in inputs_in(&dir) {
+        for (path, _) in inputs_in(&dir) {
             count(&path, true);
         }
     }
@@ -170,36 +170,22 @@ pub fn queue_counts(layout: &SpoolLayout) -> QueueCounts {
 
 /// The jobs ahead of `job` in the inbox's order (oldest first), if it is there.
 pub fn queue_position(layout: &SpoolLayout, job: &str) -> u32 {
-    let mut files: Vec<(SystemTime, PathBuf)> = inputs_in(&layout.inbox)
-        .into_iter()
-        .map(|path| {
-            let time = fs::metadata(&path)
-                .and_then(|m| m.modified())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            (time, path)
-        })
-        .collect();
-    files.sort();
+    let mut files = inputs_in(&layout.inbox);
+    files.sort_by_key(|(path, time)| (*time, path.clone()));
     let own = layout.inbox.join(format!("{job}.json"));
     files
         .iter()
-        .position(|(_, path)| *path == own)
+        .position(|(path, _)| *path == own)
         .unwrap_or(files.len()) as u32
 }
 
-/// The input files directly in `dir`: `.json` names that are not temporaries.
-fn inputs_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|path| {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-            name.is_some_and(|n| n.ends_with(".json") && !crate::spool::is_temporary_name(&n))
-        })
+/// The input files directly in `dir` (`.json` names, temporaries left out), with their
+/// modification times.
+fn inputs_in(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
+    crate::spool::list_files(dir, |name| name.ends_with(".json"))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, time)| (dir.join(name), time))
         .collect()
 }
 

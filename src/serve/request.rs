@@ -29,6 +29,7 @@ use crate::input::{self, JobInput};
 use crate::params;
 use crate::pipeline::{self, IntakeRules};
 use crate::proof_kind::{self, CircuitId};
+use crate::spool::C1Digest;
 
 /// How much earlier a request is dated per priority level: more than any queue's wait.
 pub const PRIORITY_STEP: Duration = Duration::from_secs(1_000_000);
@@ -45,6 +46,8 @@ pub struct InputFile {
     pub bytes: Vec<u8>,
     /// Its place in the queue.
     pub priority: Priority,
+    /// The digest of `bytes`, as the outbox record of its proof will name it.
+    pub digest: C1Digest,
 }
 
 /// Why a request cannot be proved: the answer's `error_message`.
@@ -93,6 +96,7 @@ pub fn input_file(request: &SubmitProofRequest, max_bytes: u64) -> Result<InputF
     let priority = Priority::try_from(request.priority).unwrap_or(Priority::Normal);
     Ok(InputFile {
         job: format!("{prefix}.{}", request_tag(&request.request_id)?),
+        digest: C1Digest::of_bytes(&bytes),
         bytes,
         priority,
     })

@@ -76,6 +76,14 @@ pub fn parse_circuit_id(text: &str) -> Result<CircuitId, Status> {
     }
 }
 
+/// The circuit Curio names `text` and its parameter file.
+fn circuit_params(text: &str) -> Result<(CircuitId, std::path::PathBuf), Status> {
+    let circuit = parse_circuit_id(text)?;
+    let (path, _) = circuits::param_paths(circuit)
+        .map_err(|err| Status::invalid_argument(format!("{err:#}")))?;
+    Ok((circuit, path))
+}
+
 /// Curio's name of a circuit.
 pub fn circuit_name(circuit: CircuitId) -> String {
     let size = match circuit.sector_size {
@@ -344,9 +352,7 @@ impl ProvingEngine for Engine {
         &self,
         request: Request<PreloadSrsRequest>,
     ) -> Result<Response<PreloadSrsResponse>, Status> {
-        let circuit = parse_circuit_id(&request.into_inner().circuit_id)?;
-        let (path, _) = circuits::param_paths(circuit)
-            .map_err(|err| Status::invalid_argument(format!("{err:#}")))?;
+        let (circuit, path) = circuit_params(&request.into_inner().circuit_id)?;
         if !path.is_file() {
             return Err(Status::failed_precondition(format!(
                 "{} is not there (hint: curio fetch-params, or lotus fetch-params)",
@@ -392,9 +398,7 @@ impl ProvingEngine for Engine {
         &self,
         request: Request<EvictSrsRequest>,
     ) -> Result<Response<EvictSrsResponse>, Status> {
-        let circuit = parse_circuit_id(&request.into_inner().circuit_id)?;
-        let (path, _) = circuits::param_paths(circuit)
-            .map_err(|err| Status::invalid_argument(format!("{err:#}")))?;
+        let (circuit, path) = circuit_params(&request.into_inner().circuit_id)?;
         let (answer, answered) = crossbeam_channel::bounded(1);
         self.state.requests.evict(circuit, answer);
         let was_loaded = tokio::task::spawn_blocking(move || {

@@ -19,7 +19,7 @@ use super::request::{self, InputFile, Refusal};
 use crate::atomic_file;
 use crate::event::{Event, EventKind, JobStage};
 use crate::pipeline::{IntakeRules, RunRequests};
-use crate::spool::{recorded_digest, C1Digest, SpoolLayout};
+use crate::spool::{recorded_digest, SpoolLayout};
 
 /// A served job's moments, as the run's events gave them.
 #[derive(Clone, Debug, Default)]
@@ -204,12 +204,12 @@ impl State {
 
     /// True when the spool holds `file`'s job already, queued, in flight, or proved from the
     /// same bytes: a resubmission that writes nothing.
-    fn holds(&self, file: &InputFile, digest: &C1Digest) -> bool {
+    pub fn is_held(&self, file: &InputFile) -> bool {
         match jobs::standing(&self.layout, &file.job) {
             Standing::Queued | Standing::InFlight => true,
             Standing::Proved(_) => {
                 let record = self.layout.outbox.join(format!("{}.json", file.job));
-                recorded_digest(&record).as_deref() == Some(digest.as_str())
+                recorded_digest(&record).as_deref() == Some(file.digest.as_str())
             }
             _ => false,
         }
@@ -219,8 +219,7 @@ impl State {
     /// holds its job already; a failed or withdrawn job of its name starts afresh.
     /// Returns whether it was written.
     pub fn write_input(&self, file: &InputFile) -> Result<bool, Refusal> {
-        let digest = C1Digest::of_bytes(&file.bytes);
-        if self.holds(file, &digest) {
+        if self.is_held(file) {
             return Ok(false);
         }
         jobs::clear_failure(&self.layout, &file.job);
@@ -246,11 +245,6 @@ impl State {
         );
         self.bump();
         Ok(true)
-    }
-
-    /// True when `file`'s job needs no write (see [`State::write_input`]).
-    pub fn is_held(&self, file: &InputFile) -> bool {
-        self.holds(file, &C1Digest::of_bytes(&file.bytes))
     }
 
     /// The answer for `job` as it stands; `None` while it is queued, in flight or unknown.

@@ -585,6 +585,29 @@ pub fn is_temporary_name(file_name: &str) -> bool {
     file_name.starts_with('.') || TEMP_SUFFIXES.iter().any(|s| file_name.ends_with(s))
 }
 
+/// The regular files directly in `dir` (none if it is not there) whose names `keep` takes,
+/// temporary names left out, with their modification times: what `cuzk status` and `cuzk
+/// serve` count.
+pub fn list_files(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, SystemTime)>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if is_file && !is_temporary_name(&name) && keep(&name) {
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            found.push((name, modified));
+        }
+    }
+    Ok(found)
+}
+
 fn list_candidates(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(list_timed(dir)?.into_iter().map(|(_, path)| path).collect())
 }
