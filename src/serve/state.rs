@@ -72,6 +72,10 @@ pub struct State {
     pub writing: tokio::sync::Mutex<()>,
 }
 
+/// How long an ended job's moments are kept for its answers' timings: a server that runs for
+/// months must not keep every job it ever proved.
+const KEEP_MOMENTS: Duration = Duration::from_secs(24 * 3600);
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -236,13 +240,20 @@ impl State {
                 self.layout.inbox.display()
             ))
         })?;
-        lock(&self.moments).insert(
+        let now = SystemTime::now();
+        let mut moments = lock(&self.moments);
+        moments.retain(|_, m| {
+            m.ended
+                .is_none_or(|ended| now.duration_since(ended).unwrap_or_default() < KEEP_MOMENTS)
+        });
+        moments.insert(
             file.job.clone(),
             JobMoments {
-                submitted: Some(SystemTime::now()),
+                submitted: Some(now),
                 ..JobMoments::default()
             },
         );
+        drop(moments);
         self.bump();
         Ok(true)
     }
@@ -317,5 +328,54 @@ impl State {
             error_message: format!("cuzk: {refusal}"),
             ..AwaitProofResponse::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::proto::Priority;
+
+    #[test]
+    fn moments_of_jobs_ended_a_day_ago_are_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = SpoolLayout::beside(&dir.path().join("inbox"));
+        std::fs::create_dir_all(&layout.inbox).unwrap();
+        let rules = IntakeRules {
+            max_c1_bytes: 1 << 20,
+            incomplete_grace: Duration::ZERO,
+            miner_id: None,
+            allow_benchmark: false,
+        };
+        let state = State::new(
+            layout,
+            rules,
+            false,
+            Duration::ZERO,
+            RunRequests::default(),
+            None,
+        );
+        let ended = |job: &str, ago: Duration| Event {
+            elapsed_ms: 0.0,
+            wall: SystemTime::now() - ago,
+            kind: EventKind::JobFailed {
+                job: job.into(),
+                stage: JobStage::Parse,
+                message: "x".into(),
+            },
+        };
+        state.observe(&ended("old", Duration::from_secs(2 * 24 * 3600)));
+        state.observe(&ended("recent", Duration::from_secs(60)));
+        let file = InputFile {
+            job: "new".into(),
+            digest: crate::spool::C1Digest::of_bytes(b"{}"),
+            bytes: b"{}".to_vec(),
+            priority: Priority::Normal,
+        };
+        assert!(state.write_input(&file).unwrap());
+        let moments = lock(&state.moments);
+        let mut kept: Vec<&String> = moments.keys().collect();
+        kept.sort();
+        assert_eq!(kept, ["new", "recent"]);
     }
 }
