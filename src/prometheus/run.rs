@@ -84,8 +84,10 @@ pub struct RunMetrics {
     /// Parameter loads finished, and their milliseconds in all.
     params_loads: u64,
     params_load_ms: f64,
-    /// Loads under way, by worker and file, with when they started.
-    params_loading: HashMap<(String, String), f64>,
+    /// Loads under way, by file: how many workers are in one (a prover waiting for the
+    /// loader's load is in it too) and when the first began. Overlapping loads of one file
+    /// are one load, for their wall time, so a run's count does not depend on who waited.
+    params_loading: HashMap<String, (usize, f64)>,
 }
 
 impl RunMetrics {
@@ -140,17 +142,21 @@ impl RunMetrics {
                 *busy += busy_pct / 100.0 * period_ms;
                 *watched += period_ms;
             }
-            EventKind::ParamsLoadStarted { worker, path } => {
-                self.params_loading
-                    .insert((worker.to_string(), path.clone()), event.elapsed_ms);
-            }
-            EventKind::ParamsLoadFinished { worker, path } => {
-                if let Some(started) = self
+            EventKind::ParamsLoadStarted { path, .. } => {
+                let (open, _) = self
                     .params_loading
-                    .remove(&(worker.to_string(), path.clone()))
-                {
-                    self.params_loads += 1;
-                    self.params_load_ms += event.elapsed_ms - started;
+                    .entry(path.clone())
+                    .or_insert((0, event.elapsed_ms));
+                *open += 1;
+            }
+            EventKind::ParamsLoadFinished { path, .. } => {
+                if let Some((open, started)) = self.params_loading.get_mut(path) {
+                    *open -= 1;
+                    if *open == 0 {
+                        self.params_loads += 1;
+                        self.params_load_ms += event.elapsed_ms - *started;
+                        self.params_loading.remove(path);
+                    }
                 }
             }
             _ => {}
@@ -635,6 +641,21 @@ mod tests {
             10.0,
             EventKind::ParamsLoadStarted {
                 worker: cuda(0),
+                path: "p.params".into(),
+            },
+        ));
+        // A prover waiting for that load is in it, not a second load.
+        metrics.observe(&at(
+            500.0,
+            EventKind::ParamsLoadStarted {
+                worker: cuda(1),
+                path: "p.params".into(),
+            },
+        ));
+        metrics.observe(&at(
+            2_000.0,
+            EventKind::ParamsLoadFinished {
+                worker: cuda(1),
                 path: "p.params".into(),
             },
         ));
