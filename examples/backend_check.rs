@@ -25,6 +25,7 @@ use cuzk::backend::gpu::GpuSelection;
 use cuzk::backend::groth16::prove_partition;
 use cuzk::backend::kernels::{self, ProverKernels};
 use cuzk::backend::{BackendChoice, Prover};
+use cuzk::host_abc::LendsAbc;
 #[cfg(feature = "cuda")]
 use cuzk::sector::SynthesisPlan;
 use cuzk::synth::synthesize;
@@ -362,6 +363,22 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         "real sector: the cuda backend's proof from the compact witness differs from the CPU's"
     );
     eprintln!("real sector: cuda from the compact witness {timings}");
+    // And with a, b, c evaluated on the host into the prover's pinned set, as the pipeline
+    // does on a card the constraints do not fit: read by the copy engine in place.
+    let mut pinned = sector.circuits.synthesize_partition(0, &deferred)?;
+    let set = cuda.abc_lender().lend(pinned.num_constraints());
+    ensure!(set.is_some(), "real sector: no pinned set for a, b and c");
+    pinned.evaluate_deferred_into(set);
+    ensure!(
+        pinned.lent_abc.is_some() && pinned.a.is_empty(),
+        "real sector: a, b and c were not written into the pinned set"
+    );
+    let (on_gpu, timings) = cuda.prove(pinned, &resident, Fr::ZERO, Fr::ZERO, None)?;
+    ensure!(
+        on_gpu == on_cpu,
+        "real sector: the cuda backend's proof from a, b, c in pinned memory differs from the CPU's"
+    );
+    eprintln!("real sector: cuda from a, b, c in pinned memory {timings}");
     for plan in [&plan, &deferred] {
         let mut proof = Vec::new();
         for k in 0..sector.circuits.partition_count() {
@@ -381,7 +398,7 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         );
     }
     println!(
-        "real sector {}: the cuda backend's proof (a, b, c from the host, and from the compact witness alone) equals the CPU's at r = s = 0 and passes verify_seal",
+        "real sector {}: the cuda backend's proof (a, b, c from the host's heap and from its pinned set, and from the compact witness alone) equals the CPU's at r = s = 0 and passes verify_seal",
         path.display()
     );
     Ok(())

@@ -57,6 +57,7 @@ pub mod cpus;
 pub mod damocles;
 pub mod event;
 pub mod footprint;
+pub mod host_abc;
 pub mod input;
 pub mod logging;
 pub mod memory;

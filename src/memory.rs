@@ -140,6 +140,26 @@ impl Reservation {
         }
     }
 
+    /// Moves up to `bytes` of what is held into a reservation of its own (a part of a
+    /// partition that outlives it: a lent set of a, b and c goes back to its lender counted).
+    pub fn split_off(&mut self, bytes: u64) -> Reservation {
+        let moved = bytes.min(self.bytes);
+        self.bytes -= moved;
+        Reservation {
+            budget: self.budget.clone(),
+            bytes: moved,
+        }
+    }
+
+    /// Holds `other`'s bytes too, from now on in this one reservation. One of another budget
+    /// is left to give its bytes back to its own.
+    pub fn absorb(&mut self, mut other: Reservation) {
+        if Arc::ptr_eq(&self.budget.inner, &other.budget.inner) {
+            self.bytes += other.bytes;
+            other.bytes = 0;
+        }
+    }
+
     /// Holds `bytes` in all (nothing changes when it holds that much already), waiting while
     /// they do not fit the whole budget, the room kept for the provers included, until they
     /// do or `give_up` says to stop (checked every [`GROW_POLL`]). Returns how long it
@@ -285,6 +305,31 @@ mod tests {
         let other = budget.try_reserve(90).expect("room now");
         drop((partition, other));
         assert_eq!(budget.in_use(), 0);
+    }
+
+    #[test]
+    fn a_split_off_part_and_an_absorbed_one_count_once() {
+        let budget = MemoryBudget::new(100, None);
+        let mut partition = budget.try_reserve(70).expect("fits");
+        let set = partition.split_off(50);
+        assert_eq!(
+            (partition.bytes(), set.bytes(), budget.in_use()),
+            (20, 50, 70)
+        );
+        drop(partition);
+        assert_eq!(budget.in_use(), 50, "the part outlives its partition");
+        let mut next = budget.try_reserve(5).expect("fits");
+        next.absorb(set);
+        assert_eq!((next.bytes(), budget.in_use()), (55, 55));
+        let other_budget = MemoryBudget::new(100, None);
+        next.absorb(other_budget.try_reserve(9).expect("fits"));
+        assert_eq!(
+            (next.bytes(), other_budget.in_use()),
+            (55, 0),
+            "another budget's goes home"
+        );
+        assert_eq!(next.split_off(500).bytes(), 55, "no more than it holds");
+        assert_eq!(next.bytes(), 0);
     }
 
     #[test]

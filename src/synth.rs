@@ -6,6 +6,7 @@
 //! bounded pool while the prover works on earlier ones. It knows nothing about PoRep (see
 //! `porep`) or about curve arithmetic (see `backend::groth16`).
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -15,6 +16,7 @@ use ff::Field;
 
 use crate::compact_witness::CompactWitness;
 use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
+use crate::host_abc::LentAbc;
 
 /// A circuit's constraints as sparse matrices, for a prover that evaluates `A·w`, `B·w` and
 /// `C·w` where it proves (the cuda backend, on the GPU) instead of on the host. The
@@ -30,6 +32,8 @@ pub trait ConstraintMatrices: Send + Sync {
     fn coefficients(&self) -> &[Fr];
     /// `M·w` for matrix `which` on the host, allocated to at least `capacity` entries.
     fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr>;
+    /// `M·w` for matrix `which` on the host, into `out` (`rows()` values, every one written).
+    fn evaluate_into(&self, which: usize, inputs: &[Fr], aux: &[Fr], out: &mut [MaybeUninit<Fr>]);
 }
 
 /// Everything the Groth16 prover needs from one partition's circuit.
@@ -55,6 +59,9 @@ pub struct SynthesizedPartition {
     pub b: Vec<Fr>,
     /// `C_j(w)` for every constraint `j`.
     pub c: Vec<Fr>,
+    /// a, b and c in memory their prover lent, when evaluated there ([`crate::host_abc`]):
+    /// `a`, `b` and `c` are then empty. [`Self::abc`] reads either.
+    pub lent_abc: Option<LentAbc>,
 
     // The witness.
     /// Public inputs, starting with the constant one.
@@ -141,7 +148,8 @@ impl SynthesisProfile {
             .compact_aux
             .as_ref()
             .map_or(0, CompactWitness::bytes);
-        (scalars * std::mem::size_of::<Fr>()) as u64 + compact
+        let lent = partition.lent_abc.as_ref().map_or(0, LentAbc::bytes);
+        (scalars * std::mem::size_of::<Fr>()) as u64 + compact + lent
     }
 }
 
@@ -217,13 +225,52 @@ impl SynthesizedPartition {
     /// Computes a, b and c on the host if they were deferred: for a prover that cannot
     /// evaluate the matrices itself. The witness is expanded first where it was compact.
     pub fn evaluate_deferred(&mut self) {
+        self.evaluate_deferred_into(None);
+    }
+
+    /// As [`Self::evaluate_deferred`], into `lent` when given and of the constraints' size
+    /// (else into fresh vectors, `lent` dropped back to its lender).
+    pub fn evaluate_deferred_into(&mut self, lent: Option<LentAbc>) {
         self.expand_witness();
-        if let Some(matrices) = self.deferred.take() {
-            let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
-            let rows = matrices.rows();
-            self.a = matrices.evaluate(0, inputs, aux, rows);
-            self.b = matrices.evaluate(1, inputs, aux, rows);
-            self.c = matrices.evaluate(2, inputs, aux, rows);
+        let Some(matrices) = self.deferred.take() else {
+            return;
+        };
+        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+        let rows = matrices.rows();
+        match lent.filter(|set| set.rows() == rows) {
+            Some(mut set) => {
+                for (which, out) in set.to_write().into_iter().enumerate() {
+                    matrices.evaluate_into(which, inputs, aux, out);
+                }
+                // SAFETY: `evaluate_into` writes every one of the `rows` values of each.
+                unsafe { set.mark_written() };
+                self.lent_abc = Some(set);
+            }
+            None => {
+                self.a = matrices.evaluate(0, inputs, aux, rows);
+                self.b = matrices.evaluate(1, inputs, aux, rows);
+                self.c = matrices.evaluate(2, inputs, aux, rows);
+            }
+        }
+        self.profile.bytes = SynthesisProfile::bytes_of(self);
+    }
+
+    /// a, b and c on the host, wherever they are (empty while deferred).
+    pub fn abc(&self) -> [&[Fr]; 3] {
+        match self.lent_abc.as_ref().and_then(LentAbc::vectors) {
+            Some(lent) => lent,
+            None => [&self.a, &self.b, &self.c],
+        }
+    }
+
+    /// Moves a, b and c out of lent memory into the partition's own vectors, for a prover
+    /// that takes them by value (only the lender's prover reads lent memory in place).
+    pub fn own_abc(&mut self) {
+        if let Some(set) = self.lent_abc.take() {
+            if let Some([a, b, c]) = set.vectors() {
+                (self.a, self.b, self.c) = (a.to_vec(), b.to_vec(), c.to_vec());
+            }
+            self.profile.bytes = SynthesisProfile::bytes_of(self);
         }
     }
 
@@ -235,7 +282,8 @@ impl SynthesizedPartition {
     /// The index of the first constraint with `A_j * B_j != C_j`, if any (of a, b and c on
     /// the host: see [`Self::evaluate_deferred`]).
     pub fn first_unsatisfied(&self) -> Option<usize> {
-        (0..self.a.len()).find(|&j| self.a[j] * self.b[j] != self.c[j])
+        let [a, b, c] = self.abc();
+        (0..a.len()).find(|&j| a[j] * b[j] != c[j])
     }
 }
 
@@ -301,6 +349,7 @@ impl PartitionAssignment {
             input_assignment: Vec::with_capacity(capacity.inputs),
             aux_assignment: Vec::with_capacity(capacity.aux),
             compact_aux: None,
+            lent_abc: None,
             deferred: None,
             profile: SynthesisProfile::default(),
             witness_id: next_witness_id(),

@@ -68,6 +68,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     let mut timings = ProveTimings::default();
     let mut partition = partition;
     partition.evaluate_deferred();
+    partition.own_abc();
     let SynthesizedPartition {
         a_aux_density,
         b_input_density,

@@ -302,6 +302,16 @@ impl Prover {
         }
     }
 
+    /// Host memory it lends for its partitions' a, b and c, when it has its own (the cuda
+    /// backend's pinned sets: see [`crate::host_abc`]).
+    pub fn abc_lender(&self) -> Option<Arc<dyn crate::host_abc::LendsAbc>> {
+        match self {
+            #[cfg(feature = "cuda")]
+            Prover::Cuda(prover, _) => Some(prover.abc_lender()),
+            _ => None,
+        }
+    }
+
     /// True when it uploads the next partition's witness while proving ([`Prover::prove`]'s
     /// `next`), so the loop should hand it the next partition when one is queued.
     pub fn uploads_ahead(&self) -> bool {

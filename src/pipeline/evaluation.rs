@@ -8,6 +8,10 @@
 //! a batch while the batch is proved ([`evaluate_beside`]), so on a GPU the evaluation
 //! overlaps the kernels instead of idling them.
 //!
+//! Where the prover lends host memory for a, b and c (the cuda backend's pinned sets,
+//! [`crate::host_abc`]), they are written there, and the set's bytes go back to it with the
+//! set: the budget counts them while the set is idle too.
+//!
 //! It is also the fallback of a partition left to the GPU's evaluation
 //! ([`Evaluation::OnGpu`](crate::footprint::Evaluation::OnGpu)) whose prover cannot take
 //! its constraints (their upload failed: out of memory, a PoSt holding the card): it is
@@ -21,6 +25,7 @@ use std::time::Instant;
 
 use crate::backend::Prover;
 use crate::event::{EventKind, EventSink, WorkerName};
+use crate::host_abc::{LendsAbc, LentAbc};
 
 use super::job::SynthesizedMsg;
 
@@ -86,7 +91,12 @@ pub fn is_due(msg: &SynthesizedMsg) -> bool {
 /// Evaluates `msg`'s a, b and c on the host if they are due ([`is_due`]), growing its
 /// reservation first. A partition whose job was cancelled while it waited for memory is
 /// left as it is (its prover drops it unproved).
-pub fn evaluate(msg: &mut SynthesizedMsg, worker: &WorkerName, events: &EventSink) {
+pub fn evaluate(
+    msg: &mut SynthesizedMsg,
+    worker: &WorkerName,
+    events: &EventSink,
+    lender: Option<&dyn LendsAbc>,
+) {
     let Some(bytes) = msg.evaluated_bytes.filter(|_| is_due(msg)) else {
         return;
     };
@@ -96,11 +106,27 @@ pub fn evaluate(msg: &mut SynthesizedMsg, worker: &WorkerName, events: &EventSin
         partition: msg.partition,
         worker: worker.clone(),
     });
-    let Some(waited) = msg.memory.grow_to(bytes, || job.is_cancelled()) else {
+    // A lent set comes with the reservation of its bytes (but the first time): the
+    // partition grows by the rest only, and the set goes back with its share.
+    let rows = msg.synthesized.deferred.as_ref().map_or(0, |m| m.rows());
+    let mut lent = lender.and_then(|lender| lender.lend(rows));
+    let held = lent.as_mut().and_then(LentAbc::take_reservation);
+    let had_reservation = held.is_some();
+    if let Some(held) = held {
+        msg.memory.absorb(held);
+    }
+    let waited = msg.memory.grow_to(bytes, || job.is_cancelled());
+    if let Some(set) = lent
+        .as_mut()
+        .filter(|_| waited.is_some() || had_reservation)
+    {
+        set.hold(msg.memory.split_off(set.bytes()));
+    }
+    let Some(waited) = waited else {
         return;
     };
     let started = Instant::now();
-    msg.synthesized.evaluate_deferred();
+    msg.synthesized.evaluate_deferred_into(lent);
     msg.evaluated_bytes = None;
     events.emit(EventKind::HostEvaluationFinished {
         job: job.name().to_owned(),
@@ -120,13 +146,14 @@ pub fn evaluate_beside<T>(
     next: &mut Option<SynthesizedMsg>,
     worker: &WorkerName,
     events: &EventSink,
+    lender: Option<&dyn LendsAbc>,
     prove: impl FnOnce(Option<&mut Option<SynthesizedMsg>>) -> T,
 ) -> T {
     match next {
         Some(msg) if is_due(msg) => std::thread::scope(|scope| {
             let evaluating = std::thread::Builder::new()
                 .name(format!("{worker}-evaluate"))
-                .spawn_scoped(scope, || evaluate(msg, worker, events));
+                .spawn_scoped(scope, || evaluate(msg, worker, events, lender));
             match evaluating {
                 Ok(evaluating) => {
                     let proved = prove(None);

@@ -16,6 +16,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use crate::backend::gpu::priority_lock::{self, PriorityLockError};
 use crate::backend::{ProveError, Prover, ProverParams};
 use crate::event::{EventKind, EventSink, JobStage, WorkerName};
+use crate::host_abc::LendsAbc;
 use crate::params::ParamSets;
 use crate::spool::Spool;
 
@@ -109,6 +110,7 @@ fn prove_while_healthy(
     let mut uploaded_ahead = std::collections::HashSet::new();
     // Set once this prover is handed partitions to evaluate on the host.
     let mut evaluates_at_prover = false;
+    let lender = prover.abc_lender();
     loop {
         if held.is_none() {
             *held = links.rx.try_recv().ok();
@@ -147,10 +149,12 @@ fn prove_while_healthy(
             links,
             health: &health,
             deadlines: &mut deadlines,
+            lender: lender.as_deref(),
         };
-        let proved = evaluation::evaluate_beside(held, &worker, &links.events, |next| {
-            prove_batch(prover, call, batch, next, gate.as_mut())
-        });
+        let proved =
+            evaluation::evaluate_beside(held, &worker, &links.events, lender.as_deref(), |next| {
+                prove_batch(prover, call, batch, next, gate.as_mut())
+            });
         match proved {
             BatchEnd::NotCalled(returned) => prover = returned,
             BatchEnd::Called(returned, failure) => {
@@ -185,6 +189,8 @@ struct Call<'a> {
     health: &'a DeviceHealth,
     /// Its calls' deadlines, learnt from their cost.
     deadlines: &'a mut CallDeadlines,
+    /// Where the host evaluates its partitions' a, b and c, if it lends memory for them.
+    lender: Option<&'a dyn LendsAbc>,
 }
 
 /// How often an idle prover looks for parameter sets to upload ahead of their partitions.
@@ -317,6 +323,7 @@ fn prove_batch(
         links,
         health,
         deadlines,
+        lender,
     } = call;
     // A partition whose sibling failed is not proved for nothing; dropping it frees its memory.
     let batch: Vec<SynthesizedMsg> = batch
@@ -369,7 +376,7 @@ fn prove_batch(
             &links.events,
             &links.refused_on_gpu,
         );
-        evaluation::evaluate(msg, worker, &links.events);
+        evaluation::evaluate(msg, worker, &links.events, lender);
     }
     batch.retain(|msg| !msg.job.is_cancelled());
     if batch.is_empty() {

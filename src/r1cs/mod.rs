@@ -21,6 +21,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -405,6 +406,7 @@ impl R1cs {
             c: Vec::new(),
             input_assignment: witness.inputs,
             aux_assignment: witness.aux,
+            lent_abc: None,
             compact_aux: None,
             deferred: None,
             profile,
@@ -439,13 +441,37 @@ impl R1cs {
         capacity: usize,
         cpu_us: &AtomicU64,
     ) -> Vec<Fr> {
-        let (row_ptr, entries) = self.matrix(which);
-        let rows = row_ptr.len() - 1;
+        let rows = self.matrix(which).0.len() - 1;
         // Written in place by the pool's threads, never zeroed first: at 32GiB each vector is
         // 4.2 GB, whose first touch by one thread would cost seconds.
         let mut out: Vec<Fr> = Vec::with_capacity(capacity.max(rows));
-        out.spare_capacity_mut()[..rows]
-            .par_chunks_mut(ROWS_PER_TASK)
+        self.evaluate_rows(
+            which,
+            inputs,
+            aux,
+            &mut out.spare_capacity_mut()[..rows],
+            cpu_us,
+        );
+        // SAFETY: `evaluate_rows` wrote each of the first `rows` elements of the spare
+        // capacity; a panic there never reaches this line (and `Fr` is `Copy`, so nothing
+        // written before it needs dropping).
+        unsafe { out.set_len(rows) };
+        out
+    }
+
+    /// Writes `M·w` for matrix `which` into `out` (one value per row, every one written), in
+    /// parallel over row blocks, adding the threads' CPU time to `cpu_us`.
+    fn evaluate_rows(
+        &self,
+        which: usize,
+        inputs: &[Fr],
+        aux: &[Fr],
+        out: &mut [MaybeUninit<Fr>],
+        cpu_us: &AtomicU64,
+    ) {
+        let (row_ptr, entries) = self.matrix(which);
+        assert_eq!(out.len() + 1, row_ptr.len(), "one value per row");
+        out.par_chunks_mut(ROWS_PER_TASK)
             .enumerate()
             .for_each(|(block, values)| {
                 let cpu_started = thread_cpu_ms();
@@ -475,11 +501,6 @@ impl R1cs {
                 let spent_us = ((thread_cpu_ms() - cpu_started) * 1e3) as u64;
                 cpu_us.fetch_add(spent_us, Ordering::Relaxed);
             });
-        // SAFETY: the chunks cover `0..rows` of the spare capacity, and each writes every one
-        // of its elements above; a panic there never reaches this line (and `Fr` is `Copy`,
-        // so nothing written before it needs dropping).
-        unsafe { out.set_len(rows) };
-        out
     }
 }
 
@@ -498,6 +519,10 @@ impl ConstraintMatrices for R1cs {
 
     fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr> {
         self.evaluate_timed(which, inputs, aux, capacity, &AtomicU64::new(0))
+    }
+
+    fn evaluate_into(&self, which: usize, inputs: &[Fr], aux: &[Fr], out: &mut [MaybeUninit<Fr>]) {
+        self.evaluate_rows(which, inputs, aux, out, &AtomicU64::new(0));
     }
 }
 

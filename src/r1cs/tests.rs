@@ -74,6 +74,34 @@ fn witness_only_synthesis_matches_the_full_one_and_survives_a_round_trip() {
     assert!(deferred.deferred.is_none());
     assert_same(&deferred, &full);
 
+    // Into a lent set: the same a, b and c, read where they were written; moved out for a
+    // prover that takes them by value; a set of another size goes back unused.
+    let lender = crate::host_abc::heap::HeapLender {
+        most: 2,
+        ..Default::default()
+    };
+    let rows = full.num_constraints();
+    let mut lent = r1cs
+        .synthesize(circuit.clone(), &pool(), Capacity::default(), true)
+        .expect("deferred");
+    let deferred_bytes = lent.profile.bytes;
+    lent.evaluate_deferred_into(lender.lend(rows));
+    assert!(lent.a.is_empty() && lent.lent_abc.is_some());
+    assert_eq!(lent.abc(), full.abc());
+    assert_eq!(lent.profile.bytes, deferred_bytes + 3 * rows as u64 * 32);
+    assert_eq!(lent.first_unsatisfied(), None);
+    lent.own_abc();
+    assert!(lent.lent_abc.is_none());
+    assert_same(&lent, &full);
+    assert_eq!(lender.idle.lock().unwrap().len(), 1, "the set went back");
+    let mut wrong = r1cs
+        .synthesize(circuit.clone(), &pool(), Capacity::default(), true)
+        .expect("deferred");
+    wrong.evaluate_deferred_into(lender.lend(rows + 1));
+    assert!(wrong.lent_abc.is_none());
+    assert_same(&wrong, &full);
+    assert_eq!(lender.idle.lock().unwrap().len(), 2);
+
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cube.r1cs");
     r1cs.save(&path).expect("save");

@@ -273,7 +273,8 @@ fr_t z_inverse_on_coset(size_t lg_domain)
 
 // Copies pageable host memory (the Rust side's vectors) to the device through two pinned
 // chunks: the pool's threads fill one while the copy engine drains the other, so the copy
-// runs at the bus's speed rather than at one thread's memcpy. Its own stream keeps the
+// runs at the bus's speed rather than at one thread's memcpy. Pinned memory (a prover's
+// sets for a, b and c) is copied directly. Its own stream keeps the
 // copies off the kernels' streams, so an upload can overlap a multiexp.
 struct stager_t {
     static const size_t CHUNK = (size_t)64 << 20;
@@ -306,8 +307,28 @@ struct stager_t {
         stream = nullptr;
     }
 
+    // True when `src` is pinned host memory (cudaHostAlloc'd or registered): the copy
+    // engine reads it directly.
+    static bool is_pinned(const void* src)
+    {
+        cudaPointerAttributes attributes;
+        if (cudaPointerGetAttributes(&attributes, src) != cudaSuccess) {
+            (void)cudaGetLastError();   // pageable memory is not an error here
+            return false;
+        }
+        return attributes.type == cudaMemoryTypeHost;
+    }
+
     void copy(void* dst, const void* src, size_t bytes)
     {
+        if (bytes == 0)
+            return;
+        if (is_pinned(src)) {
+            // a, b and c that the host evaluated into a prover's pinned set: no staging.
+            CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+            CUDA_OK(cudaStreamSynchronize(stream));
+            return;
+        }
         const size_t piece = (size_t)1 << 20;
         for (size_t off = 0, i = 0; off < bytes; off += CHUNK, i++) {
             int b = i & 1;

@@ -11,7 +11,8 @@
 //!   circuit's A, B and C matrices once, and partitions arrive as their witness alone
 //!   ([`SynthesizedPartition::deferred`]): a = A·w, b = B·w, c = C·w are evaluated on the
 //!   GPU. Elsewhere a, b and c come from the host.
-//! - **Per partition, on the GPU**: the witness (and a, b, c from the host) go up once;
+//! - **Per partition, on the GPU**: the witness (and a, b, c from the host, written by the
+//!   host's evaluation straight into the prover's pinned sets, `abc_sets`) go up once;
 //!   the quotient, the density filtering of the A and B queries and all five multiexps (B
 //!   in G2 too) run there. The host computes the densities' prefix counts before and the
 //!   combination with fresh `r`, `s` after ([`groth16::assemble`]).
@@ -24,6 +25,8 @@
 
 pub mod residency;
 
+#[cfg(feature = "cuda")]
+mod abc_sets;
 #[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]

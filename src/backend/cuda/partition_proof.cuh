@@ -154,20 +154,25 @@ struct partition_proof {
     }
 
     // h = coset_iNTT((coset_NTT(iNTT(a)) * coset_NTT(iNTT(b)) - coset_NTT(iNTT(c))) / Z),
-    // into x. Without the constraints on the device, c goes up into y once the product no
-    // longer reads it.
+    // into x. Without the constraints on the device, b goes up while a's NTTs run, and c
+    // into y once the product no longer reads it.
     void quotient()
     {
         if (evaluate) {
             evaluate_constraints();
+            step = "computing the quotient";
+            to_coset(x);
         } else {
             aux_dev = y;
-            step = "uploading a and b";
+            step = "uploading a";
             upload_padded(x, p->a);
+            // a's NTTs run on s0 while b goes up on the stager's stream.
+            step = "computing the quotient";
+            to_coset(x);
+            step = "uploading b";
             upload_padded(y, p->b);
         }
         step = "computing the quotient";
-        to_coset(x);
         to_coset(y);
         pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
         CUDA_OK(cudaGetLastError());

@@ -11,6 +11,7 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 use log::{debug, info, warn};
 
+use super::abc_sets::PinnedAbcSets;
 use super::device::{CudaError, CudaGpu, PinnedBuffer};
 use super::ffi;
 use super::params::{decode_set, ResidentParams};
@@ -19,6 +20,7 @@ use crate::backend::groth16::{self, ms_since, Groth16Error};
 use crate::backend::quotient::Domain;
 use crate::backend::ProveError;
 use crate::event::ProveTimings;
+use crate::host_abc::LendsAbc;
 use crate::synth::{ConstraintMatrices, SynthesizedPartition};
 use crate::util::panic_message;
 
@@ -62,6 +64,8 @@ pub struct CudaProver {
     /// host within the memory budget instead (see `pipeline::evaluation`).
     refused: Option<(Weak<dyn ConstraintMatrices>, CudaError)>,
     staging: Option<PinnedBuffer>,
+    /// Where the host evaluates this prover's partitions' a, b and c.
+    abc_sets: Arc<PinnedAbcSets>,
 }
 
 impl std::fmt::Debug for CudaProver {
@@ -74,18 +78,24 @@ impl CudaProver {
     /// A prover on GPU `index`, named `name` in the timeline.
     pub fn open(index: usize, name: String) -> Result<CudaProver, CudaError> {
         Ok(CudaProver {
-            name,
+            name: name.clone(),
             gpu: CudaGpu::open(index)?,
             uploaded: None,
             matrices: None,
             refused: None,
             staging: None,
+            abc_sets: Arc::new(PinnedAbcSets::new(&name)),
         })
     }
 
     /// Its name in the timeline.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The pinned sets the host evaluates its partitions' a, b and c into.
+    pub fn abc_lender(&self) -> Arc<dyn LendsAbc> {
+        self.abc_sets.clone()
     }
 
     /// The GPU it proves on.
@@ -293,17 +303,18 @@ impl CudaProver {
         let b_aux = Density::of(&partition.b_aux_density, partition.aux_len())
             .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
         let host = |set| params.streamed(set);
-        let abc = |v: &Vec<Fr>| {
+        // From the prover's pinned sets when the host evaluated them there.
+        let [a, b, c] = partition.abc().map(|v| {
             if evaluate {
                 std::ptr::null()
             } else {
                 v.as_ptr()
             }
-        };
+        });
         let view = ffi::Partition {
-            a: abc(&partition.a),
-            b: abc(&partition.b),
-            c: abc(&partition.c),
+            a,
+            b,
+            c,
             abc_len: rows,
             evaluate: i32::from(evaluate),
             lg_domain: domain.log_m as usize,
@@ -323,11 +334,7 @@ impl CudaProver {
             host_b_g2: host(BaseSet::BG2),
             ..witness_only_view(&partition, rows)
         };
-        if !evaluate
-            && [&partition.a, &partition.b, &partition.c]
-                .iter()
-                .any(|v| v.len() != rows)
-        {
+        if !evaluate && partition.abc().iter().any(|v| v.len() != rows) {
             return Err(CudaProveError::Mismatch(
                 "a, b and c differ in length".into(),
             ));

@@ -326,9 +326,10 @@ impl SuprasealProver {
     > {
         let started = std::time::Instant::now();
         let mut batch = batch;
-        batch
-            .iter_mut()
-            .for_each(SynthesizedPartition::evaluate_deferred);
+        for partition in &mut batch {
+            partition.evaluate_deferred();
+            partition.own_abc();
+        }
         let (r, s): (Vec<_>, Vec<_>) = batch
             .iter()
             .map(|_| super::groth16::fresh_randomness())
