@@ -25,6 +25,7 @@ use cuzk::backend::gpu::GpuSelection;
 use cuzk::backend::groth16::prove_partition;
 use cuzk::backend::kernels::{self, ProverKernels};
 use cuzk::backend::{BackendChoice, Prover};
+#[cfg(feature = "cuda")]
 use cuzk::host_abc::LendsAbc;
 #[cfg(feature = "cuda")]
 use cuzk::sector::SynthesisPlan;

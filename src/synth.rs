@@ -172,7 +172,7 @@ impl SynthesizedPartition {
     pub fn num_constraints(&self) -> usize {
         match &self.deferred {
             Some(matrices) => matrices.rows(),
-            None => self.a.len(),
+            None => self.abc()[0].len(),
         }
     }
 

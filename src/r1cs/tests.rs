@@ -76,6 +76,7 @@ fn witness_only_synthesis_matches_the_full_one_and_survives_a_round_trip() {
 
     // Into a lent set: the same a, b and c, read where they were written; moved out for a
     // prover that takes them by value; a set of another size goes back unused.
+    use crate::host_abc::LendsAbc;
     let lender = crate::host_abc::heap::HeapLender {
         most: 2,
         ..Default::default()
@@ -88,6 +89,7 @@ fn witness_only_synthesis_matches_the_full_one_and_survives_a_round_trip() {
     lent.evaluate_deferred_into(lender.lend(rows));
     assert!(lent.a.is_empty() && lent.lent_abc.is_some());
     assert_eq!(lent.abc(), full.abc());
+    assert_eq!(lent.num_constraints(), rows);
     assert_eq!(lent.profile.bytes, deferred_bytes + 3 * rows as u64 * 32);
     assert_eq!(lent.first_unsatisfied(), None);
     lent.own_abc();
