@@ -122,18 +122,57 @@ pub fn set_extent(layout: &ParamsLayout, set: BaseSet) -> (u64, u64) {
     unreachable!("every set is in BaseSet::ALL")
 }
 
-/// Which sets fit on a GPU with `device_bytes` beside one partition's working set: the
-/// largest first, since every byte kept is a byte not streamed at each proof.
+/// Bytes per second a streamed base set crosses the bus at (H200, PCIe 5: L's 12.5 GB in
+/// 0.26 s per proof when streamed, BENCHMARKS.md of 2026-12-04).
+const BUS_BYTES_PER_S: f64 = 47e9;
+/// Seconds per base of a resident query set's split multiexp (G1: L's 130M in 0.07 s).
+const SPLIT_G1_S_PER_POINT: f64 = 0.6e-9;
+/// Seconds per base of the B query's multiexp in G2: split when resident (0.08 s for 33M),
+/// plain Pippenger when streamed (0.23 s: the kernels, not the bus, set its pace).
+const SPLIT_G2_S_PER_POINT: f64 = 2.4e-9;
+const PIPPENGER_G2_S_PER_POINT: f64 = 6.9e-9;
+
+/// Seconds per proof that set `set` of `count` bases saves by staying on the GPU instead of
+/// streaming from pinned host memory.
+///
+/// H's scalars are full width either way: its Pippenger's kernels outlast the copy of its
+/// bases, which overlaps them, so streaming H costs nothing measurable (1.15 s against 1.13
+/// resident at 32GiB). The query sets (L, A, B) split when resident, their scalars being
+/// mostly bits; streamed, a G1 set's multiexp waits on its bases crossing the bus, and B in
+/// G2 on its plain Pippenger.
+pub fn seconds_saved_resident(set: BaseSet, count: u64) -> f64 {
+    let points = count as f64;
+    match set {
+        BaseSet::H => 0.0,
+        BaseSet::L | BaseSet::A | BaseSet::BG1 => {
+            points * (set.point_bytes() as f64 / BUS_BYTES_PER_S - SPLIT_G1_S_PER_POINT).max(0.0)
+        }
+        BaseSet::BG2 => points * (PIPPENGER_G2_S_PER_POINT - SPLIT_G2_S_PER_POINT),
+    }
+}
+
+/// Which sets stay on a GPU with `device_bytes` beside one partition's working set: the ones
+/// that save the most time per byte first ([`seconds_saved_resident`]: B in G2, then the
+/// G1 query sets), each that still fits; H, which saves nothing, only where room is left.
 pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
     let n = (layout.h + 1).next_power_of_two();
     let mut room = device_bytes.saturating_sub(working_bytes(n, layout.l));
-    let mut sets: Vec<(BaseSet, u64)> = BaseSet::ALL
+    let mut sets: Vec<(BaseSet, u64, f64)> = BaseSet::ALL
         .iter()
-        .map(|&s| (s, set_extent(layout, s).1 * s.point_bytes() as u64))
+        .map(|&s| {
+            let count = set_extent(layout, s).1;
+            let bytes = count * s.point_bytes() as u64;
+            (
+                s,
+                bytes,
+                seconds_saved_resident(s, count) / bytes.max(1) as f64,
+            )
+        })
         .collect();
-    sets.sort_by_key(|set| std::cmp::Reverse(set.1));
+    // By time saved per byte; among equals, the larger first.
+    sets.sort_by(|x, y| y.2.total_cmp(&x.2).then(y.1.cmp(&x.1)));
     let mut mask = 0;
-    for (set, bytes) in sets {
+    for (set, bytes, _) in sets {
         if bytes <= room {
             room -= bytes;
             mask |= set.bit();
@@ -243,26 +282,34 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn residency_keeps_the_largest_sets_that_fit() {
+    fn residency_keeps_what_saves_the_most_time_per_byte() {
         let layout = layout_32gib();
-        let all: u32 = BaseSet::ALL.iter().map(|s| s.bit()).sum();
+        let mask = |sets: &[BaseSet]| sets.iter().map(|s| s.bit()).sum::<u32>();
+        use BaseSet::*;
         assert_eq!(
             plan_residency(&layout, 140 << 30),
-            all,
+            mask(&BaseSet::ALL),
             "an H200 keeps everything"
         );
-        let sixteen = plan_residency(&layout, 16 << 30);
-        assert_eq!(
-            sixteen & BaseSet::H.bit(),
-            0,
-            "H does not fit a 16 GiB card"
-        );
-        assert_ne!(sixteen, 0, "but something does");
+        // The cards measured: H, which streams for free, goes first; B in G2 stays first.
+        assert_eq!(plan_residency(&layout, 48 << 30), mask(&[L, A, BG1, BG2]));
+        assert_eq!(plan_residency(&layout, 32 << 30), mask(&[L, BG1, BG2]));
+        assert_eq!(plan_residency(&layout, 24 << 30), mask(&[BG1, BG2]));
+        assert_eq!(plan_residency(&layout, 16 << 30), mask(&[BG1]));
         assert_eq!(
             plan_residency(&layout, 8 << 30),
             0,
             "below the working set nothing fits"
         );
+        let saved = |set| {
+            let count = set_extent(&layout, set).1;
+            seconds_saved_resident(set, count)
+        };
+        // The per-proof times measured at 32GiB (streamed against resident): L 0.26 / 0.07,
+        // B in G2 0.23 / 0.08, H 1.15 / 1.13.
+        assert!((0.15..0.25).contains(&saved(L)), "{}", saved(L));
+        assert!((0.1..0.2).contains(&saved(BG2)), "{}", saved(BG2));
+        assert_eq!(saved(H), 0.0);
     }
 
     #[test]
