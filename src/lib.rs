@@ -15,7 +15,8 @@
 //!   waits for the GPU;
 //! - [`synth`] synthesizes one partition into a [`synth::SynthesizedPartition`], through the
 //!   gadgets or over constraints [`r1cs`] recorded; [`constraint_system`] is what their
-//!   constraint systems share;
+//!   constraint systems share; [`host_abc`] is the memory a prover lends for a partition's
+//!   a, b and c;
 //! - [`backend`] turns synthesized partitions into Groth16 proofs: cuzk's own CUDA Groth16
 //!   (`cuda`, the default where built), cuzk's Groth16 on the CPU or on ec-gpu's kernels, or
 //!   SupraSeal; it chooses one for the run and holds what GPU backends share (device
