@@ -139,11 +139,14 @@ pub mod heap {
 
     use super::*;
 
+    /// A set that came back: a, b, c and what it held.
+    pub type HeapSet = (Vec<Fr>, Vec<Fr>, Vec<Fr>, Option<Reservation>);
+
     /// Lends heap sets.
     #[derive(Default)]
     pub struct HeapLender {
-        /// Sets that came back, with what they held.
-        pub idle: Arc<Mutex<Vec<(Vec<Fr>, Vec<Fr>, Vec<Fr>, Option<Reservation>)>>>,
+        /// Sets that came back.
+        pub idle: Arc<Mutex<Vec<HeapSet>>>,
         /// Sets made.
         pub made: AtomicUsize,
         /// Sets it may make.

@@ -122,7 +122,11 @@ fn kill_nine_at_random_moments_loses_nothing() {
         assert_nothing_lost(root, &files, &format!("after kill {round} at {delay:?}"));
     }
 
-    // Ctrl-C twice: the second aborts at once, claimed work stays for the next run.
+    // Ctrl-C twice: the second aborts at once, claimed work stays for the next run. The
+    // killed runs may have finished everything (a late kill on a fast machine), so a second
+    // valid file gives this run work to be interrupted in.
+    let files = ["s-t01000-11.json", "garbage.json", "s-t02000-12.json"];
+    fs::copy(update_fixture(files[2]), inbox.join(files[2])).expect("copy");
     let child = spawn(&ONCE_UNLIMITED, root);
     // Long enough to claim and start synthesis, short of finishing a proof.
     std::thread::sleep(Duration::from_millis(2_500));
@@ -148,10 +152,10 @@ fn kill_nine_at_random_moments_loses_nothing() {
             .iter()
             .filter(|(_, at)| at == "done")
             .count(),
-        1
+        2
     );
     assert!(names(&root.join("failed")).contains(&"garbage.json".to_owned()));
-    for name in &files[..1] {
+    for name in [files[0], files[2]] {
         let job = name.trim_end_matches(".json");
         let proof = fs::read(root.join("outbox").join(format!("{job}.proof"))).expect("proof");
         assert!(

@@ -396,13 +396,20 @@ fn ascii_throughput(run: &RunMetrics, lines: &mut Vec<String>) {
                 sy.compact_s, sy.compact_cpu_s
             ),
         };
+        let on_gpu = sy.deferred - sy.evaluated_at_prover;
+        let evaluated = match (on_gpu, sy.evaluated_at_prover) {
+            (_, 0) => format!("{on_gpu} evaluated on the GPU"),
+            (0, host) => format!("{host} evaluated on the host at the prover"),
+            (gpu, host) => {
+                format!("{gpu} evaluated on the GPU, {host} on the host at the prover")
+            }
+        };
         lines.push(format!(
-            "synthesis per partition ({}: {} pre-compiled, {} evaluated on the GPU): circuit \
+            "synthesis per partition ({}: {} pre-compiled, {evaluated}): circuit \
              pass {:.2} s (CPU {:.2} s), constraint evaluation {:.2} s (CPU {:.2} s){compaction}; \
              each held {}",
             plural(sy.partitions, "partition"),
             sy.precompiled,
-            sy.deferred,
             sy.circuit_s,
             sy.circuit_cpu_s,
             sy.evaluate_s,

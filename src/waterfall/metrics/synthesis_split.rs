@@ -15,8 +15,12 @@ pub struct SynthesisSplit {
     pub partitions: usize,
     /// Of them, synthesized over pre-compiled constraints.
     pub precompiled: usize,
-    /// Of them, with a, b and c left to the prover's GPU.
+    /// Of them, with a, b and c left to the prover: evaluated on its GPU, or on the host
+    /// right before the proof ([`Self::evaluated_at_prover`]).
     pub deferred: usize,
+    /// Of the deferred, evaluated on the host by their prover (EVAL_END): the GPU kept no
+    /// constraints.
+    pub evaluated_at_prover: usize,
     pub circuit_s: f64,
     pub circuit_cpu_s: f64,
     pub evaluate_s: f64,
@@ -45,6 +49,7 @@ pub(super) fn synthesis_split(spans: &RunSpans) -> Option<SynthesisSplit> {
             split.partitions += 1;
             split.precompiled += usize::from(is_precompiled);
             split.deferred += usize::from(is_deferred);
+            split.evaluated_at_prover += usize::from(is_deferred && part.eval_end.is_some());
             split.circuit_s += p.witness_ms / 1e3;
             split.circuit_cpu_s += p.witness_cpu_ms / 1e3;
             split.evaluate_s += p.evaluate_ms / 1e3;
@@ -97,5 +102,21 @@ mod tests {
             text.contains("witness made compact 0.40 s (CPU 0.30 s, 1 of them); each held 44 MB"),
             "{text}"
         );
+        assert!(text.contains("2 evaluated on the GPU)"), "{text}");
+    }
+
+    #[test]
+    fn partitions_their_prover_evaluated_on_the_host_are_not_said_to_be_on_the_gpu() {
+        // Three partitions left to the prover, each evaluated on the host (EVAL_END): a card
+        // without room for the constraints.
+        let run = metrics("host_evaluation_profiled.csv");
+        let split = run.synthesis.clone().expect("profiles");
+        assert_eq!((split.deferred, split.evaluated_at_prover), (3, 3));
+        let text = render_ascii(std::slice::from_ref(&run), 80);
+        assert!(
+            text.contains("3 pre-compiled, 3 evaluated on the host at the prover)"),
+            "{text}"
+        );
+        assert!(!text.contains("on the GPU)"), "{text}");
     }
 }
