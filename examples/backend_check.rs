@@ -26,8 +26,6 @@ use cuzk::backend::groth16::prove_partition;
 use cuzk::backend::kernels::{self, ProverKernels};
 use cuzk::backend::{BackendChoice, Prover};
 #[cfg(feature = "cuda")]
-use cuzk::host_abc::LendsAbc;
-#[cfg(feature = "cuda")]
 use cuzk::sector::SynthesisPlan;
 use cuzk::synth::synthesize;
 #[cfg(feature = "cuda")]

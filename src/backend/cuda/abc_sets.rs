@@ -83,27 +83,41 @@ impl PinnedAbcSets {
 impl LendsAbc for PinnedAbcSets {
     fn lend(&self, rows: usize) -> Option<LentAbc> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let set = match state.idle.iter().position(|set| set.rows == rows) {
-            Some(at) => state.idle.swap_remove(at),
-            None => {
-                if state.refused {
-                    return None;
-                }
-                if state.idle.len() + state.lent >= MOST_SETS {
-                    // An idle set of another size makes room for one of this size.
-                    state.idle.pop()?;
-                }
-                match self.allocate(rows) {
-                    Some(set) => set,
-                    None => {
-                        state.refused = true;
-                        return None;
-                    }
-                }
-            }
+        if let Some(at) = state.idle.iter().position(|set| set.rows == rows) {
+            let set = state.idle.swap_remove(at);
+            state.lent += 1;
+            drop(state);
+            return Some(self.lend_set(set));
+        }
+        if state.refused {
+            return None;
+        }
+        // An idle set of another size makes room for one of this size.
+        let replaced = if state.idle.len() + state.lent >= MOST_SETS {
+            Some(state.idle.pop()?)
+        } else {
+            None
         };
+        // Counted as lent while it is made, outside the lock: making 12.5 GB of pinned
+        // memory takes seconds, and a set given back meanwhile must not wait for it.
         state.lent += 1;
         drop(state);
+        drop(replaced);
+        match self.allocate(rows) {
+            Some(set) => Some(self.lend_set(set)),
+            None => {
+                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                state.lent -= 1;
+                state.refused = true;
+                None
+            }
+        }
+    }
+}
+
+impl PinnedAbcSets {
+    /// `set`, counted as lent already, as a [`LentAbc`] that goes back here when dropped.
+    fn lend_set(&self, set: PinnedSet) -> LentAbc {
         let PinnedSet {
             mut buffers,
             rows,
@@ -123,10 +137,10 @@ impl LendsAbc for PinnedAbcSets {
                 reservation,
             });
         });
-        // SAFETY: each buffer holds `rows` values of `Fr` (allocated so above), pinned memory
+        // SAFETY: each buffer holds `rows` values of `Fr` (`allocate` made it so), pinned memory
         // is page-aligned, and the buffers are moved into `give_back`, which nothing but the
         // lent set's drop calls: their memory (which does not move with them) is the set's
         // alone until then.
-        Some(unsafe { LentAbc::new(pointers, rows, reservation, give_back) })
+        unsafe { LentAbc::new(pointers, rows, reservation, give_back) }
     }
 }
