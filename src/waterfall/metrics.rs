@@ -118,12 +118,15 @@ impl RunMetrics {
         let proved = count(|o| *o == Outcome::Proved);
         let synthesis_workers: Vec<String> = spans.workers.synthesis.iter().cloned().collect();
         let params_s = params_loading(spans, &window).total();
+        let generating_s = Intervals::new(spans.generating.iter().copied())
+            .intersect(&window)
+            .total();
         let gpu_kernels = gpu_kernels(spans, &lanes, &window);
         let verdict = verdict(
             &lanes,
             &queue,
             span_s,
-            params_s,
+            (params_s, generating_s),
             SynthesisUse {
                 workers: synthesis_workers.len(),
                 partitions: spans.jobs.iter().map(|job| job.partitions.len()).sum(),

@@ -284,8 +284,11 @@ pub(super) struct RunSpans {
     /// Jobs in order of their start.
     pub(super) jobs: Vec<JobSpans>,
     pub(super) workers: Workers,
-    /// Parameter loading per lane.
+    /// Parameter loading per lane; the loader's (`params`) includes generating test
+    /// parameters (`--gen-test-params`), which the run waits for the same way.
     pub(super) params: BTreeMap<String, Vec<(f64, f64)>>,
+    /// Test parameters being generated (PARAMS_GEN until their load starts).
+    pub(super) generating: Vec<(f64, f64)>,
     /// Per lane, the stretches it gave way to a PoSt holding the GPU priority lock.
     pub(super) priority_waits: BTreeMap<String, Vec<(f64, f64)>>,
     /// Files left in the inbox as incomplete and never claimed in this run.
@@ -301,6 +304,8 @@ impl RunSpans {
         let mut workers = Workers::default();
         let mut params: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         let mut loading: HashMap<&WorkerName, f64> = HashMap::new();
+        let mut generating_since: HashMap<&str, f64> = HashMap::new();
+        let mut generating = Vec::new();
         let mut priority_waits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         let mut waiting: HashMap<&WorkerName, f64> = HashMap::new();
         let mut deferred = BTreeSet::new();
@@ -309,11 +314,18 @@ impl RunSpans {
             match &event.kind {
                 // Loads ahead of the provers (the parameter loader's) are not a prover lane
                 // and must not count as an idle one.
-                EventKind::ParamsLoadStarted { worker, .. } => {
+                EventKind::ParamsLoadStarted { worker, path } => {
                     if worker.is_prover_lane() {
                         workers.lanes.insert(worker.to_string());
                     }
                     loading.entry(worker).or_insert(event.t);
+                    // Generated test parameters are loaded once made: the generation ended.
+                    if let Some(start) = generating_since.remove(path.as_str()) {
+                        generating.push((start, event.t));
+                    }
+                }
+                EventKind::ParamsGenerating { path } => {
+                    generating_since.entry(path.as_str()).or_insert(event.t);
                 }
                 EventKind::ParamsLoadFinished { worker, .. } => {
                     if worker.is_prover_lane() {
@@ -374,6 +386,15 @@ impl RunSpans {
                 .or_default()
                 .push((start, last_t));
         }
+        // So does a generation, and it is parameter time for every lane, as the loader's
+        // loads ahead of the provers are.
+        generating.extend(generating_since.into_values().map(|start| (start, last_t)));
+        if !generating.is_empty() {
+            params
+                .entry(WorkerName::ParamsLoader.to_string())
+                .or_default()
+                .extend(generating.iter().copied());
+        }
         // So does a wait for the priority lock.
         for (lane, start) in waiting {
             priority_waits
@@ -394,6 +415,7 @@ impl RunSpans {
             jobs,
             workers,
             params,
+            generating,
             priority_waits,
             deferred,
             kernel_busy,

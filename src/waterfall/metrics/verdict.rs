@@ -113,7 +113,7 @@ pub(super) fn verdict(
     lanes: &[LaneMetrics],
     queue: &QueueMetrics,
     span_s: f64,
-    params_s: f64,
+    (params_s, generating_s): (f64, f64),
     synthesis: SynthesisUse,
     kernels: Option<&GpuKernels>,
     memory: &MemoryWaits,
@@ -267,6 +267,13 @@ pub(super) fn verdict(
              The lock is machine-wide: to keep C2 proving, prove PoSt on another machine",
             pct(ratio(gpu_lock_wait, span_s))
         ),
+        Bound::Params if generating_s > 0.0 => format!(
+            "parameter-bound: generating test parameters took {generating_s:.1} s and loading \
+             them {:.1} s ({} of the run); generation is once per machine: the runs after this \
+             one find them in the cache, and `cuzk params gen` makes them ahead of a run",
+            (params_s - generating_s).max(0.0),
+            pct(ratio(params_s, span_s))
+        ),
         Bound::Params => format!(
             "parameter-bound: loading parameters took {params_s:.1} s ({} of the run); keep \
              `cuzk prove-dir` running without --once so they stay loaded across files, and put \
@@ -310,7 +317,7 @@ mod tests {
                 &run.lanes,
                 &run.queue,
                 run.span_s,
-                params_s,
+                (params_s, 0.0),
                 SynthesisUse {
                     workers: 1,
                     partitions: 1,
@@ -323,6 +330,20 @@ mod tests {
         let threshold_s = PARAMS_BOUND_FROM * run.span_s;
         assert_eq!(verdict_at(threshold_s - 0.01).bound, Bound::Balanced);
         assert_eq!(verdict_at(threshold_s).bound, Bound::Params);
+    }
+
+    #[test]
+    fn a_run_that_generated_its_test_parameters_is_parameter_bound_not_synthesis_bound() {
+        // README's first command on a fresh clone: --gen-test-params made the 2KiB parameters
+        // for 298 s before the one partition's synthesis could start.
+        let run = metrics("params_generated.csv");
+        assert_eq!(run.verdict.bound, Bound::Params, "{}", run.verdict.text);
+        assert_says(
+            &run.verdict.text,
+            "generating test parameters took 298.0 s and loading them 2.0 s (99% of the run)",
+            true,
+        );
+        assert_says(&run.verdict.text, "--synth-jobs", false);
     }
 
     #[test]
@@ -339,7 +360,13 @@ mod tests {
                 partitions: 10,
             };
             verdict(
-                &run.lanes, &run.queue, run.span_s, 0.0, synthesis, kernels, memory,
+                &run.lanes,
+                &run.queue,
+                run.span_s,
+                (0.0, 0.0),
+                synthesis,
+                kernels,
+                memory,
             )
             .bound
         };
@@ -384,6 +411,7 @@ mod tests {
             ("one_partition.csv", vec![Bound::Synthesis]),
             ("params_bound.csv", vec![Bound::Params]),
             ("params_preload.csv", vec![Bound::Params]),
+            ("params_generated.csv", vec![Bound::Params]),
             ("partitions.csv", vec![Bound::Synthesis]),
             ("runs.csv", vec![Bound::Synthesis, Bound::Synthesis]),
             ("supraseal_host.csv", vec![Bound::Host]),
