@@ -340,20 +340,27 @@ impl Prover {
         }
     }
 
-    /// Makes `matrices` the constraints this prover's GPU evaluates partitions with (the
-    /// cuda backend uploads them once); `Err` says why it cannot, and is remembered, so the
-    /// host evaluates those partitions instead. Provers that evaluate on no GPU never get a
-    /// partition left to the GPU.
+    /// Makes `matrices`, the constraints of `params`' circuit, ones this prover's GPU
+    /// evaluates partitions with (the cuda backend uploads them once, beside the set's
+    /// bases); `Err` says why it cannot, and is remembered, so the host evaluates those
+    /// partitions instead. Provers that evaluate on no GPU never get a partition left to
+    /// the GPU.
     pub fn take_constraints(
         &mut self,
+        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] params: &ProverParams,
         #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] matrices: &Arc<
             dyn crate::synth::ConstraintMatrices,
         >,
     ) -> Result<(), String> {
-        match self {
+        match (self, params) {
             #[cfg(feature = "cuda")]
-            Prover::Cuda(prover, _) => prover.take_constraints(matrices).map_err(|e| e.to_string()),
-            _ => Err(format!("{} evaluates no constraints on a GPU", self.name())),
+            (Prover::Cuda(prover, _), ProverParams::Resident(params)) => prover
+                .take_constraints(params, matrices)
+                .map_err(|e| e.to_string()),
+            (prover, _) => Err(format!(
+                "{} evaluates no constraints on a GPU",
+                prover.name()
+            )),
         }
     }
 

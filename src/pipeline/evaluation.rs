@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::backend::Prover;
+use crate::backend::{Prover, ProverParams};
 use crate::event::{EventKind, EventSink, WorkerName};
 use crate::host_abc::{LendsAbc, LentAbc};
 
@@ -54,6 +54,7 @@ impl RefusedOnGpu {
 pub fn fall_back_if_refused(
     msg: &mut SynthesizedMsg,
     prover: &mut Prover,
+    params: &ProverParams,
     worker: &WorkerName,
     events: &EventSink,
     refused: &RefusedOnGpu,
@@ -64,7 +65,7 @@ pub fn fall_back_if_refused(
     let Some(matrices) = msg.synthesized.deferred.clone() else {
         return;
     };
-    let Err(reason) = prover.take_constraints(&matrices) else {
+    let Err(reason) = prover.take_constraints(params, &matrices) else {
         return;
     };
     refused.note(&msg.job.params_path);

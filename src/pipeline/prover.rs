@@ -372,6 +372,7 @@ fn prove_batch(
         evaluation::fall_back_if_refused(
             msg,
             &mut prover,
+            &params,
             worker,
             &links.events,
             &links.refused_on_gpu,

@@ -180,21 +180,32 @@ impl CudaGpu {
         Ok(free)
     }
 
-    /// Allocates the resident base vectors in `resident` (a mask of [`BaseSet::bit`]s) for
-    /// a set of `counts`, freeing those of the previous set.
+    /// Allocates in slot `slot` (below [`ffi::SET_SLOTS`]) the resident base vectors in
+    /// `resident` (a mask of [`BaseSet::bit`]s) for a set of `counts`, freeing whatever the
+    /// slot held.
     pub fn reserve_bases(
         &mut self,
+        slot: usize,
         counts: ffi::BaseCounts,
         resident: u32,
     ) -> Result<(), CudaError> {
-        // SAFETY: a live handle; `counts` is read during the call only.
-        self.check(unsafe { ffi::cuzk_gpu_reserve_bases(self.raw.as_ptr(), &counts, resident) })
+        // SAFETY: a live handle; `counts` is read during the call only; the slot is checked.
+        self.check(unsafe {
+            ffi::cuzk_gpu_reserve_bases(self.raw.as_ptr(), slot, &counts, resident)
+        })
     }
 
-    /// Copies `points` (whole points of `set`, Montgomery affine) into the resident vector
-    /// of `set` from point `first` on.
+    /// Frees slot `slot`'s bases and constraints.
+    pub fn release_set(&mut self, slot: usize) -> Result<(), CudaError> {
+        // SAFETY: a live handle; the slot is checked.
+        self.check(unsafe { ffi::cuzk_gpu_release_set(self.raw.as_ptr(), slot) })
+    }
+
+    /// Copies `points` (whole points of `set`, Montgomery affine) into slot `slot`'s
+    /// resident vector of `set` from point `first` on.
     pub fn upload_bases(
         &mut self,
+        slot: usize,
         set: BaseSet,
         first: usize,
         points: &[u8],
@@ -203,13 +214,25 @@ impl CudaGpu {
         debug_assert_eq!(count * set.point_bytes(), points.len());
         // SAFETY: a live handle; `points` holds `count` points and is read during the call.
         self.check(unsafe {
-            ffi::cuzk_gpu_upload_bases(self.raw.as_ptr(), set as u32, first, points.as_ptr(), count)
+            ffi::cuzk_gpu_upload_bases(
+                self.raw.as_ptr(),
+                slot,
+                set as u32,
+                first,
+                points.as_ptr(),
+                count,
+            )
         })
     }
 
-    /// Uploads `matrices` (a circuit's pre-compiled constraints), replacing any before, so
-    /// that partitions whose a, b and c were deferred are evaluated on the device.
-    pub fn upload_matrices(&mut self, matrices: &dyn ConstraintMatrices) -> Result<(), CudaError> {
+    /// Uploads `matrices` (a circuit's pre-compiled constraints) into slot `slot`, beside
+    /// its bases, so that partitions whose a, b and c were deferred are evaluated on the
+    /// device.
+    pub fn upload_matrices(
+        &mut self,
+        slot: usize,
+        matrices: &dyn ConstraintMatrices,
+    ) -> Result<(), CudaError> {
         let sections = [0, 1, 2].map(|which| matrices.matrix(which));
         let rows = matrices.rows();
         if let Some(bad) = sections
@@ -244,7 +267,13 @@ impl CudaGpu {
         };
         // SAFETY: a live handle; every pointer in `raw` borrows `matrices` for the call.
         self.check(unsafe {
-            ffi::cuzk_gpu_upload_matrices(self.raw.as_ptr(), &raw, id_of(Fr::ONE), id_of(-Fr::ONE))
+            ffi::cuzk_gpu_upload_matrices(
+                self.raw.as_ptr(),
+                slot,
+                &raw,
+                id_of(Fr::ONE),
+                id_of(-Fr::ONE),
+            )
         })
     }
 

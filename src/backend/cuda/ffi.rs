@@ -33,6 +33,9 @@ impl Status {
     }
 }
 
+/// Parameter sets one device keeps at once, each in its slot (`CUZK_SETS` in groth16.cu).
+pub const SET_SLOTS: usize = 4;
+
 /// Sizes of a parameter set's base vectors.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,6 +78,7 @@ pub struct Partition {
     pub host_a: *const u8,
     pub host_b_g1: *const u8,
     pub host_b_g2: *const u8,
+    pub set_slot: usize,
 }
 
 /// A circuit's pre-compiled constraints, borrowed for an upload. See `cuzk_matrices` in
@@ -134,11 +138,14 @@ extern "C" {
     pub fn cuzk_gpu_free_memory(gpu: *mut Gpu, free: *mut usize, total: *mut usize) -> Status;
     pub fn cuzk_gpu_reserve_bases(
         gpu: *mut Gpu,
+        slot: usize,
         counts: *const BaseCounts,
         resident: u32,
     ) -> Status;
+    pub fn cuzk_gpu_release_set(gpu: *mut Gpu, slot: usize) -> Status;
     pub fn cuzk_gpu_upload_bases(
         gpu: *mut Gpu,
+        slot: usize,
         set: u32,
         first: usize,
         points: *const u8,
@@ -146,6 +153,7 @@ extern "C" {
     ) -> Status;
     pub fn cuzk_gpu_upload_matrices(
         gpu: *mut Gpu,
+        slot: usize,
         matrices: *const Matrices,
         one_id: u32,
         minus_one_id: u32,

@@ -13,9 +13,11 @@
 // partition_proof.cuh (the steps of one proof).
 //
 // Safety rules of the host side, stated once:
-// - Ownership. A `cuzk_gpu` owns every device buffer it uses: the resident bases (allocated
-//   by cuzk_gpu_reserve_bases, kept until cuzk_gpu_close), the pre-compiled constraints
-//   (cuzk_gpu_upload_matrices, replaced only by another set) and the per-partition working
+// - Ownership. A `cuzk_gpu` owns every device buffer it uses: in each of its CUZK_SETS
+//   slots, a parameter set's resident bases (allocated by cuzk_gpu_reserve_bases, kept
+//   until the slot is reserved again, cuzk_gpu_release_set or cuzk_gpu_close) and its
+//   circuit's pre-compiled constraints (cuzk_gpu_upload_matrices, released with the slot);
+//   the Rust side decides which slot holds what. Then the per-partition working
 //   buffers (allocated at the first partition of a domain size, grown only for a larger
 //   one). Nothing else frees them. The multiexps' temporaries (sppark's, and the bit
 //   split's `pool_buffer`s) come from the device's stream-ordered pool and go back to it
@@ -95,6 +97,10 @@ struct cuzk_base_counts {
 // Which base vector an upload fills.
 enum cuzk_base_set { CUZK_H = 0, CUZK_L = 1, CUZK_A = 2, CUZK_B_G1 = 3, CUZK_B_G2 = 4 };
 
+// Parameter sets one device keeps at once (a PoRep circuit's and an update circuit's where
+// the card holds both, so a mixed workload uploads each once).
+#define CUZK_SETS 4
+
 // A circuit's pre-compiled constraints, borrowed for the upload: A, B and C in compressed
 // sparse rows (rows + 1 offsets; entries with the column in the low 31 bits, bit 31 set for
 // an input, and the coefficient's id in the high 32), and the distinct coefficients.
@@ -136,6 +142,7 @@ struct cuzk_partition {
     const affine_t* host_a;
     const affine_t* host_b_g1;
     const affine_fp2_t* host_b_g2;
+    size_t set_slot;            // the slot whose bases (and constraints) serve it
 };
 
 // The five multiexps, as Jacobian points in Montgomery form (blst's layout).
@@ -347,11 +354,9 @@ struct stager_t {
     }
 };
 
-struct cuzk_gpu {
-    const gpu_t& gpu;
-    int index;
-    std::string sticky;     // the first unrecoverable error, if any
-
+// One parameter set on a device: its resident bases (the others stream from the host) and,
+// when the GPU evaluates its circuit, the pre-compiled constraints.
+struct set_slot_t {
     cuzk_base_counts counts{};
     device_vec<affine_t> h, l, a, b_g1;
     device_vec<affine_fp2_t> b_g2;
@@ -362,6 +367,32 @@ struct cuzk_gpu {
     device_vec<fr_t> coeffs;
     size_t matrix_rows = 0;
     uint32_t one_id = UINT32_MAX, minus_one_id = UINT32_MAX;
+
+    void release_bases()
+    {
+        h.release(); l.release(); a.release(); b_g1.release(); b_g2.release();
+        for (int i = 0; i < 5; i++)
+            resident[i] = false;
+        counts = cuzk_base_counts{};
+    }
+
+    void release_matrices()
+    {
+        matrix_rows = 0;
+        coeffs.release();
+        for (int k = 0; k < 3; k++) {
+            row_ptr[k].release();
+            entries[k].release();
+        }
+    }
+};
+
+struct cuzk_gpu {
+    const gpu_t& gpu;
+    int index;
+    std::string sticky;     // the first unrecoverable error, if any
+
+    set_slot_t sets[CUZK_SETS];
 
     // Per-partition working buffers.
     device_vec<fr_t> d_a, d_b, d_inputs;  // x, y and the inputs
@@ -382,10 +413,12 @@ struct cuzk_gpu {
     {
         gpu.select();
         (void)cudaDeviceSynchronize();
-        h.release(); l.release(); a.release(); b_g1.release(); b_g2.release();
+        for (auto& set : sets) {
+            set.release_bases();
+            set.release_matrices();
+        }
         d_a.release(); d_b.release(); d_inputs.release();
-        d_c.release(); slot_aux[0].release(); slot_aux[1].release(); coeffs.release();
-        for (int m = 0; m < 3; m++) { row_ptr[m].release(); entries[m].release(); }
+        d_c.release(); slot_aux[0].release(); slot_aux[1].release();
         d_words.release(); d_prefix.release();
         stage.release();
     }
@@ -469,6 +502,14 @@ cuzk_status on_device(cuzk_gpu* g, const char* step, F body, const char* const* 
     return st;
 }
 
+// Slot `slot` of `g`, or a bad-argument error naming it.
+set_slot_t& set_at(cuzk_gpu* g, size_t slot)
+{
+    if (slot >= CUZK_SETS)
+        throw sppark_error{cudaErrorInvalidValue, std::string("no such parameter set slot")};
+    return g->sets[slot];
+}
+
 // The code of a cuda_error as cudaError_t: sppark throws them negated.
 cudaError_t error_of(const cuda_error& e)
 {
@@ -550,40 +591,55 @@ cuzk_status cuzk_gpu_free_memory(cuzk_gpu* g, size_t* free_bytes, size_t* total_
     });
 }
 
-// Allocates the resident base vectors named in `resident` (bit i for cuzk_base_set i);
-// the others will be streamed from host memory at each proof.
-cuzk_status cuzk_gpu_reserve_bases(cuzk_gpu* g, const cuzk_base_counts* counts,
+// Allocates, in slot `slot`, the resident base vectors named in `resident` (bit i for
+// cuzk_base_set i), freeing whatever the slot held (its constraints too); the others will
+// be streamed from host memory at each proof.
+cuzk_status cuzk_gpu_reserve_bases(cuzk_gpu* g, size_t slot, const cuzk_base_counts* counts,
                                    uint32_t resident)
 {
     return on_device(g, "allocating resident bases", [&] {
         g->gpu.select();
-        g->h.release(); g->l.release(); g->a.release(); g->b_g1.release(); g->b_g2.release();
-        g->counts = *counts;
+        set_slot_t& set = set_at(g, slot);
+        set.release_bases();
+        set.release_matrices();
+        set.counts = *counts;
         for (int i = 0; i < 5; i++)
-            g->resident[i] = (resident >> i) & 1;
-        if (g->resident[CUZK_H])    g->h.reserve(counts->h);
-        if (g->resident[CUZK_L])    g->l.reserve(counts->l);
-        if (g->resident[CUZK_A])    g->a.reserve(counts->a);
-        if (g->resident[CUZK_B_G1]) g->b_g1.reserve(counts->b);
-        if (g->resident[CUZK_B_G2]) g->b_g2.reserve(counts->b);
+            set.resident[i] = (resident >> i) & 1;
+        if (set.resident[CUZK_H])    set.h.reserve(counts->h);
+        if (set.resident[CUZK_L])    set.l.reserve(counts->l);
+        if (set.resident[CUZK_A])    set.a.reserve(counts->a);
+        if (set.resident[CUZK_B_G1]) set.b_g1.reserve(counts->b);
+        if (set.resident[CUZK_B_G2]) set.b_g2.reserve(counts->b);
+    });
+}
+
+// Frees slot `slot`: its bases and constraints go back to the device.
+cuzk_status cuzk_gpu_release_set(cuzk_gpu* g, size_t slot)
+{
+    return on_device(g, "releasing a parameter set", [&] {
+        g->gpu.select();
+        set_slot_t& set = set_at(g, slot);
+        set.release_bases();
+        set.release_matrices();
     });
 }
 
 // Copies `count` points (Montgomery affine, blst's layout) from host memory (ideally
-// pinned) into resident set `set`, starting at point `first`.
-cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
+// pinned) into the resident vector `which` of slot `slot`, starting at point `first`.
+cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, size_t slot, uint32_t which, size_t first,
                                   const void* points, size_t count)
 {
     return on_device(g, "uploading bases", [&] {
         g->gpu.select();
+        set_slot_t& set = set_at(g, slot);
         void* dst = nullptr;
         size_t cap = 0, size = sizeof(affine_t);
-        switch (set) {
-            case CUZK_H:    dst = g->h.ptr;    cap = g->h.len;    break;
-            case CUZK_L:    dst = g->l.ptr;    cap = g->l.len;    break;
-            case CUZK_A:    dst = g->a.ptr;    cap = g->a.len;    break;
-            case CUZK_B_G1: dst = g->b_g1.ptr; cap = g->b_g1.len; break;
-            case CUZK_B_G2: dst = g->b_g2.ptr; cap = g->b_g2.len; size = sizeof(affine_fp2_t); break;
+        switch (which) {
+            case CUZK_H:    dst = set.h.ptr;    cap = set.h.len;    break;
+            case CUZK_L:    dst = set.l.ptr;    cap = set.l.len;    break;
+            case CUZK_A:    dst = set.a.ptr;    cap = set.a.len;    break;
+            case CUZK_B_G1: dst = set.b_g1.ptr; cap = set.b_g1.len; break;
+            case CUZK_B_G2: dst = set.b_g2.ptr; cap = set.b_g2.len; size = sizeof(affine_fp2_t); break;
             default: throw sppark_error{cudaErrorInvalidValue, std::string("unknown base set")};
         }
         if (!dst || first + count > cap)
@@ -593,33 +649,30 @@ cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, uint32_t set, size_t first,
     });
 }
 
-// Uploads a circuit's pre-compiled constraints, replacing any before; `one_id` and
-// `minus_one_id` name the coefficients one and minus one (UINT32_MAX when absent).
-cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, const cuzk_matrices* m, uint32_t one_id,
-                                     uint32_t minus_one_id)
+// Uploads a circuit's pre-compiled constraints into slot `slot`, beside its bases,
+// replacing any before there; `one_id` and `minus_one_id` name the coefficients one and
+// minus one (UINT32_MAX when absent).
+cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, size_t slot, const cuzk_matrices* m,
+                                     uint32_t one_id, uint32_t minus_one_id)
 {
     return on_device(g, "uploading the pre-compiled constraints", [&] {
         g->gpu.select();
-        g->matrix_rows = 0;
-        g->coeffs.release();
-        for (int k = 0; k < 3; k++) {
-            g->row_ptr[k].release();
-            g->entries[k].release();
-        }
+        set_slot_t& set = set_at(g, slot);
+        set.release_matrices();
         if (injects("matrices-oom"))
             throw cuda_error{-cudaErrorMemoryAllocation,
                              std::string("injected: no memory for the constraints")};
-        g->coeffs.reserve(m->ncoeffs ? m->ncoeffs : 1);
-        g->stage.copy(g->coeffs.ptr, m->coeffs, m->ncoeffs * sizeof(fr_t));
+        set.coeffs.reserve(m->ncoeffs ? m->ncoeffs : 1);
+        g->stage.copy(set.coeffs.ptr, m->coeffs, m->ncoeffs * sizeof(fr_t));
         for (int k = 0; k < 3; k++) {
-            g->row_ptr[k].reserve(m->rows + 1);
-            g->entries[k].reserve(m->nnz[k] ? m->nnz[k] : 1);
-            g->stage.copy(g->row_ptr[k].ptr, m->row_ptr[k], (m->rows + 1) * sizeof(uint64_t));
-            g->stage.copy(g->entries[k].ptr, m->entries[k], m->nnz[k] * sizeof(uint64_t));
+            set.row_ptr[k].reserve(m->rows + 1);
+            set.entries[k].reserve(m->nnz[k] ? m->nnz[k] : 1);
+            g->stage.copy(set.row_ptr[k].ptr, m->row_ptr[k], (m->rows + 1) * sizeof(uint64_t));
+            g->stage.copy(set.entries[k].ptr, m->entries[k], m->nnz[k] * sizeof(uint64_t));
         }
-        g->one_id = one_id;
-        g->minus_one_id = minus_one_id;
-        g->matrix_rows = m->rows;
+        set.one_id = one_id;
+        set.minus_one_id = minus_one_id;
+        set.matrix_rows = m->rows;
     });
 }
 

@@ -15,6 +15,7 @@ struct partition_proof {
 
     cuzk_gpu* g;
     const cuzk_partition* p;
+    const set_slot_t& set;      // the bases and constraints of the partition's parameter set
     const char*& step;
     const gpu_t& gpu;
     stream_t& s0;
@@ -32,7 +33,8 @@ struct partition_proof {
     double upload_ms = 0, evaluate_ms = 0, aux_upload_ms = 0;
 
     partition_proof(cuzk_gpu* gpu_handle, const cuzk_partition* partition, const char*& name)
-        : g(gpu_handle), p(partition), step(name), gpu(gpu_handle->gpu), s0(gpu_handle->gpu[0]),
+        : g(gpu_handle), p(partition), set(set_at(gpu_handle, partition->set_slot)), step(name),
+          gpu(gpu_handle->gpu), s0(gpu_handle->gpu[0]),
           n((size_t)1 << partition->lg_domain), sms(gpu_handle->gpu.sm_count()),
           a_len(partition->input_len + partition->a_aux_total),
           b_len(partition->b_input_total + partition->b_aux_total),
@@ -43,7 +45,7 @@ struct partition_proof {
     // when they evaluate it.
     void check() const
     {
-        const auto& counts = g->counts;
+        const auto& counts = set.counts;
         if (p->abc_len > n || a_len > n || b_len > n || counts.h + 1 < n ||
             counts.l != p->aux_len || counts.a != a_len || counts.b != b_len)
             throw sppark_error{cudaErrorInvalidValue,
@@ -52,7 +54,7 @@ struct partition_proof {
         if (!evaluate && p->aux_ones)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("a compact witness needs the constraints on the GPU")};
-        if (evaluate && g->matrix_rows != p->abc_len)
+        if (evaluate && set.matrix_rows != p->abc_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the uploaded constraints")};
     }
@@ -135,9 +137,10 @@ struct partition_proof {
         auto e0 = clock::now();
         fr_t* outs[3] = {x, y, z};
         for (int k = 0; k < 3; k++) {
-            evaluate_rows<<<sms * 8, 256, 0, s0>>>(outs[k], g->row_ptr[k].ptr, g->entries[k].ptr,
-                                                   g->coeffs.ptr, g->d_inputs.ptr, aux_dev,
-                                                   p->abc_len, n, g->one_id, g->minus_one_id);
+            evaluate_rows<<<sms * 8, 256, 0, s0>>>(outs[k], set.row_ptr[k].ptr,
+                                                   set.entries[k].ptr, set.coeffs.ptr,
+                                                   g->d_inputs.ptr, aux_dev, p->abc_len, n,
+                                                   set.one_id, set.minus_one_id);
             CUDA_OK(cudaGetLastError());
         }
         s0.sync();
@@ -243,7 +246,7 @@ struct partition_proof {
                 aux_upload_ms = ms_between(u0, clock::now());
             });
         try {
-            run_msm<bucket_t>(gpu, out, g->resident[CUZK_H] ? g->h.ptr : nullptr, p->host_h, x,
+            run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
                               n - 1);
         } catch (...) {
             if (aux_upload.joinable())
@@ -268,7 +271,7 @@ struct partition_proof {
             gpu[0].sync();
         }
         bit_split split{gpu, aux_dev, p->aux_len};
-        run_query_msm<bucket_t>(gpu, split, out, g->resident[CUZK_L] ? g->l.ptr : nullptr,
+        run_query_msm<bucket_t>(gpu, split, out, set.resident[CUZK_L] ? set.l.ptr : nullptr,
                                 p->host_l, aux_dev);
     }
 
@@ -293,7 +296,7 @@ struct partition_proof {
         s0.sync();
         step = "the A multiexp";
         bit_split split{gpu, x, a_len};
-        run_query_msm<bucket_t>(gpu, split, out, g->resident[CUZK_A] ? g->a.ptr : nullptr,
+        run_query_msm<bucket_t>(gpu, split, out, set.resident[CUZK_A] ? set.a.ptr : nullptr,
                                 p->host_a, x);
     }
 
@@ -308,11 +311,11 @@ struct partition_proof {
         step = "the B multiexp in G1";
         bit_split split{gpu, x, b_len};
         run_query_msm<bucket_t>(gpu, split, out_g1,
-                                g->resident[CUZK_B_G1] ? g->b_g1.ptr : nullptr, p->host_b_g1, x);
+                                set.resident[CUZK_B_G1] ? set.b_g1.ptr : nullptr, p->host_b_g1, x);
         auto g1_done = clock::now();
         step = "the B multiexp in G2";
         run_query_msm<bucket_fp2_t>(gpu, split, out_g2,
-                                    g->resident[CUZK_B_G2] ? g->b_g2.ptr : nullptr,
+                                    set.resident[CUZK_B_G2] ? set.b_g2.ptr : nullptr,
                                     p->host_b_g2, x);
         return g1_done;
     }

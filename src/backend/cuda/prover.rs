@@ -15,7 +15,10 @@ use super::abc_sets::PinnedAbcSets;
 use super::device::{CudaError, CudaGpu, PinnedBuffer};
 use super::ffi;
 use super::params::{decode_set, ResidentParams};
-use super::residency::{set_extent, BaseSet, Density};
+use super::residency::{
+    evaluating_working_bytes, resident_bases_bytes, set_extent, slots_to_free, BaseSet, Density,
+    KeptSet,
+};
 use crate::backend::groth16::{self, ms_since, Groth16Error};
 use crate::backend::quotient::Domain;
 use crate::backend::ProveError;
@@ -26,6 +29,10 @@ use crate::util::panic_message;
 
 /// Bytes of the pinned buffer bases are staged through on their way to a GPU.
 const STAGING_BYTES: usize = 256 << 20;
+
+/// Device memory left free beyond what an upload takes, for the multiexps' temporaries: a
+/// set goes beside the others only where the card has that much more.
+const UPLOAD_MARGIN_BYTES: u64 = 1 << 30;
 
 /// Why the cuda backend could not prove a partition.
 #[derive(Debug, thiserror::Error)]
@@ -50,15 +57,35 @@ pub enum CudaProveError {
     Mismatch(String),
 }
 
+/// A parameter set on the GPU, in one of its slots.
+struct SetOnGpu {
+    /// The set. A weak handle: it keeps the set's allocation, so no later set can take its
+    /// address and pass for it.
+    params: Weak<ResidentParams>,
+    /// Its pre-compiled constraints, when the GPU evaluates its circuit; held the same way.
+    matrices: Option<Weak<dyn ConstraintMatrices>>,
+    /// Device bytes of its resident bases and of its constraints.
+    bases_bytes: u64,
+    matrices_bytes: u64,
+    /// Device bytes a partition of it works in, its constraints evaluated on the GPU.
+    working_bytes: u64,
+    /// When it last served a partition ([`CudaProver::uses`]).
+    last_used: u64,
+}
+
 /// One prover thread's GPU.
 pub struct CudaProver {
     name: String,
     gpu: CudaGpu,
-    /// The set whose bases are on the GPU. A weak handle: it keeps the set's allocation, so
-    /// no later set can take its address and pass for it.
-    uploaded: Option<Weak<ResidentParams>>,
-    /// The pre-compiled constraints on the GPU, held the same way.
-    matrices: Option<Weak<dyn ConstraintMatrices>>,
+    /// The sets on the GPU, by slot: as many as its memory holds (a PoRep circuit's and an
+    /// update circuit's together on a large card), the least recently used freed for a
+    /// newcomer that does not fit beside them.
+    sets: [Option<SetOnGpu>; ffi::SET_SLOTS],
+    /// Device memory this prover may take (`--gpu-memory`, or the card's free memory when
+    /// the run started): what the sets and a partition's working set are planned within.
+    device_bytes: u64,
+    /// Partitions proved or sets uploaded so far: the clock of [`SetOnGpu::last_used`].
+    uses: u64,
     /// Constraints whose upload failed, and why: not tried again (an upload of 8.9 GB at
     /// 32GiB for every partition would be a storm), their partitions are evaluated on the
     /// host within the memory budget instead (see `pipeline::evaluation`).
@@ -77,11 +104,14 @@ impl std::fmt::Debug for CudaProver {
 impl CudaProver {
     /// A prover on GPU `index`, named `name` in the timeline.
     pub fn open(index: usize, name: String) -> Result<CudaProver, CudaError> {
+        let mut gpu = CudaGpu::open(index)?;
+        let device_bytes = gpu.free_bytes()? as u64;
         Ok(CudaProver {
             name: name.clone(),
-            gpu: CudaGpu::open(index)?,
-            uploaded: None,
-            matrices: None,
+            gpu,
+            sets: Default::default(),
+            device_bytes,
+            uses: 0,
             refused: None,
             staging: None,
             abc_sets: Arc::new(PinnedAbcSets::new(&name)),
@@ -108,11 +138,97 @@ impl CudaProver {
         self.gpu.free_bytes()
     }
 
+    /// Caps the device memory this prover takes at `bytes` (`--gpu-memory`).
+    pub fn take_at_most(&mut self, bytes: u64) {
+        self.device_bytes = self.device_bytes.min(bytes);
+    }
+
+    /// The slot holding `params`' resident bases, if they are on the GPU.
+    fn slot_of(&self, params: &Arc<ResidentParams>) -> Option<usize> {
+        let wanted = Arc::downgrade(params);
+        self.sets
+            .iter()
+            .position(|set| set.as_ref().is_some_and(|set| set.params.ptr_eq(&wanted)))
+    }
+
     /// True when `params`' resident bases are on the GPU.
     pub fn has_bases_of(&self, params: &Arc<ResidentParams>) -> bool {
-        self.uploaded
-            .as_ref()
-            .is_some_and(|set| set.ptr_eq(&Arc::downgrade(params)))
+        self.slot_of(params).is_some()
+    }
+
+    /// Marks the set in `slot` as used now.
+    fn touch(&mut self, slot: usize) {
+        self.uses += 1;
+        if let Some(set) = &mut self.sets[slot] {
+            set.last_used = self.uses;
+        }
+    }
+
+    /// Frees the sets in `slots`, and those whose parameters the run gave up (their
+    /// bases serve no partition any more).
+    fn release(&mut self, slots: &[usize]) -> Result<(), CudaError> {
+        for slot in 0..ffi::SET_SLOTS {
+            let is_gone = self.sets[slot]
+                .as_ref()
+                .is_some_and(|set| set.params.strong_count() == 0);
+            if !(is_gone || slots.contains(&slot)) {
+                continue;
+            }
+            if let Some(set) = self.sets[slot].take() {
+                self.gpu.release_set(slot)?;
+                info!(
+                    "{}: freed {:.1} GB of another parameter set's bases and constraints on {} for the set at hand",
+                    self.name,
+                    (set.bases_bytes + set.matrices_bytes) as f64 / 1e9,
+                    self.gpu.name()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes room for `bytes` more on the GPU beside every set but `keep`: frees the least
+    /// recently used sets the plan cannot keep, and all of them where the card itself has
+    /// not that much free (another process, a PoSt, may hold part of it).
+    fn make_room(&mut self, bytes: u64, keep: Option<usize>) -> Result<(), CudaError> {
+        self.release(&[])?;
+        let working = self
+            .sets
+            .iter()
+            .flatten()
+            .map(|set| set.working_bytes)
+            .max()
+            .unwrap_or(0);
+        let kept_bytes = keep
+            .and_then(|slot| self.sets[slot].as_ref())
+            .map_or(0, |set| set.bases_bytes + set.matrices_bytes);
+        let others: Vec<KeptSet> = (0..ffi::SET_SLOTS)
+            .filter(|&slot| Some(slot) != keep)
+            .filter_map(|slot| {
+                self.sets[slot].as_ref().map(|set| KeptSet {
+                    slot,
+                    bytes: set.bases_bytes + set.matrices_bytes,
+                    last_used: set.last_used,
+                })
+            })
+            .collect();
+        let free = slots_to_free(
+            &others,
+            kept_bytes + bytes + working,
+            self.device_bytes,
+            ffi::SET_SLOTS - 1,
+        );
+        self.release(&free)?;
+        if self.free_bytes()? as u64 >= bytes + UPLOAD_MARGIN_BYTES {
+            return Ok(());
+        }
+        let all: Vec<usize> = (0..ffi::SET_SLOTS).filter(|&s| Some(s) != keep).collect();
+        self.release(&all)
+    }
+
+    /// True when a set other than the one in `slot` is on the GPU.
+    fn has_others(&self, slot: usize) -> bool {
+        (0..ffi::SET_SLOTS).any(|other| other != slot && self.sets[other].is_some())
     }
 
     /// Uploads `params`' resident bases unless they are already on the GPU, calling
@@ -127,7 +243,7 @@ impl CudaProver {
             return Ok(false);
         }
         on_upload();
-        self.ensure_bases(params).map(|()| true)
+        self.ensure_bases(params).map(|_| true)
     }
 
     /// Proves each partition of `batch` with fresh randomness, one after another; `next` is
@@ -154,22 +270,38 @@ impl CudaProver {
         results
     }
 
-    /// Uploads `params`' resident bases unless they are already on the GPU: read from the
-    /// file piece by piece, decoded by every core into the pinned staging buffer, copied up.
-    pub fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<(), CudaProveError> {
-        if self.has_bases_of(params) {
-            return Ok(());
+    /// Uploads `params`' resident bases unless they are already on the GPU, beside the sets
+    /// there where the card holds them all: read from the file piece by piece, decoded by
+    /// every core into the pinned staging buffer, copied up. Returns their slot.
+    pub fn ensure_bases(&mut self, params: &Arc<ResidentParams>) -> Result<usize, CudaProveError> {
+        if let Some(slot) = self.slot_of(params) {
+            self.touch(slot);
+            return Ok(slot);
         }
-        self.uploaded = None;
         let started = Instant::now();
         let layout = &params.layout;
+        let bases_bytes = resident_bases_bytes(layout, params.resident);
+        let n = (layout.h + 1).next_power_of_two();
+        let working_bytes = evaluating_working_bytes(n, layout.l, layout.ic);
+        self.make_room(bases_bytes, None)?;
+        let Some(slot) = self.sets.iter().position(Option::is_none) else {
+            unreachable!("make_room leaves a slot free")
+        };
         let counts = ffi::BaseCounts {
             h: layout.h as usize,
             l: layout.l as usize,
             a: layout.a as usize,
             b: layout.b as usize,
         };
-        self.gpu.reserve_bases(counts, params.resident)?;
+        if let Err(error) = self.gpu.reserve_bases(slot, counts, params.resident) {
+            // Out of memory beside the other sets (fragmentation, a pool that grew): alone.
+            if !self.has_others(slot) {
+                return Err(error.into());
+            }
+            let all: Vec<usize> = (0..ffi::SET_SLOTS).collect();
+            self.release(&all)?;
+            self.gpu.reserve_bases(slot, counts, params.resident)?;
+        }
         let staging = match &mut self.staging {
             Some(staging) => staging,
             none => none.insert(PinnedBuffer::new(STAGING_BYTES)?),
@@ -193,37 +325,61 @@ impl CudaProver {
                 let piece = &mut staging.as_mut_slice()[..take * size];
                 let at = offset + first as u64 * set.file_point_bytes();
                 decode_set(&file, set, at, piece).map_err(bases)?;
-                self.gpu.upload_bases(set, first, piece)?;
+                self.gpu.upload_bases(slot, set, first, piece)?;
                 first += take;
             }
             bytes += count * size as u64;
         }
+        let kept = self.sets.iter().flatten().count();
         info!(
-            "{}: {} GB of bases resident on {} in {:.1} s",
+            "{}: {} GB of bases resident on {} in {:.1} s{}",
             self.name,
             bytes / 1_000_000_000,
             self.gpu.name(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            if kept > 0 {
+                format!(", beside {kept} other parameter set(s) kept there")
+            } else {
+                String::new()
+            }
         );
-        self.uploaded = Some(Arc::downgrade(params));
-        Ok(())
+        self.sets[slot] = Some(SetOnGpu {
+            params: Arc::downgrade(params),
+            matrices: None,
+            bases_bytes,
+            matrices_bytes: 0,
+            working_bytes,
+            last_used: 0,
+        });
+        self.touch(slot);
+        Ok(slot)
     }
 
-    /// `next`'s witness as the GPU reads it, when its constraints are the ones on the GPU.
+    /// The slot whose constraints are `matrices`, if they are on the GPU.
+    fn slot_of_matrices(&self, matrices: &Arc<dyn ConstraintMatrices>) -> Option<usize> {
+        let wanted = Arc::downgrade(matrices);
+        self.sets.iter().position(|set| {
+            set.as_ref()
+                .and_then(|set| set.matrices.as_ref())
+                .is_some_and(|on_gpu| on_gpu.ptr_eq(&wanted))
+        })
+    }
+
+    /// `next`'s witness as the GPU reads it, when its constraints are on the GPU.
     fn witness_view(&self, next: &SynthesizedPartition) -> Option<ffi::Partition> {
         let matrices = next.deferred.as_ref()?;
-        let on_gpu = self.matrices.as_ref()?;
-        if !on_gpu.ptr_eq(&Arc::downgrade(matrices)) {
-            return None;
-        }
+        self.slot_of_matrices(matrices)?;
         Some(witness_only_view(next, matrices.rows()))
     }
 
-    /// Uploads `matrices` unless they are already on the GPU, so that it evaluates their
-    /// partitions; once refused (out of device memory, a PoSt holding the card), a set is
-    /// not tried again and says why.
+    /// Uploads `matrices`, the constraints of `params`' circuit, beside `params`' bases
+    /// unless they are already on the GPU, so that it evaluates their partitions; once
+    /// refused (out of device memory, a PoSt holding the card), a set is not tried again
+    /// and says why. Bases not on the GPU yet are left to the proof, which uploads them
+    /// first and says why if it cannot.
     pub fn take_constraints(
         &mut self,
+        params: &Arc<ResidentParams>,
         matrices: &Arc<dyn ConstraintMatrices>,
     ) -> Result<(), CudaError> {
         if let Some((set, error)) = &self.refused {
@@ -231,7 +387,10 @@ impl CudaProver {
                 return Err(error.clone());
             }
         }
-        self.ensure_matrices(matrices).inspect_err(|error| {
+        let Some(slot) = self.slot_of(params) else {
+            return Ok(());
+        };
+        self.ensure_matrices(slot, matrices).inspect_err(|error| {
             warn!(
                 "{}: {error}; the constraints are not tried again on this GPU, the host evaluates their partitions",
                 self.name
@@ -240,24 +399,41 @@ impl CudaProver {
         })
     }
 
-    /// Uploads `matrices` unless they are already on the GPU.
-    fn ensure_matrices(&mut self, matrices: &Arc<dyn ConstraintMatrices>) -> Result<(), CudaError> {
-        if self
-            .matrices
+    /// Uploads `matrices` into `slot`, beside its bases, unless they are already there.
+    fn ensure_matrices(
+        &mut self,
+        slot: usize,
+        matrices: &Arc<dyn ConstraintMatrices>,
+    ) -> Result<(), CudaError> {
+        let wanted = Arc::downgrade(matrices);
+        let is_there = self.sets[slot]
             .as_ref()
-            .is_some_and(|on_gpu| on_gpu.ptr_eq(&Arc::downgrade(matrices)))
-        {
+            .and_then(|set| set.matrices.as_ref())
+            .is_some_and(|on_gpu| on_gpu.ptr_eq(&wanted));
+        if is_there {
             return Ok(());
         }
-        self.matrices = None;
+        if let Some(set) = &mut self.sets[slot] {
+            set.matrices = None;
+            set.matrices_bytes = 0;
+        }
         let started = Instant::now();
-        self.gpu.upload_matrices(&**matrices)?;
         let bytes: usize = (0..3)
             .map(|which| {
                 let (row_ptr, entries) = matrices.matrix(which);
                 8 * (row_ptr.len() + entries.len())
             })
-            .sum();
+            .sum::<usize>()
+            + 32 * matrices.coefficients().len();
+        self.make_room(bytes as u64, Some(slot))?;
+        if let Err(error) = self.gpu.upload_matrices(slot, &**matrices) {
+            if !self.has_others(slot) {
+                return Err(error);
+            }
+            let others: Vec<usize> = (0..ffi::SET_SLOTS).filter(|&s| s != slot).collect();
+            self.release(&others)?;
+            self.gpu.upload_matrices(slot, &**matrices)?;
+        }
         info!(
             "{}: {:.1} GB of pre-compiled constraints on {} in {:.1} s; partitions in flight hold only their witness",
             self.name,
@@ -265,7 +441,10 @@ impl CudaProver {
             self.gpu.name(),
             started.elapsed().as_secs_f64()
         );
-        self.matrices = Some(Arc::downgrade(matrices));
+        if let Some(set) = &mut self.sets[slot] {
+            set.matrices = Some(Arc::downgrade(matrices));
+            set.matrices_bytes = bytes as u64;
+        }
         Ok(())
     }
 
@@ -281,12 +460,12 @@ impl CudaProver {
         next: Option<&SynthesizedPartition>,
     ) -> Result<(Proof<Bls12>, ProveTimings), CudaProveError> {
         let started = Instant::now();
-        self.ensure_bases(params)?;
+        let slot = self.ensure_bases(params)?;
         // A partition left to the GPU's evaluation comes only once its constraints are there
         // (`take_constraints`); the host's fallback is the pipeline's, within the budget.
         let evaluate = match partition.deferred.clone() {
             Some(matrices) => {
-                self.take_constraints(&matrices)?;
+                self.take_constraints(params, &matrices)?;
                 true
             }
             None => false,
@@ -332,6 +511,7 @@ impl CudaProver {
             host_a: host(BaseSet::A),
             host_b_g1: host(BaseSet::BG1),
             host_b_g2: host(BaseSet::BG2),
+            set_slot: slot,
             ..witness_only_view(&partition, rows)
         };
         if !evaluate && partition.abc().iter().any(|v| v.len() != rows) {
@@ -438,5 +618,6 @@ fn witness_only_view(partition: &SynthesizedPartition, rows: usize) -> ffi::Part
         host_a: null(),
         host_b_g1: null(),
         host_b_g2: null(),
+        set_slot: 0,
     }
 }

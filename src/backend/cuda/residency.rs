@@ -81,8 +81,14 @@ pub fn evaluating_working_bytes(n: u64, aux: u64, inputs: u64) -> u64 {
 
 /// Bytes of every base of `layout` on a GPU.
 pub fn all_bases_bytes(layout: &ParamsLayout) -> u64 {
+    resident_bases_bytes(layout, u32::MAX)
+}
+
+/// Bytes on a GPU of the bases of `layout` in `resident` (a mask of [`BaseSet::bit`]s).
+pub fn resident_bases_bytes(layout: &ParamsLayout, resident: u32) -> u64 {
     BaseSet::ALL
         .iter()
+        .filter(|s| resident & s.bit() != 0)
         .map(|&s| set_extent(layout, s).1 * s.point_bytes() as u64)
         .sum()
 }
@@ -179,6 +185,45 @@ pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
         }
     }
     mask
+}
+
+/// A parameter set a GPU keeps in one of its slots, as [`slots_to_free`] weighs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptSet {
+    /// Its slot on the device.
+    pub slot: usize,
+    /// Device bytes it holds: its resident bases and, where the GPU evaluates its circuit,
+    /// the pre-compiled constraints.
+    pub bytes: u64,
+    /// When it last served a partition (a counter: larger is later).
+    pub last_used: u64,
+}
+
+/// The slots to free, least recently used first, so that `needed` more bytes (a set's
+/// bases or constraints, plus the largest working set a partition of any kept set needs)
+/// fit within `device_bytes` beside the sets left, of which at most `max_kept` may stay.
+/// A GPU that holds a PoRep circuit's set and an update circuit's set together proves a
+/// mixed workload with each uploaded once; one that cannot frees the older.
+pub fn slots_to_free(
+    kept: &[KeptSet],
+    needed: u64,
+    device_bytes: u64,
+    max_kept: usize,
+) -> Vec<usize> {
+    let mut by_age: Vec<KeptSet> = kept.to_vec();
+    by_age.sort_by_key(|set| set.last_used);
+    let mut held: u64 = by_age.iter().map(|set| set.bytes).sum();
+    let mut left = by_age.len();
+    let mut freed = Vec::new();
+    for set in by_age {
+        if left <= max_kept && held.saturating_add(needed) <= device_bytes {
+            break;
+        }
+        freed.push(set.slot);
+        held -= set.bytes;
+        left -= 1;
+    }
+    freed
 }
 
 /// A density that does not fit the variables it is said to cover.
@@ -332,6 +377,41 @@ pub(crate) mod tests {
                 > working_bytes(1 << 27, layout.l),
             "evaluating on the GPU needs a third vector and the witness"
         );
+    }
+
+    #[test]
+    fn a_gpu_keeps_two_sets_where_both_fit_and_frees_the_oldest_where_not() {
+        let layout = layout_32gib();
+        let n = 1u64 << 27;
+        let working = evaluating_working_bytes(n, layout.l, layout.ic);
+        let constraints = 8_900_000_000;
+        let set = |slot, last_used| KeptSet {
+            slot,
+            bytes: all_bases_bytes(&layout) + constraints,
+            last_used,
+        };
+        let wanted = all_bases_bytes(&layout) + constraints + working;
+        // An H200 (140 GiB) holds two 32GiB-sized sets with their constraints.
+        assert!(slots_to_free(&[set(0, 1)], wanted, 140 << 30, 3).is_empty());
+        // An 80 GB card holds one: the set kept goes.
+        assert_eq!(
+            slots_to_free(&[set(2, 1)], wanted, 80_000_000_000, 3),
+            vec![2]
+        );
+        // Least recently used first, only as many as needed.
+        let small = |slot, last_used| KeptSet {
+            slot,
+            bytes: 10 << 30,
+            last_used,
+        };
+        let kept = [small(0, 5), small(1, 3), small(2, 9)];
+        assert_eq!(slots_to_free(&kept, 20 << 30, 45 << 30, 3), vec![1]);
+        assert_eq!(slots_to_free(&kept, 30 << 30, 45 << 30, 3), vec![1, 0]);
+        // No free slot: the oldest goes even where memory would hold it.
+        assert_eq!(slots_to_free(&kept, 1 << 30, 1 << 40, 2), vec![1]);
+        // Nothing kept: nothing to free, even when the newcomer alone is too large (its
+        // upload then says so).
+        assert!(slots_to_free(&[], 1 << 40, 1 << 30, 3).is_empty());
     }
 
     #[test]
