@@ -14,7 +14,7 @@
 //!
 //! This module only wires the run: it starts the threads and the channels between the
 //! stages, runs the feeder on the calling thread and collects the result. The stages are
-//! rooms of their own: [`feeder`] (claim and start), [`intake`] (a claimed file becomes a
+//! rooms of their own: [`feeder`] (claim and start, in [`claim_order`]), [`intake`] (a claimed file becomes a
 //! sector), [`synthesis`] (the pool), [`prover`] with [`evaluation`] (a partition that waited
 //! as its witness evaluated right before its proof) and [`deadline`] (a call that never
 //! answers stops its prover, not the run), [`finisher`] (assemble, verify, write);
@@ -46,6 +46,7 @@ use crate::report;
 use crate::spool::Spool;
 use crate::timeline::TimelineWriter;
 
+mod claim_order;
 mod constraints;
 mod deadline;
 mod device_faults;

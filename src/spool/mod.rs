@@ -275,6 +275,15 @@ impl Spool {
     /// other non-files are listed too, so that the pipeline can move them to `failed/` with a
     /// reason instead of ignoring them forever.
     pub fn scan_inbox(&self) -> Result<Vec<PathBuf>> {
+        Ok(self
+            .scan_inbox_timed()?
+            .into_iter()
+            .map(|(_, path)| path)
+            .collect())
+    }
+
+    /// [`Spool::scan_inbox`], each entry with the time it queues at.
+    pub fn scan_inbox_timed(&self) -> Result<Vec<(SystemTime, PathBuf)>> {
         let handed_back = self.handed_back_times();
         let mut files = list_timed(&self.layout.inbox)?;
         if !handed_back.is_empty() {
@@ -286,7 +295,7 @@ impl Spool {
             }
             files.sort();
         }
-        Ok(files.into_iter().map(|(_, path)| path).collect())
+        Ok(files)
     }
 
     /// Where a second stop signal leaves its marker ([`PreviousEnd::Aborted`]): inside this

@@ -33,6 +33,7 @@ use crate::proof_kind::{CircuitId, ProofKind};
 use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
 use crate::synth::Capacity;
 
+use super::claim_order::claim_order;
 use super::constraints::ConstraintSets;
 use super::evaluation::RefusedOnGpu;
 use super::inbox::{FileState, InboxWatch, Readiness};
@@ -106,6 +107,8 @@ pub struct Feeder<'a> {
     drain: Drain,
     /// Asked by the program feeding the inbox while the run runs.
     requests: RunRequests,
+    /// The circuit of the last job admitted, whose files go first ([`claim_order`]).
+    last_circuit: Option<CircuitId>,
 }
 
 /// Where the feeder sends its work, and what it shares with the other stages.
@@ -169,6 +172,7 @@ impl<'a> Feeder<'a> {
             generating: HashMap::new(),
             drain,
             requests: links.requests,
+            last_circuit: None,
         }
     }
 }
@@ -234,9 +238,13 @@ impl Feeder<'_> {
     /// were left that a later scan may claim (still settling, or more than the pool wants).
     fn claim_from_inbox(&mut self) -> Result<bool> {
         let mut is_waiting = false;
-        let listed = self.spool.scan_inbox()?;
-        self.inbox.start_scan(&listed);
-        for path in listed {
+        let mut listed = self.spool.scan_inbox_timed()?;
+        let paths: Vec<PathBuf> = listed.iter().map(|(_, path)| path.clone()).collect();
+        self.inbox.start_scan(&paths);
+        while !listed.is_empty() {
+            // Each claim may change the last job's circuit: what is left is ordered again.
+            listed = claim_order(listed, self.last_circuit, crate::input::peek_circuit);
+            let (_, path) = listed.remove(0);
             if !self.admitted.is_empty() || is_stopping() || self.halt.is_set() {
                 return Ok(true);
             }
@@ -439,6 +447,7 @@ impl Feeder<'_> {
             params_path,
             c1_digest,
         } = bound;
+        self.last_circuit = Some(sector.circuit);
         let footprint = if self.generating.contains_key(&params_path) {
             None
         } else {
