@@ -10,6 +10,7 @@
 # OUT_DIR/gm-CARD/; the lines that matter are printed as they come.
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
+mkdir -p "$out"
 cards=("$@")
 [ ${#cards[@]} -gt 0 ] || cards=(all 48GiB 32GiB 24GiB 16GiB)
 here="$(dirname "$0")"

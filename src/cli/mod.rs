@@ -36,7 +36,8 @@ use flags::{
     ProveDirArgs, ReferenceArgs, ServeArgs, StatusArgs, WaterfallArgs,
 };
 
-/// Batch prover for Filecoin PoRep commit phase 2: C1 files in, verified proofs out.
+/// The command line: PoRep commit phase 2 and SnapDeals update proofs, inputs in, verified
+/// proofs out (its help shows the crate's description).
 #[derive(Debug, Parser)]
 #[command(
     name = "cuzk",
