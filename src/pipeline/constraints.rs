@@ -1,8 +1,12 @@
 //! The run's pre-compiled constraints: each circuit shape's R1CS is mapped from beside its
 //! parameters (`cuzk params constraints` or an earlier run saved it there), or recorded in
 //! the background the first time a sector of that shape comes and saved there for every later
-//! run. Until a recording is ready, partitions are synthesized in full, so the first sector
-//! never waits for it.
+//! run. The shape's partitions wait for a recording rather than go through the gadgets: a
+//! partition's gadgets cost about what the whole recording does (at 32GiB about 100 CPU s
+//! against 108 s), they would hold a, b and c meanwhile (17.1 GB each) and take the cores the
+//! recording runs on, and once it is ready every partition costs a few CPU seconds. Only a
+//! shape whose constraints cannot be had (no room in the budget, a failed recording) is
+//! synthesized in full.
 //!
 //! A file is named after its circuit's identity and checked against the parameters' counts
 //! when loaded (see [`crate::r1cs::CircuitIdentity`]): constraints of another circuit are
@@ -33,6 +37,16 @@ enum Slot {
     Ready(Arc<R1cs>, #[allow(dead_code)] Reservation),
     /// Not to be had in this run: full synthesis.
     Unavailable,
+}
+
+/// What a partition of a shape is synthesized with, as [`ConstraintSets::get`] answers.
+pub enum Constraints {
+    /// Its pre-compiled constraints.
+    Ready(Arc<R1cs>),
+    /// Nothing yet: they are being recorded, and the partition waits for them.
+    Recording,
+    /// Its gadgets in full: the constraints cannot be had now.
+    Full,
 }
 
 /// The constraint sets of a run, by parameter file, and the threads that evaluate them.
@@ -81,21 +95,23 @@ impl ConstraintSets {
     }
 
     /// The constraints of `job`'s shape if they are ready; otherwise starts preparing them
-    /// (once per shape, when the budget has room for them) and returns `None`. `constraints`
-    /// is the circuit's size, to budget a recording.
+    /// (once per shape, when the budget has room for them) and says whether to wait for
+    /// them or go through the gadgets. `constraints` is the circuit's size, to budget a
+    /// recording.
     pub fn get(
         self: &Arc<Self>,
         params_path: &Path,
         job: &Arc<Job>,
         constraints: u64,
-    ) -> Option<Arc<R1cs>> {
+    ) -> Constraints {
         if !self.is_enabled {
-            return None;
+            return Constraints::Full;
         }
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         match slots.get(params_path) {
-            Some(Slot::Ready(r1cs, _)) => return Some(r1cs.clone()),
-            Some(Slot::Preparing | Slot::Unavailable) => return None,
+            Some(Slot::Ready(r1cs, _)) => return Constraints::Ready(r1cs.clone()),
+            Some(Slot::Preparing) => return Constraints::Recording,
+            Some(Slot::Unavailable) => return Constraints::Full,
             None => {}
         }
         let file = match r1cs_path(params_path) {
@@ -104,14 +120,16 @@ impl ConstraintSets {
                 slots.insert(params_path.to_owned(), Slot::Unavailable);
                 drop(slots);
                 self.fall_back(params_path, format!("{err:#}"));
-                return None;
+                return Constraints::Full;
             }
         };
         // Room for the matrices while they are made: the file's size, or for a recording
         // twice the ~70 bytes a constraint they take (measured on 2KiB), as vectors grow.
         let bytes = std::fs::metadata(&file).map_or(constraints * 140, |m| m.len());
-        // No room now: the next partition asks again.
-        let making = self.memory.try_reserve(bytes)?;
+        // No room now: this partition goes through the gadgets, the next one asks again.
+        let Some(making) = self.memory.try_reserve(bytes) else {
+            return Constraints::Full;
+        };
         if file.is_file() {
             // Saved by an earlier run: mapping it and checking its digest takes a second or
             // two, so the partition asking waits for it rather than synthesizing in full.
@@ -124,8 +142,8 @@ impl ConstraintSets {
                     self.settle(params_path, &file, Ok((r1cs, false)), started, making);
                     let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
                     return match slots.get(params_path) {
-                        Some(Slot::Ready(r1cs, _)) => Some(r1cs.clone()),
-                        _ => None,
+                        Some(Slot::Ready(r1cs, _)) => Constraints::Ready(r1cs.clone()),
+                        _ => Constraints::Full,
                     };
                 }
                 // Damaged, or of another circuit: recorded again below, in the background.
@@ -139,7 +157,7 @@ impl ConstraintSets {
             let recorded = record_and_save(&file, &job).map(|r1cs| (r1cs, true));
             sets.settle(&path, &file, recorded, started, making);
         });
-        None
+        Constraints::Recording
     }
 
     /// Files the constraints for `params_path` once made (or not), trading `making`, their

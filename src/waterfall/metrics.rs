@@ -121,12 +121,15 @@ impl RunMetrics {
         let generating_s = Intervals::new(spans.generating.iter().copied())
             .intersect(&window)
             .total();
+        let recording_s = Intervals::new(spans.recording.iter().copied())
+            .intersect(&window)
+            .total();
         let gpu_kernels = gpu_kernels(spans, &lanes, &window);
         let verdict = verdict(
             &lanes,
             &queue,
             span_s,
-            (params_s, generating_s),
+            (params_s, generating_s, recording_s),
             SynthesisUse {
                 workers: synthesis_workers.len(),
                 partitions: spans.jobs.iter().map(|job| job.partitions.len()).sum(),

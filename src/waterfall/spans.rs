@@ -289,6 +289,9 @@ pub(super) struct RunSpans {
     pub(super) params: BTreeMap<String, Vec<(f64, f64)>>,
     /// Test parameters being generated (PARAMS_GEN until their load starts).
     pub(super) generating: Vec<(f64, f64)>,
+    /// Constraints being recorded in this run (a CONSTRAINTS_READY of a recording, back by
+    /// the time it took): the circuit's partitions wait for them.
+    pub(super) recording: Vec<(f64, f64)>,
     /// Per lane, the stretches it gave way to a PoSt holding the GPU priority lock.
     pub(super) priority_waits: BTreeMap<String, Vec<(f64, f64)>>,
     /// Files left in the inbox as incomplete and never claimed in this run.
@@ -306,6 +309,7 @@ impl RunSpans {
         let mut loading: HashMap<&WorkerName, f64> = HashMap::new();
         let mut generating_since: HashMap<&str, f64> = HashMap::new();
         let mut generating = Vec::new();
+        let mut recording = Vec::new();
         let mut priority_waits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         let mut waiting: HashMap<&WorkerName, f64> = HashMap::new();
         let mut deferred = BTreeSet::new();
@@ -327,6 +331,11 @@ impl RunSpans {
                 EventKind::ParamsGenerating { path } => {
                     generating_since.entry(path.as_str()).or_insert(event.t);
                 }
+                EventKind::ConstraintsReady {
+                    is_recorded: true,
+                    ms,
+                    ..
+                } => recording.push(((event.t - ms / 1e3).max(0.0), event.t)),
                 EventKind::ParamsLoadFinished { worker, .. } => {
                     if worker.is_prover_lane() {
                         workers.lanes.insert(worker.to_string());
@@ -416,6 +425,7 @@ impl RunSpans {
             workers,
             params,
             generating,
+            recording,
             priority_waits,
             deferred,
             kernel_busy,

@@ -34,7 +34,7 @@ use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
 use crate::synth::Capacity;
 
 use super::claim_order::claim_order;
-use super::constraints::ConstraintSets;
+use super::constraints::{ConstraintSets, Constraints};
 use super::evaluation::RefusedOnGpu;
 use super::inbox::{FileState, InboxWatch, Readiness};
 use super::intake::{self, Bound, IntakeError, IntakeRules};
@@ -647,7 +647,13 @@ impl Feeder<'_> {
             let r1cs = if job.proves_in_full() {
                 None
             } else {
-                self.constraints.get(&path, &job, footprint.domain)
+                match self.constraints.get(&path, &job, footprint.domain) {
+                    Constraints::Ready(r1cs) => Some(r1cs),
+                    // Its partitions wait: through the gadgets, one costs about what the
+                    // whole recording does, and holds a, b and c meanwhile.
+                    Constraints::Recording => return,
+                    Constraints::Full => None,
+                }
             };
             // The GPU evaluates the constraints where they fit beside every base, else the
             // prover's thread does right before the proof where the budget keeps room for

@@ -33,6 +33,9 @@ pub enum Bound {
     GpuLock,
     /// Parameter loading covered much of the run; see [`PARAMS_BOUND_FROM`].
     Params,
+    /// Lanes idle waiting for synthesis while the run recorded a circuit's constraints, which
+    /// its partitions wait for, over [`PARAMS_BOUND_FROM`] of the run: paid once per machine.
+    Recording,
     /// Nothing above held the run back for long.
     Balanced,
     /// No partition reached a prover.
@@ -113,7 +116,7 @@ pub(super) fn verdict(
     lanes: &[LaneMetrics],
     queue: &QueueMetrics,
     span_s: f64,
-    (params_s, generating_s): (f64, f64),
+    (params_s, generating_s, recording_s): (f64, f64, f64),
     synthesis: SynthesisUse,
     kernels: Option<&GpuKernels>,
     memory: &MemoryWaits,
@@ -160,6 +163,8 @@ pub(super) fn verdict(
         && kernel_share.is_some_and(|share| share < HOST_BOUND_BELOW)
     {
         Bound::Host
+    } else if bound == Bound::Synthesis && ratio(recording_s, span_s) >= PARAMS_BOUND_FROM {
+        Bound::Recording
     } else if bound == Bound::Synthesis && memory.waiting_fraction >= MEMORY_HELD_FROM {
         Bound::Memory
     } else {
@@ -267,6 +272,14 @@ pub(super) fn verdict(
              The lock is machine-wide: to keep C2 proving, prove PoSt on another machine",
             pct(ratio(gpu_lock_wait, span_s))
         ),
+        Bound::Recording => format!(
+            "recording-bound: {names} idle {} of the run{average} waiting for synthesis while \
+             the circuit's constraints were recorded ({recording_s:.1} s, {} of the run), which \
+             its partitions wait for; recording is once per machine: the runs after this one \
+             map the saved file, and `cuzk params constraints` records them ahead of a run",
+            pct(ratio(synthesis_wait, span_s)),
+            pct(ratio(recording_s, span_s))
+        ),
         Bound::Params if generating_s > 0.0 => format!(
             "parameter-bound: generating test parameters took {generating_s:.1} s and loading \
              them {:.1} s ({} of the run); generation is once per machine: the runs after this \
@@ -317,7 +330,7 @@ mod tests {
                 &run.lanes,
                 &run.queue,
                 run.span_s,
-                (params_s, 0.0),
+                (params_s, 0.0, 0.0),
                 SynthesisUse {
                     workers: 1,
                     partitions: 1,
@@ -347,6 +360,21 @@ mod tests {
     }
 
     #[test]
+    fn a_run_that_recorded_its_constraints_says_so_not_more_workers() {
+        // A fresh machine's first 32GiB sector: its partitions waited 108 s for the
+        // constraints to be recorded, the GPU idle meanwhile once the bases were up.
+        let run = metrics("recording_constraints.csv");
+        assert_eq!(run.verdict.bound, Bound::Recording, "{}", run.verdict.text);
+        assert_says(
+            &run.verdict.text,
+            "the circuit's constraints were recorded (108.4 s, 93% of the run)",
+            true,
+        );
+        assert_says(&run.verdict.text, "`cuzk params constraints`", true);
+        assert_says(&run.verdict.text, "--synth-jobs", false);
+    }
+
+    #[test]
     fn a_synthesis_bound_run_held_by_memory_says_so_and_not_more_workers() {
         let run = metrics("memory_bound.csv");
         assert_eq!(run.verdict.bound, Bound::Memory);
@@ -363,7 +391,7 @@ mod tests {
                 &run.lanes,
                 &run.queue,
                 run.span_s,
-                (0.0, 0.0),
+                (0.0, 0.0, 0.0),
                 synthesis,
                 kernels,
                 memory,
@@ -412,6 +440,7 @@ mod tests {
             ("params_bound.csv", vec![Bound::Params]),
             ("params_preload.csv", vec![Bound::Params]),
             ("params_generated.csv", vec![Bound::Params]),
+            ("recording_constraints.csv", vec![Bound::Recording]),
             ("partitions.csv", vec![Bound::Synthesis]),
             ("runs.csv", vec![Bound::Synthesis, Bound::Synthesis]),
             ("supraseal_host.csv", vec![Bound::Host]),
