@@ -2,8 +2,10 @@
 //! `proto/cuzk/v1/proving.proto` Curio's client is: real 2KiB C1 outputs and a real update
 //! input proved and checked with filecoin-proofs, bad requests answered FAILED with the spool
 //! left clean, withdrawals (claimed and queued), idempotent resubmission, status while work
-//! is queued, priority order, Curio's `--config` invocation, and a kill -9 with three
-//! requests accepted that a restart (on the same unix socket) proves.
+//! is queued, priority order, Curio's `--config` invocation, a kill -9 with three
+//! requests accepted that a restart (on the same unix socket) proves, a finished request
+//! answered from the outbox after a restart, files dropped into the inbox proved beside the
+//! requests, and parameter sets preloaded and evicted as GetStatus lists them.
 
 mod common;
 
@@ -16,6 +18,7 @@ use common::{
     fixture, names, read_update, require_params, require_update_params, update_fixture,
     verifies_for_sector, verifies_update,
 };
+use cuzk::event::EventName;
 use cuzk::serve::proto::await_proof_response::Status as AwaitStatus;
 use cuzk::serve::proto::proving_engine_client::ProvingEngineClient;
 use cuzk::serve::proto::*;
@@ -654,4 +657,279 @@ fn priority_orders_the_queue_and_a_queued_request_is_withdrawn_unclaimed() {
     });
     drop(rt);
     server.kill_9();
+}
+
+/// A provider may feed the spool both ways: files that cron or rsync drop straight into
+/// the inbox are proved by `cuzk serve` beside Curio's requests, each proof checked and
+/// written to the outbox as `prove-dir` writes it, and the dropped file's job answers
+/// AwaitProof by its name.
+#[test]
+fn a_file_dropped_into_the_inbox_is_proved_beside_a_grpc_request() {
+    require_params();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&spool, &listen, &[]);
+    let dropped_job = "s-t01000-2";
+    let rt = runtime();
+    let (requested, dropped) = rt.block_on(async {
+        let mut client = connect(&listen).await;
+        let requested = {
+            let mut client = client.clone();
+            tokio::spawn(async move {
+                prove(
+                    &mut client,
+                    porep_request("s-t01000-1.json", "porep-1000-1"),
+                )
+                .await
+            })
+        };
+        // As rsync delivers: a hidden temporary name, renamed into place once whole.
+        let inbox = spool.join("inbox");
+        let temporary = inbox.join(".s-t01000-2.json.Xq3f9a");
+        fs::copy(fixture("s-t01000-2.json"), &temporary).expect("copying into the inbox");
+        fs::rename(&temporary, inbox.join("s-t01000-2.json")).expect("renaming into place");
+
+        let requested = requested.await.expect("the Prove");
+        // Bounded: a file never claimed answers TIMEOUT and fails the assertion below.
+        let dropped = await_job(&mut client, dropped_job, 600_000).await;
+        (requested, dropped)
+    });
+    drop(rt);
+    assert_eq!(
+        status_of(&requested),
+        AwaitStatus::Completed,
+        "the gRPC request: {requested:?}"
+    );
+    assert!(
+        verifies_for_sector(&fixture("s-t01000-1.json"), &requested.proof, 0),
+        "the requested proof verifies"
+    );
+    assert_eq!(
+        status_of(&dropped),
+        AwaitStatus::Completed,
+        "the dropped file: {dropped:?}"
+    );
+    assert_eq!(server.stop(), Some(0));
+
+    let outbox = spool.join("outbox");
+    let proof = fs::read(outbox.join(format!("{dropped_job}.proof"))).unwrap_or_else(|err| {
+        panic!(
+            "the dropped file's proof in the outbox ({err}): {:?}",
+            names(&outbox)
+        )
+    });
+    assert!(
+        verifies_for_sector(&fixture("s-t01000-2.json"), &proof, 0),
+        "the dropped file's proof verifies"
+    );
+    assert_eq!(
+        proof, dropped.proof,
+        "AwaitProof answers the outbox's proof"
+    );
+    assert!(
+        outbox.join(format!("{dropped_job}.json")).is_file(),
+        "its record beside the proof: {:?}",
+        names(&outbox)
+    );
+    assert!(
+        spool.join("done/s-t01000-2.json").is_file(),
+        "the dropped file is kept in done/: {:?}",
+        names(&spool.join("done"))
+    );
+    assert_eq!(live_inputs(&spool), Vec::<String>::new());
+    assert!(names(&spool.join("failed")).is_empty());
+}
+
+/// Curio resubmits a request id after cuzk restarts (its task was retried, or it lost the
+/// answer): a request proved before the restart is answered COMPLETED by the next server
+/// with the same proof bytes, read from the outbox, and the sector is not proved again.
+#[test]
+fn a_request_proved_before_a_restart_is_answered_from_the_outbox_not_proved_again() {
+    require_params();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let socket = dir.path().join("cuzk.sock");
+    let listen = format!("unix://{}", socket.display());
+    let job = "s-t01000-1.porep-1000-1";
+    let rt = runtime();
+
+    let server = Server::start(&spool, &listen, &[]);
+    let first = rt.block_on(async {
+        let mut client = connect(&listen).await;
+        prove(
+            &mut client,
+            porep_request("s-t01000-1.json", "porep-1000-1"),
+        )
+        .await
+    });
+    assert_eq!(status_of(&first), AwaitStatus::Completed, "{first:?}");
+    assert!(verifies_for_sector(
+        &fixture("s-t01000-1.json"),
+        &first.proof,
+        0
+    ));
+    assert_eq!(server.stop(), Some(0));
+
+    let server = Server::start(&spool, &listen, &[]);
+    let (again, status) = rt.block_on(async {
+        let mut client = connect(&listen).await;
+        let again = prove(
+            &mut client,
+            porep_request("s-t01000-1.json", "porep-1000-1"),
+        )
+        .await;
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .expect("GetStatus")
+            .into_inner();
+        (again, status)
+    });
+    drop(rt);
+    assert_eq!(status_of(&again), AwaitStatus::Completed, "{again:?}");
+    assert_eq!(again.job_id, job, "the same job");
+    assert_eq!(
+        again.proof, first.proof,
+        "the proof proved before the restart"
+    );
+    assert_eq!(
+        again.gpu_compute_ms, 0,
+        "not proved by this server: {again:?}"
+    );
+    assert_eq!(
+        status.total_proofs_completed, 0,
+        "this server wrote no proof: {status:?}"
+    );
+    assert_eq!(
+        status
+            .queues
+            .iter()
+            .map(|q| q.pending + q.in_progress)
+            .sum::<u32>(),
+        0,
+        "nothing was queued again: {status:?}"
+    );
+    assert_eq!(server.stop(), Some(0));
+
+    // The timeline holds both servers' runs: the job's rows are all the first's.
+    let timeline =
+        cuzk::timeline::read_timeline(&spool.join("timeline.csv")).expect("the spool's timeline");
+    let runs: Vec<&str> = timeline
+        .rows
+        .iter()
+        .filter(|row| row.event == EventName::RunStart.as_str())
+        .map(|row| row.run_id.as_str())
+        .collect();
+    assert_eq!(runs.len(), 2, "one run per server: {runs:?}");
+    let events_in = |run: &str| -> Vec<&str> {
+        timeline
+            .rows
+            .iter()
+            .filter(|row| row.run_id == run && row.job == job)
+            .map(|row| row.event.as_str())
+            .collect()
+    };
+    let proved = events_in(runs[0]);
+    for event in [EventName::Claim, EventName::GpuStart, EventName::Done] {
+        assert!(
+            proved.contains(&event.as_str()),
+            "the first server proved it ({event:?}): {proved:?}"
+        );
+    }
+    assert_eq!(
+        events_in(runs[1]),
+        Vec::<&str>::new(),
+        "the second server neither claimed nor proved it"
+    );
+    assert_eq!(live_inputs(&spool), Vec::<String>::new());
+}
+
+/// Curio's PreloadSRS warms a parameter set before its jobs come and EvictSRS gives its
+/// memory back; GetStatus's loaded_srs is how a provider sees which sets are held, so it
+/// lists a preloaded set (HOT, with its file's size) and no longer lists an evicted one.
+/// A CPU-only build reports no GPUs.
+#[test]
+fn preloaded_parameters_are_listed_by_get_status_until_evicted() {
+    require_params();
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&spool, &listen, &[]);
+    let (params, _) = cuzk::porep::param_paths(2048).expect("param paths");
+    let params_bytes = fs::metadata(&params).expect("the 2KiB parameters").len();
+    let circuit = "porep-2k";
+    let rt = runtime();
+    rt.block_on(async {
+        let client = connect(&listen).await;
+        let status = |mut client: ProvingEngineClient<Channel>| async move {
+            client
+                .get_status(GetStatusRequest {})
+                .await
+                .expect("GetStatus")
+                .into_inner()
+        };
+        let listed = |status: &GetStatusResponse| -> Vec<SrsStatus> {
+            status
+                .loaded_srs
+                .iter()
+                .filter(|srs| srs.circuit_id == circuit)
+                .cloned()
+                .collect()
+        };
+
+        let preload = |mut client: ProvingEngineClient<Channel>| async move {
+            client
+                .preload_srs(PreloadSrsRequest {
+                    circuit_id: circuit.into(),
+                })
+                .await
+                .expect("PreloadSRS")
+                .into_inner()
+        };
+        let evict = |mut client: ProvingEngineClient<Channel>| async move {
+            client
+                .evict_srs(EvictSrsRequest {
+                    circuit_id: circuit.into(),
+                })
+                .await
+                .expect("EvictSRS")
+                .into_inner()
+        };
+
+        let before = status(client.clone()).await;
+        assert_eq!(listed(&before), [], "nothing loaded yet: {before:?}");
+        if !cfg!(feature = "cuda") {
+            assert_eq!(before.gpus, [], "a CPU-only build has no GPU: {before:?}");
+        }
+
+        let preloaded = preload(client.clone()).await;
+        assert!(!preloaded.already_loaded, "{preloaded:?}");
+        let loaded = status(client.clone()).await;
+        assert_eq!(
+            listed(&loaded),
+            [SrsStatus {
+                circuit_id: circuit.into(),
+                tier: srs_status::Tier::Hot as i32,
+                size_bytes: params_bytes,
+                ref_count: 0,
+            }],
+            "the preloaded set: {loaded:?}"
+        );
+        let again = preload(client.clone()).await;
+        assert!(again.already_loaded, "{again:?}");
+
+        let evicted = evict(client.clone()).await;
+        assert!(evicted.was_loaded, "{evicted:?}");
+        assert_eq!(evicted.freed_bytes, params_bytes, "{evicted:?}");
+        let after = status(client.clone()).await;
+        assert_eq!(listed(&after), [], "the evicted set is gone: {after:?}");
+        if !cfg!(feature = "cuda") {
+            assert_eq!(after.gpus, [], "a CPU-only build has no GPU: {after:?}");
+        }
+        let evicted_again = evict(client.clone()).await;
+        assert!(!evicted_again.was_loaded, "{evicted_again:?}");
+    });
+    drop(rt);
+    assert_eq!(server.stop(), Some(0));
 }

@@ -154,7 +154,18 @@ impl ConstraintSets {
         let (sets, path, job) = (self.clone(), params_path.to_owned(), job.clone());
         std::thread::spawn(move || {
             let started = Instant::now();
-            let recorded = record_and_save(&file, &job).map(|r1cs| (r1cs, true));
+            // A panicking recording fails the shape over to the gadgets, never leaves its
+            // partitions waiting.
+            let recorded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                record_and_save(&file, &job)
+            }))
+            .unwrap_or_else(|panic| {
+                Err(anyhow::anyhow!(
+                    "recording the constraints panicked: {}",
+                    crate::util::panic_message(panic.as_ref())
+                ))
+            })
+            .map(|r1cs| (r1cs, true));
             sets.settle(&path, &file, recorded, started, making);
         });
         Constraints::Recording

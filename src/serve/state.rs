@@ -303,8 +303,13 @@ impl State {
             answer.srs_load_ms = m.params_ms as u64;
             answer.synthesis_ms = span_ms(m.synthesis);
             answer.gpu_compute_ms = span_ms(m.proving);
+            // The outbox can hold the proof a moment before its event reaches the moments:
+            // then it ended no later than now.
             answer.total_ms = match (m.submitted, m.ended) {
                 (Some(s), Some(e)) => ms_between(s, e),
+                (Some(s), None) if status == AwaitStatus::Completed => {
+                    ms_between(s, SystemTime::now())
+                }
                 _ => 0,
             };
         }

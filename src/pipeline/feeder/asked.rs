@@ -23,7 +23,11 @@ impl Feeder<'_> {
             self.preload_asked(circuit);
         }
         for (circuit, answer) in asked.evict {
-            let _ = answer.send(self.evict_asked(circuit));
+            let was_loaded = self.evict_asked(circuit);
+            // The sets held are told before the answer, so a status asked right after it
+            // no longer lists the set.
+            self.requests.set_resident(self.params.resident());
+            let _ = answer.send(was_loaded);
         }
         for (job, reason) in asked.withdraw {
             self.withdraw(&job, reason)?;
