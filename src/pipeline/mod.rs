@@ -14,10 +14,11 @@
 //!
 //! This module only wires the run: it starts the threads and the channels between the
 //! stages, runs the feeder on the calling thread and collects the result. The stages are
-//! rooms of their own: [`feeder`] (claim and start, in [`claim_order`]), [`intake`] (a claimed file becomes a
-//! sector), [`synthesis`] (the pool), [`prover`] with [`evaluation`] (a partition that waited
-//! as its witness evaluated right before its proof) and [`deadline`] (a call that never
-//! answers stops its prover, not the run), [`finisher`] (assemble, verify, write);
+//! rooms of their own: [`feeder`] (claim, in [`claim_order`], and start), [`intake`] (a
+//! claimed file becomes a sector), [`synthesis`] (the pool), [`prover`] with [`evaluation`]
+//! (a partition that waited as its witness evaluated right before its proof) and
+//! [`deadline`] (a call that never answers stops its prover, not the run), [`finisher`]
+//! (assemble, verify, write);
 //! [`job`] holds what they hand each other and the typed reasons a job fails, [`stop`] the
 //! stop signals and halts, [`settings`] the checked configuration. A synthesis slot per
 //! partition, returned only after the synthesized partition has been accepted by the

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use crossbeam_channel::{Receiver, Sender};
@@ -33,10 +33,9 @@ use crate::proof_kind::{CircuitId, ProofKind};
 use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
 use crate::synth::Capacity;
 
-use super::claim_order::claim_order;
 use super::constraints::{ConstraintSets, Constraints};
 use super::evaluation::RefusedOnGpu;
-use super::inbox::{FileState, InboxWatch, Readiness};
+use super::inbox::{FileState, InboxWatch};
 use super::intake::{self, Bound, IntakeError, IntakeRules};
 use super::job::{quarantine, Job, JobError, Outcome};
 use super::requests::RunRequests;
@@ -45,6 +44,7 @@ use super::stop::{is_stopping, Drain, Halt};
 use super::synthesis::{PartitionTask, SynthesisPool, SynthesisSlots};
 
 mod asked;
+mod claim;
 
 /// How long the feeder sleeps at most while partitions wait for room.
 const TICK: Duration = Duration::from_millis(200);
@@ -232,65 +232,6 @@ impl Feeder<'_> {
     /// True when the run ends once the inbox is drained: `--once`, or a drain was asked for.
     fn is_draining(&self) -> bool {
         self.settings.once || self.drain.is_requested()
-    }
-
-    /// Claims and admits inbox files while the pool could use more work. True when files
-    /// were left that a later scan may claim (still settling, or more than the pool wants).
-    fn claim_from_inbox(&mut self) -> Result<bool> {
-        let mut is_waiting = false;
-        let mut listed = self.spool.scan_inbox_timed()?;
-        let paths: Vec<PathBuf> = listed.iter().map(|(_, path)| path.clone()).collect();
-        self.inbox.start_scan(&paths);
-        while !listed.is_empty() {
-            // Each claim may change the last job's circuit: what is left is ordered again.
-            listed = claim_order(listed, self.last_circuit, crate::input::peek_circuit);
-            let (_, path) = listed.remove(0);
-            if !self.admitted.is_empty() || is_stopping() || self.halt.is_set() {
-                return Ok(true);
-            }
-            // A file gone since the listing is left to the claim, which says so.
-            let readiness = FileState::of(&path).map_or(Readiness::Ready, |state| {
-                self.inbox
-                    .readiness(&path, state, SystemTime::now(), Instant::now())
-            });
-            if readiness == Readiness::Waiting {
-                is_waiting = true;
-                continue;
-            }
-            // A sector that can never fit stops the run before its file is even claimed.
-            if let Some(circuit) = crate::input::peek_circuit(&path) {
-                self.check_fits(circuit)?;
-            }
-            let claimed = match self.spool.claim(&path) {
-                Ok(Some(claimed)) => claimed,
-                Ok(None) => continue,
-                Err(err) => {
-                    // Left in the inbox and tried again at the next scan; said once per
-                    // reason, so a --once run can tell why it ends without proving it.
-                    self.report_skipped(&path, format!("{err:#}"));
-                    continue;
-                }
-            };
-            self.inbox.claimed(&path);
-            self.admit(claimed, None)?;
-            self.start_partitions();
-        }
-        Ok(is_waiting)
-    }
-
-    /// Reports once per reason that the inbox file at `path` cannot be claimed.
-    fn report_skipped(&mut self, path: &Path, reason: String) {
-        if !self.inbox.is_new_skip(path, &reason) {
-            return;
-        }
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        self.events.emit(EventKind::FileSkipped {
-            job: crate::spool::job_name(&file_name),
-            reason,
-        });
     }
 
     /// Sleeps until woken (a file arrived, a slot came back, parameters were made), the
