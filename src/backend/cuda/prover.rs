@@ -222,13 +222,31 @@ impl CudaProver {
         if self.free_bytes()? as u64 >= bytes + UPLOAD_MARGIN_BYTES {
             return Ok(());
         }
-        let all: Vec<usize> = (0..ffi::SET_SLOTS).filter(|&s| Some(s) != keep).collect();
-        self.release(&all)
+        self.release_all_but(keep)
     }
 
-    /// True when a set other than the one in `slot` is on the GPU.
-    fn has_others(&self, slot: usize) -> bool {
-        (0..ffi::SET_SLOTS).any(|other| other != slot && self.sets[other].is_some())
+    /// Frees every set but the one in `keep`.
+    fn release_all_but(&mut self, keep: Option<usize>) -> Result<(), CudaError> {
+        let others: Vec<usize> = (0..ffi::SET_SLOTS).filter(|&s| Some(s) != keep).collect();
+        self.release(&others)
+    }
+
+    /// Runs `upload` into `slot`; where it fails beside other sets (out of memory through
+    /// fragmentation, or a pool that grew), frees them and tries once more, alone.
+    fn alone_if_refused(
+        &mut self,
+        slot: usize,
+        upload: impl Fn(&mut CudaGpu) -> Result<(), CudaError>,
+    ) -> Result<(), CudaError> {
+        let Err(error) = upload(&mut self.gpu) else {
+            return Ok(());
+        };
+        let has_others = (0..ffi::SET_SLOTS).any(|s| s != slot && self.sets[s].is_some());
+        if !has_others {
+            return Err(error);
+        }
+        self.release_all_but(Some(slot))?;
+        upload(&mut self.gpu)
     }
 
     /// Uploads `params`' resident bases unless they are already on the GPU, calling
@@ -293,15 +311,7 @@ impl CudaProver {
             a: layout.a as usize,
             b: layout.b as usize,
         };
-        if let Err(error) = self.gpu.reserve_bases(slot, counts, params.resident) {
-            // Out of memory beside the other sets (fragmentation, a pool that grew): alone.
-            if !self.has_others(slot) {
-                return Err(error.into());
-            }
-            let all: Vec<usize> = (0..ffi::SET_SLOTS).collect();
-            self.release(&all)?;
-            self.gpu.reserve_bases(slot, counts, params.resident)?;
-        }
+        self.alone_if_refused(slot, |gpu| gpu.reserve_bases(slot, counts, params.resident))?;
         let staging = match &mut self.staging {
             Some(staging) => staging,
             none => none.insert(PinnedBuffer::new(STAGING_BYTES)?),
@@ -426,14 +436,7 @@ impl CudaProver {
             .sum::<usize>()
             + 32 * matrices.coefficients().len();
         self.make_room(bytes as u64, Some(slot))?;
-        if let Err(error) = self.gpu.upload_matrices(slot, &**matrices) {
-            if !self.has_others(slot) {
-                return Err(error);
-            }
-            let others: Vec<usize> = (0..ffi::SET_SLOTS).filter(|&s| s != slot).collect();
-            self.release(&others)?;
-            self.gpu.upload_matrices(slot, &**matrices)?;
-        }
+        self.alone_if_refused(slot, |gpu| gpu.upload_matrices(slot, &**matrices))?;
         info!(
             "{}: {:.1} GB of pre-compiled constraints on {} in {:.1} s; partitions in flight hold only their witness",
             self.name,
