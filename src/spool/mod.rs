@@ -273,17 +273,8 @@ impl Spool {
     /// from when it was handed back (its attempt record says), so the files already waiting
     /// go before it. Dotfiles and temporary names are left alone; links, directories and
     /// other non-files are listed too, so that the pipeline can move them to `failed/` with a
-    /// reason instead of ignoring them forever.
-    pub fn scan_inbox(&self) -> Result<Vec<PathBuf>> {
-        Ok(self
-            .scan_inbox_timed()?
-            .into_iter()
-            .map(|(_, path)| path)
-            .collect())
-    }
-
-    /// [`Spool::scan_inbox`], each entry with the time it queues at.
-    pub fn scan_inbox_timed(&self) -> Result<Vec<(SystemTime, PathBuf)>> {
+    /// reason instead of ignoring them forever. Each entry comes with the time it queues at.
+    pub fn scan_inbox(&self) -> Result<Vec<(SystemTime, PathBuf)>> {
         let handed_back = self.handed_back_times();
         let mut files = list_timed(&self.layout.inbox)?;
         if !handed_back.is_empty() {

@@ -23,7 +23,12 @@ fn scan_skips_temporary_names_directories_and_links() {
     }
     fs::create_dir(inbox.join("dir.json")).expect("dir");
     std::os::unix::fs::symlink("/etc/hostname", inbox.join("link.json")).expect("link");
-    let mut found = spool.scan_inbox().expect("scan");
+    let mut found: Vec<PathBuf> = spool
+        .scan_inbox()
+        .expect("scan")
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect();
     found.sort();
     // The directory and the link are listed (to be failed with a reason), the
     // temporary names are not.
@@ -464,7 +469,7 @@ fn a_file_handed_back_for_a_retry_waits_behind_the_files_there_by_its_record() {
         .scan_inbox()
         .expect("scan")
         .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .map(|(_, p)| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     assert_eq!(listed, ["b.json", "c.json", "a.json"], "a goes last");
     let after = fs::metadata(inbox.join("a.json"))

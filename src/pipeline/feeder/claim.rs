@@ -19,7 +19,7 @@ impl Feeder<'_> {
     /// were left that a later scan may claim (still settling, or more than the pool wants).
     pub(super) fn claim_from_inbox(&mut self) -> Result<bool> {
         let mut is_waiting = false;
-        let mut listed = self.spool.scan_inbox_timed()?;
+        let mut listed = self.spool.scan_inbox()?;
         let paths: Vec<PathBuf> = listed.iter().map(|(_, path)| path.clone()).collect();
         self.inbox.start_scan(&paths);
         while !listed.is_empty() {
