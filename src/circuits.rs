@@ -49,10 +49,11 @@ pub fn count_shape(circuit: CircuitId) -> Result<ShapeCounts> {
 }
 
 /// Records the constraints of one partition circuit of `circuit` (the same for every sector
-/// of its size): seconds at 2KiB, minutes at 32GiB.
-pub fn record_constraints(circuit: CircuitId) -> Result<R1cs> {
+/// of its size) on `threads` threads ([`R1cs::recording_threads`] is the default): seconds at
+/// 2KiB, minutes on one thread at 32GiB.
+pub fn record_constraints(circuit: CircuitId, threads: usize) -> Result<R1cs> {
     match circuit.kind {
-        ProofKind::Seal => porep::record_constraints(circuit.sector_size),
-        ProofKind::Update => update::record_constraints(circuit.sector_size),
+        ProofKind::Seal => porep::record_constraints(circuit.sector_size, threads),
+        ProofKind::Update => update::record_constraints(circuit.sector_size, threads),
     }
 }

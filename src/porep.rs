@@ -203,8 +203,11 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
     }
 
     fn record_constraints(&self) -> Result<R1cs> {
-        R1cs::record(blank_circuit::<Tree>(&self.vanilla_params))
-            .context("recording the partition circuit's constraints")
+        R1cs::record_on_threads(
+            || blank_circuit::<Tree>(&self.vanilla_params),
+            R1cs::recording_threads(),
+        )
+        .context("recording the partition circuit's constraints")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
@@ -386,13 +389,17 @@ fn count_for_shape<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Res
 
 /// Records the constraints of one partition circuit of `sector_size` (the same for every
 /// sector of that size): a few seconds for 2KiB, two to three minutes for 32GiB.
-pub fn record_constraints(sector_size: u64) -> Result<R1cs> {
+pub fn record_constraints(sector_size: u64, threads: usize) -> Result<R1cs> {
     let config = registered_proof_for(sector_size)?.as_v1_config();
-    with_shape!(sector_size, record_for_shape, &config)
+    with_shape!(sector_size, record_for_shape, &config, threads)
 }
 
-fn record_for_shape<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<R1cs> {
-    Ok(R1cs::record(blank_circuit::<Tree>(&shape_params(config)?))?)
+fn record_for_shape<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    threads: usize,
+) -> Result<R1cs> {
+    let params = shape_params::<Tree>(config)?;
+    R1cs::record_on_threads(|| blank_circuit::<Tree>(&params), threads)
 }
 
 /// The registered proof cuzk generates parameters for, per size (all PoRep versions of a

@@ -227,3 +227,31 @@ fn constraints_of_another_circuit_are_recorded_again_and_never_replaced() {
         "the second run maps the recorded file:\n{timeline}"
     );
 }
+
+/// Recording on several threads gives the file one thread gives, byte for byte, for the real
+/// 2KiB PoRep and update circuits (each thread builds its share of the rows only).
+#[test]
+fn recording_on_several_threads_saves_the_same_file_as_one_thread() {
+    use cuzk::proof_kind::{CircuitId, ProofKind};
+    let dir = tempfile::tempdir().expect("tempdir");
+    for kind in [ProofKind::Seal, ProofKind::Update] {
+        let circuit = CircuitId {
+            kind,
+            sector_size: 2 << 10,
+        };
+        let mut files = Vec::new();
+        for threads in [1, 3] {
+            let started = Instant::now();
+            let r1cs = cuzk::circuits::record_constraints(circuit, threads).expect("record");
+            eprintln!(
+                "{circuit} on {threads} threads: {:?} in {:.2} s",
+                r1cs.counts(),
+                started.elapsed().as_secs_f64()
+            );
+            let path = dir.path().join(format!("{kind:?}-{threads}.r1cs"));
+            assert!(r1cs.save(&path).expect("save"));
+            files.push(fs::read(&path).expect("read"));
+        }
+        assert!(files[0] == files[1], "{circuit}: the files differ");
+    }
+}

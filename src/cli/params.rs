@@ -84,7 +84,7 @@ pub(super) fn record_constraints(args: ParamsSizeArgs) -> Result<u8> {
     }
     let started = Instant::now();
     let progress = Spinner::start(format!("recording the {circuit} circuit's constraints"));
-    let recorded = circuits::record_constraints(circuit);
+    let recorded = circuits::record_constraints(circuit, crate::r1cs::R1cs::recording_threads());
     progress.finish();
     let r1cs = recorded?;
     if !r1cs.save(&file)? {

@@ -45,6 +45,7 @@ use crate::witness::Witness;
 use recorder::Recorder;
 
 mod identity;
+mod lanes;
 pub mod prune;
 mod recorder;
 #[cfg(test)]
@@ -206,6 +207,26 @@ impl R1cs {
     /// will do), the input constraints included, as the prover appends them.
     pub fn record<C: Circuit<Fr>>(circuit: C) -> Result<R1cs, SynthesisError> {
         Ok(Recorder::run(circuit, true)?.finish())
+    }
+
+    /// [`R1cs::record`] on `threads` threads, each running the circuit `make` builds and
+    /// keeping its share of the rows: the same constraints, in a fraction of the time (see
+    /// [`lanes`]).
+    pub fn record_on_threads<C, F>(make: F, threads: usize) -> Result<R1cs>
+    where
+        C: Circuit<Fr>,
+        F: Fn() -> C + Sync,
+    {
+        if threads <= 1 {
+            return Ok(R1cs::record(make())?);
+        }
+        lanes::record_in_lanes(make, threads)
+    }
+
+    /// The threads a recording uses: the cores this process may run on, at most 32 (each
+    /// thread runs the whole circuit, so beyond that the shared part dominates).
+    pub fn recording_threads() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(32))
     }
 
     /// Writes the R1CS to `path` atomically (see [`atomic_file`]), unless a file is there

@@ -1,6 +1,8 @@
 //! The constraint system a circuit runs through once to be recorded ([`R1cs::record`]) or
 //! only counted ([`count_shape`]): it numbers each distinct coefficient, builds A, B and C
-//! row by row, and tracks the query densities as the prover will.
+//! row by row, and tracks the query densities as the prover will. A recorder may keep only
+//! its lane's share of the rows ([`Lane`]): it still runs the whole circuit, but builds no
+//! linear combination of a row it does not keep (see [`super::lanes`]).
 
 use std::collections::HashMap;
 
@@ -12,18 +14,47 @@ use ff::{Field, PrimeField};
 use super::{entry, special_ids, Matrix, R1cs, R1csCounts, Storage, INPUT_BIT};
 use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 
+/// Rows are shared between lanes in blocks of this many, round robin.
+pub(super) const LANE_BLOCK_ROWS: u64 = 1 << 12;
+
+/// Which rows a recorder keeps: the blocks of [`LANE_BLOCK_ROWS`] rows whose index is
+/// `lane` modulo `lanes`. One lane keeps every row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Lane {
+    pub(super) lane: u64,
+    pub(super) lanes: u64,
+}
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane { lane: 0, lanes: 1 }
+    }
+}
+
+impl Lane {
+    /// Whether row `row` is this lane's.
+    pub(super) fn keeps(&self, row: u64) -> bool {
+        self.lanes == 1 || (row / LANE_BLOCK_ROWS) % self.lanes == self.lane
+    }
+}
+
 /// The constraint system [`R1cs::record`] and [`count_shape`] run the circuit through.
 #[derive(Default)]
 pub(super) struct Recorder {
     /// Keep the matrices (recording), or only count (sizing).
     is_keeping: bool,
+    /// The rows this recorder keeps.
+    pub(super) lane: Lane,
     pub(super) inputs: usize,
     pub(super) aux: usize,
     pub(super) constraints: u64,
     coeff_ids: HashMap<[u8; 32], u32>,
-    coeffs: Vec<Fr>,
+    pub(super) coeffs: Vec<Fr>,
+    /// Where each coefficient first appeared: (row, matrix, position in the row), the order
+    /// a single recorder numbers them in, so lanes' numbers can be merged into its numbers.
+    pub(super) coeff_firsts: Vec<(u64, u8, u32)>,
     one_id: Option<u32>,
-    matrices: [Matrix; 3],
+    pub(super) matrices: [Matrix; 3],
     // A tracks aux only, B inputs and aux, C nothing: the prover's rules (see `synth`).
     pub(super) a_aux: DensityTracker,
     pub(super) b_input: DensityTracker,
@@ -37,23 +68,35 @@ impl Recorder {
         circuit: C,
         is_keeping: bool,
     ) -> Result<Recorder, SynthesisError> {
+        Self::run_lane(circuit, is_keeping, Lane::default())
+    }
+
+    /// [`Recorder::run`], keeping only `lane`'s rows.
+    pub(super) fn run_lane<C: Circuit<Fr>>(
+        circuit: C,
+        is_keeping: bool,
+        lane: Lane,
+    ) -> Result<Recorder, SynthesisError> {
         let mut cs = Recorder {
             is_keeping,
+            lane,
             ..Default::default()
         };
         cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut cs)?;
         for i in 0..cs.inputs {
-            let input = LinearCombination::zero() + Variable::new_unchecked(Index::Input(i));
-            cs.push_row(0, &input);
-            cs.push_row(1, &LinearCombination::zero());
-            cs.push_row(2, &LinearCombination::zero());
+            if cs.lane.keeps(cs.constraints) {
+                let input = LinearCombination::zero() + Variable::new_unchecked(Index::Input(i));
+                cs.push_row(0, &input);
+                cs.push_row(1, &LinearCombination::zero());
+                cs.push_row(2, &LinearCombination::zero());
+            }
             cs.constraints += 1;
         }
         Ok(cs)
     }
 
-    fn coeff_id(&mut self, coeff: &Fr) -> u32 {
+    fn coeff_id(&mut self, which: usize, coeff: &Fr) -> u32 {
         // Most terms have coefficient one: skip hashing them.
         if *coeff == Fr::ONE {
             if let Some(id) = self.one_id {
@@ -66,6 +109,10 @@ impl Recorder {
         }
         let id = self.coeffs.len() as u32;
         self.coeffs.push(*coeff);
+        let matrix = &self.matrices[which];
+        let in_row = matrix.entries.len() as u64 - matrix.row_ptr.last().copied().unwrap_or(0);
+        self.coeff_firsts
+            .push((self.constraints, which as u8, in_row as u32));
         self.coeff_ids.insert(repr, id);
         if *coeff == Fr::ONE {
             self.one_id = Some(id);
@@ -105,7 +152,7 @@ impl Recorder {
 
     fn keep(&mut self, which: usize, column: u64, coeff: &Fr) {
         if self.is_keeping {
-            let id = self.coeff_id(coeff);
+            let id = self.coeff_id(which, coeff);
             self.matrices[which].entries.push(entry(column, id));
         }
     }
@@ -157,6 +204,11 @@ impl NamelessSystem for Recorder {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
+        if !self.lane.keeps(self.constraints) {
+            // Another lane's row: its combinations are never built, the bulk of the saving.
+            self.constraints += 1;
+            return;
+        }
         self.push_row(0, &a(LinearCombination::zero()));
         self.push_row(1, &b(LinearCombination::zero()));
         if self.is_keeping {

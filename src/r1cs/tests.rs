@@ -157,3 +157,78 @@ fn a_witness_of_bits_is_held_compact_only_with_its_evaluation_deferred() {
         (whole.a, whole.b, whole.c)
     );
 }
+
+/// Many rows (several lane blocks) whose coefficients first appear all over the circuit,
+/// inputs among the variables, zero, one and minus one among the coefficients.
+struct ScatteredCircuit {
+    rows: u64,
+}
+
+impl Circuit<Fr> for ScatteredCircuit {
+    fn synthesize<CS: bellperson::ConstraintSystem<Fr>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        use bellperson::LinearCombination;
+        let input = cs.alloc_input(|| "x", || Ok(Fr::from(3u64)))?;
+        let mut vars = vec![cs.alloc(|| "v", || Ok(Fr::from(1u64)))?];
+        for row in 0..self.rows {
+            let v = cs.alloc(|| "v", || Ok(Fr::from(row)))?;
+            // Coefficient values that turn up first in late rows too.
+            let coeff = |k: u64| match (row * 7919 + k * 104_729) % 6007 {
+                0 => Fr::ZERO,
+                1 => Fr::ONE,
+                2 => -Fr::ONE,
+                n => Fr::from(n + (row / 9000) * 10_000),
+            };
+            let pick = |k: u64| vars[((row * 31 + k * 17) as usize) % vars.len()];
+            let (p0, p1, p2) = (pick(0), pick(1), pick(2));
+            cs.enforce(
+                || "row",
+                |lc: LinearCombination<Fr>| lc + (coeff(0), p0) + (coeff(1), input),
+                |lc| lc + (coeff(2), p1),
+                |lc| lc + (coeff(3), p2) + (coeff(4), v),
+            );
+            if row % 5 != 0 {
+                vars.push(v);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn saved_bytes(r1cs: &R1cs, dir: &Path, name: &str) -> Vec<u8> {
+    let path = dir.join(name);
+    r1cs.save(&path).expect("save");
+    std::fs::read(&path).expect("read")
+}
+
+#[test]
+fn a_recording_on_several_threads_is_the_same_byte_for_byte() {
+    let rows = 9 * recorder::LANE_BLOCK_ROWS + 123;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = R1cs::record(ScatteredCircuit { rows }).expect("record");
+    let expected = saved_bytes(&one, dir.path(), "one.r1cs");
+    assert!(one.counts().coeffs > 5000, "{:?}", one.counts());
+    for threads in [1, 2, 3, 4, 16] {
+        let lanes = R1cs::record_on_threads(|| ScatteredCircuit { rows }, threads)
+            .unwrap_or_else(|e| panic!("{threads} threads: {e:#}"));
+        assert_eq!(lanes.counts(), one.counts(), "{threads} threads");
+        let got = saved_bytes(&lanes, dir.path(), &format!("{threads}.r1cs"));
+        assert!(got == expected, "{threads} threads: the files differ");
+    }
+}
+
+#[test]
+fn a_circuit_that_synthesizes_differently_on_two_threads_is_refused() {
+    let calls = std::sync::atomic::AtomicU64::new(0);
+    let err = R1cs::record_on_threads(
+        || ScatteredCircuit {
+            rows: 3 * recorder::LANE_BLOCK_ROWS + calls.fetch_add(1, Ordering::Relaxed),
+        },
+        2,
+    )
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("not deterministic"), "{err}");
+}

@@ -212,8 +212,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
     }
 
     fn record_constraints(&self) -> Result<R1cs> {
-        R1cs::record(blank_circuit::<Tree>(&self.public_params))
-            .context("recording the update circuit's constraints")
+        R1cs::record_on_threads(
+            || blank_circuit::<Tree>(&self.public_params),
+            R1cs::recording_threads(),
+        )
+        .context("recording the update circuit's constraints")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
@@ -316,17 +319,17 @@ pub fn count_shape(sector_size: u64) -> Result<ShapeCounts> {
 }
 
 /// Records the constraints of one update partition circuit of `sector_size`.
-pub fn record_constraints(sector_size: u64) -> Result<R1cs> {
+pub fn record_constraints(sector_size: u64, threads: usize) -> Result<R1cs> {
     check_size(sector_size)?;
-    with_shape!(sector_size, record_for_shape, sector_size)
+    with_shape!(sector_size, record_for_shape, sector_size, threads)
 }
 
 fn record_for_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     sector_size: u64,
+    threads: usize,
 ) -> Result<R1cs> {
-    Ok(R1cs::record(blank_circuit::<Tree>(
-        &public_params::<Tree>(sector_size)?,
-    ))?)
+    let params = public_params::<Tree>(sector_size)?;
+    R1cs::record_on_threads(|| blank_circuit::<Tree>(&params), threads)
 }
 
 fn count_for_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
