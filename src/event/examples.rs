@@ -138,6 +138,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     upload_ms: 3.5,
                     msm_g1_split_ms: [10.5, 4.5, 3.0, 2.0],
                     evaluate_ms: 0.5,
+                    pcie_bytes: 25_312_400_000, // the timeline keeps 0.1 MB
                 }),
             },
             EventName::CpuFallback => EventKind::CpuFallback {

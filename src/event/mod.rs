@@ -136,6 +136,10 @@ pub struct ProveTimings {
     /// A backend that proves whole partitions in one call (SupraSeal): the call, not split
     /// into steps.
     pub gpu_call_ms: f64,
+    /// Not a time: bytes the partition sent from the host to the GPU over PCIe (a, b and c
+    /// or the witness, and the bases of multiexps over bases the GPU does not keep), where
+    /// a backend counts them (the cuda backend); 0 elsewhere.
+    pub pcie_bytes: u64,
 }
 
 impl std::fmt::Display for ProveTimings {
@@ -153,6 +157,9 @@ impl std::fmt::Display for ProveTimings {
         }
         if self.evaluate_ms > 0.0 {
             write!(f, ", constraints evaluated {:.0} ms", self.evaluate_ms)?;
+        }
+        if self.pcie_bytes > 0 {
+            write!(f, ", {:.2} GB over PCIe", self.pcie_bytes as f64 / 1e9)?;
         }
         Ok(())
     }

@@ -391,7 +391,8 @@ mod synthesis_profile {
 
 /// The prover's step timings as `fft_ms=..;msm_g1_ms=..;msm_g2_ms=..;cpu_ms=..`, and
 /// `;call_ms=..` for a backend that proves in one call, `;upload_ms=..`, `;eval_ms=..` and
-/// `;h_ms=..;l_ms=..;a_ms=..;b_g1_ms=..` for one that times those apart; empty without them.
+/// `;h_ms=..;l_ms=..;a_ms=..;b_g1_ms=..` for one that times those apart, `;pcie_mb=..` for
+/// one that counts the bytes it sends the GPU; empty without them.
 mod timings {
     use super::{value_of, ProveTimings};
 
@@ -415,6 +416,9 @@ mod timings {
         if t.msm_g1_split_ms.iter().any(|&ms| ms > 0.0) {
             let [h, l, a, b_g1] = t.msm_g1_split_ms;
             detail += &format!(";h_ms={h:.1};l_ms={l:.1};a_ms={a:.1};b_g1_ms={b_g1:.1}");
+        }
+        if t.pcie_bytes > 0 {
+            detail += &format!(";pcie_mb={:.1}", t.pcie_bytes as f64 / 1e6);
         }
         detail
     }
@@ -441,6 +445,8 @@ mod timings {
             upload_ms: ms("upload_ms").unwrap_or(0.0),
             evaluate_ms: ms("eval_ms").unwrap_or(0.0),
             msm_g1_split_ms: ["h_ms", "l_ms", "a_ms", "b_g1_ms"].map(|key| ms(key).unwrap_or(0.0)),
+            // Megabytes with one decimal: the bytes to within 100 kB.
+            pcie_bytes: ms("pcie_mb").map_or(0, |mb| (mb * 1e6).round() as u64),
         })
     }
 }

@@ -486,9 +486,17 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
             ));
             if s.evaluate_s > 0.0 || s.msm_g1_split_s.iter().any(|&x| x > 0.0) {
                 let [h, l, a, b_g1] = s.msm_g1_split_s;
+                let pcie = if s.pcie_gb > 0.0 {
+                    format!(
+                        "; over PCIe {:.2} GB per partition",
+                        ratio(s.pcie_gb, s.partitions as f64)
+                    )
+                } else {
+                    String::new()
+                };
                 lines.push(format!(
                     "{indent}kernels by step: constraint evaluation {:.2} s, fft {:.2} s, msm H \
-                     {h:.2} s, L {l:.2} s, A {a:.2} s, B G1 {b_g1:.2} s, B G2 {:.2} s",
+                     {h:.2} s, L {l:.2} s, A {a:.2} s, B G1 {b_g1:.2} s, B G2 {:.2} s{pcie}",
                     s.evaluate_s, s.fft_s, s.msm_g2_s
                 ));
             }
@@ -646,6 +654,18 @@ mod tests {
         // Lanes that never gave way do not mention it.
         let quiet = render_ascii(&[metrics("gpu_bound.csv")], 60);
         assert!(!quiet.contains("idle: gpu lock"), "{quiet}");
+    }
+
+    #[test]
+    fn a_lane_that_counted_its_bytes_shows_them_per_partition() {
+        let text = render_ascii(&[metrics("uploads_bound.csv")], 100);
+        assert!(
+            text.contains("B G2 0.80 s; over PCIe 25.31 GB per partition"),
+            "{text}"
+        );
+        assert!(text.contains("of it uploads 2.40 s"), "{text}");
+        let quiet = render_ascii(&[metrics("gpu_bound.csv")], 100);
+        assert!(!quiet.contains("over PCIe"), "{quiet}");
     }
 
     #[test]

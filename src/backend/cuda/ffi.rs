@@ -103,7 +103,7 @@ pub struct MsmResults {
     pub b_g2: [u64; 36],
 }
 
-/// Milliseconds per step of one proof.
+/// Milliseconds per step of one proof, and the bytes it sent to the device.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StepMs {
@@ -116,6 +116,8 @@ pub struct StepMs {
     pub msm_b_g1: f64,
     pub msm_b_g2: f64,
     pub total: f64,
+    /// Not a time: bytes sent from the host to the device for this partition.
+    pub host_to_device_bytes: u64,
 }
 
 /// A device and what cuzk keeps on it (opaque).

@@ -154,6 +154,10 @@ struct cuzk_msm_results {
 // Milliseconds per step of one proof.
 struct cuzk_step_ms {
     double upload, evaluate, quotient, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, total;
+    // Not a time: the bytes this partition sent from the host to the device (its a, b, c or
+    // witness, inputs and densities, and the bases of every multiexp over host bases),
+    // its witness's too when the previous call uploaded it ahead.
+    uint64_t host_to_device_bytes;
 };
 
 struct cuzk_gpu;
@@ -737,6 +741,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         ms->msm_b_g1 = ms_between(t4, t5);
         ms->msm_b_g2 = ms_between(t5, t6);
         ms->total = ms_between(t0, t6);
+        ms->host_to_device_bytes = proof.sent_bytes;
     }, &step);
 }
 

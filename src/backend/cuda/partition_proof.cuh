@@ -31,6 +31,7 @@ struct partition_proof {
     uint64_t *w_a = nullptr, *w_bi = nullptr, *w_ba = nullptr;
     uint32_t *pf_a = nullptr, *pf_bi = nullptr, *pf_ba = nullptr;
     double upload_ms = 0, evaluate_ms = 0, aux_upload_ms = 0;
+    uint64_t sent_bytes = 0;    // host to device, for the timeline (see cuzk_step_ms)
 
     partition_proof(cuzk_gpu* gpu_handle, const cuzk_partition* partition, const char*& name)
         : g(gpu_handle), p(partition), set(set_at(gpu_handle, partition->set_slot)), step(name),
@@ -108,6 +109,24 @@ struct partition_proof {
         CUDA_OK(cudaMemcpyAsync(pf_a, p->a_aux_prefix, words_a * 4, cudaMemcpyHostToDevice, s0));
         CUDA_OK(cudaMemcpyAsync(pf_bi, p->b_input_prefix, words_bi * 4, cudaMemcpyHostToDevice, s0));
         CUDA_OK(cudaMemcpyAsync(pf_ba, p->b_aux_prefix, words_a * 4, cudaMemcpyHostToDevice, s0));
+        sent_bytes += p->input_len * sizeof(fr_t) + (2 * words_a + words_bi) * 12;
+    }
+
+    // The bytes of the partition's witness as it crosses the bus: whole, or as bits and wide
+    // values when compact.
+    uint64_t witness_bytes() const
+    {
+        if (!p->aux_ones)
+            return p->aux_len * sizeof(fr_t);
+        return (p->aux_len + 63) / 64 * sizeof(uint64_t) +
+               p->aux_wide_len * (sizeof(uint32_t) + sizeof(fr_t));
+    }
+
+    // Bases of `count` points of `size` bytes went up from the host, unless `resident`.
+    void count_streamed(bool resident, size_t count, size_t size)
+    {
+        if (!resident)
+            sent_bytes += (uint64_t)count * size;
     }
 
     // dst = src (abc_len values from the host) padded with zeros to the domain, timed.
@@ -115,6 +134,7 @@ struct partition_proof {
     {
         auto u0 = clock::now();
         g->stage.copy(dst, src, p->abc_len * sizeof(fr_t));
+        sent_bytes += p->abc_len * sizeof(fr_t);
         if (p->abc_len < n)
             CUDA_OK(cudaMemsetAsync(dst + p->abc_len, 0, (n - p->abc_len) * sizeof(fr_t), s0));
         upload_ms += ms_between(u0, clock::now());
@@ -127,6 +147,7 @@ struct partition_proof {
         step = "uploading the witness";
         auto u0 = clock::now();
         s0.sync();      // the inputs, on s0
+        sent_bytes += witness_bytes();  // now, or ahead by the previous call
         if (!is_staged) {
             upload_witness(g, g->slot_aux[slot].ptr, p);
             g->slot_id[slot] = p->witness_id;
@@ -232,7 +253,8 @@ struct partition_proof {
         step = "the H multiexp";
         cudaError_t aux_status = cudaSuccess;
         std::thread aux_upload;
-        if (!evaluate)
+        if (!evaluate) {
+            sent_bytes += p->aux_len * sizeof(fr_t);    // here: the thread would race it
             aux_upload = std::thread([&] {
                 auto u0 = clock::now();
                 (void)cudaSetDevice(gpu.cid());
@@ -245,6 +267,8 @@ struct partition_proof {
                 }
                 aux_upload_ms = ms_between(u0, clock::now());
             });
+        }
+        count_streamed(set.resident[CUZK_H], n - 1, sizeof(affine_t));
         try {
             run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
                               n - 1);
@@ -271,6 +295,7 @@ struct partition_proof {
             gpu[0].sync();
         }
         bit_split split{gpu, aux_dev, p->aux_len};
+        count_streamed(set.resident[CUZK_L], p->aux_len, sizeof(affine_t));
         run_query_msm<bucket_t>(gpu, split, out, set.resident[CUZK_L] ? set.l.ptr : nullptr,
                                 p->host_l, aux_dev);
     }
@@ -296,6 +321,7 @@ struct partition_proof {
         s0.sync();
         step = "the A multiexp";
         bit_split split{gpu, x, a_len};
+        count_streamed(set.resident[CUZK_A], a_len, sizeof(affine_t));
         run_query_msm<bucket_t>(gpu, split, out, set.resident[CUZK_A] ? set.a.ptr : nullptr,
                                 p->host_a, x);
     }
@@ -310,6 +336,8 @@ struct partition_proof {
         s0.sync();
         step = "the B multiexp in G1";
         bit_split split{gpu, x, b_len};
+        count_streamed(set.resident[CUZK_B_G1], b_len, sizeof(affine_t));
+        count_streamed(set.resident[CUZK_B_G2], b_len, sizeof(affine_fp2_t));
         run_query_msm<bucket_t>(gpu, split, out_g1,
                                 set.resident[CUZK_B_G1] ? set.b_g1.ptr : nullptr, p->host_b_g1, x);
         auto g1_done = clock::now();

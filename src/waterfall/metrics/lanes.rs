@@ -57,6 +57,9 @@ pub struct StepSplit {
     pub fft_s: f64,
     /// Host-to-GPU copies timed apart from the kernels (the cuda backend).
     pub upload_s: f64,
+    /// Gigabytes sent from the host to the GPU over PCIe, copies and streamed bases alike
+    /// (the cuda backend counts them).
+    pub pcie_gb: f64,
     /// The GPU's evaluation of pre-compiled constraints (the cuda backend).
     pub evaluate_s: f64,
     /// `msm_g1_s` one multiexp at a time (H, L, A, B_G1), where the prover times them.
@@ -129,6 +132,7 @@ pub(super) fn lane_metrics(
                 steps.prove_s += stop - start;
                 steps.fft_s += s.fft_ms / 1e3;
                 steps.upload_s += s.upload_ms / 1e3;
+                steps.pcie_gb += s.pcie_bytes as f64 / 1e9;
                 steps.evaluate_s += s.evaluate_ms / 1e3;
                 for (sum, ms) in steps.msm_g1_split_s.iter_mut().zip(s.msm_g1_split_ms) {
                     *sum += ms / 1e3;

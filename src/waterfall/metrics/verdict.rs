@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::gpu_busy::{GpuKernels, LaneDevice};
-use super::lanes::LaneMetrics;
+use super::lanes::{LaneMetrics, StepSplit};
 use super::memory_waits::MemoryWaits;
 use super::queue::QueueMetrics;
 use crate::params::PARAMS_ENV;
@@ -19,6 +19,9 @@ pub enum Bound {
     /// [`HOST_BOUND_BELOW`] of the time the provers were busy: the provers' host side held
     /// the run back, not the GPUs.
     Host,
+    /// As [`Bound::Prover`] on GPUs, but the provers spent [`UPLOAD_BOUND_FROM`] of their
+    /// time or more copying each partition's data to the GPU: the bus held the run back.
+    Uploads,
     /// Lanes idle while their provers evaluated a, b and c on the host, right before the
     /// proof (the constraints did not fit on the GPU).
     Evaluation,
@@ -80,6 +83,17 @@ const PARAMS_BOUND_FROM: f64 = 0.4;
 /// blur and well above the 46% Curio's engine measured when its host side held its GPUs
 /// back while its timeline said 90% busy.
 const HOST_BOUND_BELOW: f64 = 0.7;
+
+/// From this share of the provers' time spent on uploads on (the copies the cuda backend
+/// times apart from its kernels: a, b and c, or the witness), a GPU-bound run is called
+/// PCIe-bound.
+///
+/// Where the GPU keeps the constraints and the bases, a 32GiB partition's only copy is its
+/// witness, 0.1 s of 1.9 s (5%); a card that keeps neither sends a, b and c, 12.9 GB and about
+/// 0.7 s of 2.6 s (28%). A quarter sits above what any resident run spends and at what a
+/// card too small for the constraints does: there the bus, not the kernels, is what a larger
+/// card (or a larger --gpu-memory) removes, and more GPUs on the same bus do not.
+const UPLOAD_BOUND_FROM: f64 = 0.25;
 
 /// From this share of the span with a partition waiting for the memory budget on, a
 /// synthesis-bound run is called memory-bound.
@@ -154,6 +168,18 @@ pub(super) fn verdict(
         .iter()
         .all(|lane| LaneDevice::of(&lane.name) != LaneDevice::Cpu);
     let kernel_share = kernels.and_then(|k| k.proving_fraction);
+    let steps: Vec<&StepSplit> = lanes
+        .iter()
+        .filter_map(|lane| lane.steps.as_ref())
+        .collect();
+    let upload_share = ratio(
+        sum(steps.iter().map(|s| s.upload_s)),
+        sum(steps.iter().map(|s| s.prove_s)),
+    );
+    let pcie_gb = ratio(
+        sum(steps.iter().map(|s| s.pcie_gb)),
+        steps.iter().map(|s| s.partitions).sum::<usize>() as f64,
+    );
     let bound = if ratio(params_s, span_s) >= PARAMS_BOUND_FROM {
         Bound::Params
     } else if ratio(seconds, span_s) < BALANCED_BELOW {
@@ -163,6 +189,8 @@ pub(super) fn verdict(
         && kernel_share.is_some_and(|share| share < HOST_BOUND_BELOW)
     {
         Bound::Host
+    } else if bound == Bound::Prover && on_gpus && upload_share >= UPLOAD_BOUND_FROM {
+        Bound::Uploads
     } else if bound == Bound::Synthesis && ratio(recording_s, span_s) >= PARAMS_BOUND_FROM {
         Bound::Recording
     } else if bound == Bound::Synthesis && memory.waiting_fraction >= MEMORY_HELD_FROM {
@@ -223,6 +251,18 @@ pub(super) fn verdict(
                 pct(kernel_share.unwrap_or(0.0))
             )
         }
+        Bound::Uploads => format!(
+            "PCIe-bound: partitions waited {:.1} s in the queue ({} of the run) while {names} \
+             {were} {} busy{average}, and {} of the provers' time went to copying each \
+             partition to the GPU ({pcie_gb:.1} GB per partition over PCIe, streamed bases \
+             included): the GPU keeps too little of what a proof reads; a card with more memory \
+             (or a larger --gpu-memory) keeps the constraints there and sends only the \
+             witness, and more GPUs behind the same bus help less than their number",
+            queue.queued_s,
+            pct(queue.queued_fraction),
+            pct(busy),
+            pct(upload_share)
+        ),
         Bound::Evaluation => format!(
             "host-evaluation-bound: {names} idle {} of the run{average} while {} prover{} \
              evaluated a, b and c on the host right before the proof: the pre-compiled \
@@ -427,6 +467,36 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_bound_run_spent_copying_to_the_gpu_is_pcie_bound() {
+        // gpu_bound.csv on a cuda lane whose proofs spent 0.6 s of 2 s on uploads and sent
+        // 25.3 GB each.
+        let run = metrics("uploads_bound.csv");
+        assert_eq!(run.verdict.bound, Bound::Uploads);
+        assert_says(&run.verdict.text, "30% of the provers' time", true);
+        assert_says(&run.verdict.text, "25.3 GB per partition over PCIe", true);
+        let steps = run.lanes[0].steps.as_ref().expect("steps");
+        assert!(
+            (steps.pcie_gb - 4.0 * 25.3124).abs() < 1e-9,
+            "{}",
+            steps.pcie_gb
+        );
+        // The same run with uploads under a quarter of the time stays GPU-bound.
+        let mut lanes = run.lanes.clone();
+        let steps = lanes[0].steps.as_mut().expect("steps");
+        steps.upload_s = steps.prove_s * 0.2;
+        let again = verdict(
+            &lanes,
+            &run.queue,
+            run.span_s,
+            (0.0, 0.0, 0.0),
+            SynthesisUse::default(),
+            None,
+            &MemoryWaits::default(),
+        );
+        assert_eq!(again.bound, Bound::Prover);
+    }
+
+    #[test]
     fn every_fixture_keeps_its_verdict() {
         // params_preload.csv was "balanced" before loading had a verdict of its own: it
         // spends 4 s of its 6 s span loading, so it is parameter-bound now.
@@ -448,6 +518,7 @@ mod tests {
             ("torn_last_line.csv", vec![Bound::Synthesis]),
             ("two_gpus.csv", vec![Bound::Prover]),
             ("unknown_event.csv", vec![Bound::Prover]),
+            ("uploads_bound.csv", vec![Bound::Uploads]),
         ];
         for (name, bounds) in expected {
             let runs = analysis(name, Selection::All, &options()).runs;
