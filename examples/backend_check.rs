@@ -373,7 +373,11 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
     );
     eprintln!("real sector: cuda {timings}");
     // And with the constraints evaluated on the GPU from the witness alone.
-    let r1cs = Arc::new(sector.circuits.record_constraints()?);
+    let r1cs = Arc::new(
+        sector
+            .circuits
+            .record_constraints(cuzk::r1cs::R1cs::recording_threads())?,
+    );
     let pool = rayon::ThreadPoolBuilder::new().build()?;
     let deferred = SynthesisPlan {
         precompiled: Some((&r1cs, &pool)),

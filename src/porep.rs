@@ -202,12 +202,9 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
         gadget
     }
 
-    fn record_constraints(&self) -> Result<R1cs> {
-        R1cs::record_on_threads(
-            || blank_circuit::<Tree>(&self.vanilla_params),
-            R1cs::recording_threads(),
-        )
-        .context("recording the partition circuit's constraints")
+    fn record_constraints(&self, threads: usize) -> Result<R1cs> {
+        R1cs::record_units_on_threads(&Challenges(self), threads)
+            .context("recording the partition circuit's constraints")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
@@ -264,6 +261,40 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
             pool,
             expected,
             capacity,
+        )
+    }
+}
+
+/// Partition 0's circuit as its prelude (the replica id, comm_d, comm_r and its check) and its
+/// challenges, each of which uses only the prelude's variables and its own: what a recording
+/// on several threads splits between them ([`R1cs::record_units_on_threads`]). Every
+/// partition has the same constraints; this sector's values are there but never read.
+struct Challenges<'a, Tree: 'static + MerkleTreeTrait>(&'a ShapedSector<Tree>);
+
+impl<Tree: 'static + MerkleTreeTrait> r1cs::Units for Challenges<'_, Tree> {
+    type Circuit = stacked::StackedCircuit<Tree, DefaultPieceHasher>;
+
+    fn units(&self) -> usize {
+        self.0.vanilla_proofs.first().map_or(0, Vec::len)
+    }
+
+    fn with_units(&self, challenges: Range<usize>) -> Result<Self::Circuit> {
+        let sector = self.0;
+        let proofs = sector
+            .vanilla_proofs
+            .first()
+            .map_or(&[][..], |p| &p[challenges]);
+        Ok(
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                StackedDrg<'_, Tree, DefaultPieceHasher>,
+                _,
+            >>::circuit(
+                &sector.public_inputs,
+                Default::default(),
+                &proofs.to_vec(),
+                &sector.vanilla_params,
+                Some(0),
+            )?,
         )
     }
 }

@@ -47,9 +47,9 @@ pub trait SectorCircuits: Send + Sync {
         k: usize,
         plan: &SynthesisPlan<'_>,
     ) -> Result<SynthesizedPartition>;
-    /// Records the constraints every partition shares (from the blank circuit; about as
-    /// long as one synthesis).
-    fn record_constraints(&self) -> Result<R1cs>;
+    /// Records the constraints every partition shares on `threads` threads (a PoRep
+    /// sector's challenges split between them, see [`R1cs::record_units_on_threads`]).
+    fn record_constraints(&self, threads: usize) -> Result<R1cs>;
     /// The public inputs partition `k`'s proof is checked against.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Where the Groth16 parameters for this circuit live in the parameter cache.

@@ -68,7 +68,7 @@ fn assert_identical(
 fn real_2kib_sectors_of_two_miners_have_identical_witnesses_with_the_recorded_counts() {
     let recorded = real("s-t01000-1.json")
         .circuits
-        .record_constraints()
+        .record_constraints(cuzk::r1cs::R1cs::recording_threads())
         .expect("record")
         .counts();
     for name in ["s-t01000-1.json", "s-t01000-2.json", "s-t02000-7.json"] {

@@ -54,7 +54,10 @@ fn assert_same(ours: &SynthesizedPartition, full: &SynthesizedPartition, what: &
 fn the_witness_only_pass_equals_full_synthesis_on_real_partitions() {
     let recorded_from = sector("s-t01000-1.json");
     let started = Instant::now();
-    let r1cs = recorded_from.circuits.record_constraints().expect("record");
+    let r1cs = recorded_from
+        .circuits
+        .record_constraints(1)
+        .expect("record");
     let counts = r1cs.counts();
     eprintln!(
         "recorded {counts:?} in {:.2} s, {} bytes",
@@ -253,5 +256,24 @@ fn recording_on_several_threads_saves_the_same_file_as_one_thread() {
             files.push(fs::read(&path).expect("read"));
         }
         assert!(files[0] == files[1], "{circuit}: the files differ");
+        if kind == ProofKind::Seal {
+            // A sector's recording splits its partition's challenges between the threads.
+            let started = Instant::now();
+            let r1cs = sector("s-t01000-1.json")
+                .circuits
+                .record_constraints(2)
+                .expect("record by challenges");
+            eprintln!(
+                "{circuit} by challenges: {:.2} s",
+                started.elapsed().as_secs_f64()
+            );
+            let path = dir.path().join("by-challenges.r1cs");
+            assert!(r1cs.save(&path).expect("save"));
+            let by_challenges = fs::read(&path).expect("read");
+            assert!(
+                by_challenges == files[0],
+                "{circuit}: recorded by challenges, the file differs"
+            );
+        }
     }
 }

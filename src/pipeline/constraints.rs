@@ -244,7 +244,10 @@ impl ConstraintSets {
 /// (damaged, or recorded for another circuit) is left for its readers; this run keeps its
 /// recording in memory.
 fn record_and_save(file: &Path, job: &Job) -> Result<R1cs> {
-    let r1cs = job.sector.circuits.record_constraints()?;
+    let r1cs = job
+        .sector
+        .circuits
+        .record_constraints(R1cs::recording_threads())?;
     match r1cs.save(file) {
         Ok(true) => {}
         Ok(false) => log::warn!(

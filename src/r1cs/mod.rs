@@ -52,6 +52,7 @@ mod recorder;
 mod tests;
 
 pub use identity::{CircuitIdentity, RECORDER_VERSION};
+pub use lanes::Units;
 
 /// The file format's magic and version.
 const MAGIC: &[u8; 8] = b"CUZKR1CS";
@@ -220,7 +221,19 @@ impl R1cs {
         if threads <= 1 {
             return Ok(R1cs::record(make())?);
         }
-        lanes::record_in_lanes(make, threads)
+        lanes::record_in_lanes(|| Ok(make()), threads)
+    }
+
+    /// [`R1cs::record`] of a circuit made of alike units (a PoRep partition's challenges) on
+    /// `threads` threads, each running the prelude and its share of the units only: the same
+    /// constraints, in about the time of the prelude and one share (see [`lanes`]).
+    pub fn record_units_on_threads<U: Units>(circuit: &U, threads: usize) -> Result<R1cs> {
+        if threads <= 1 {
+            return Ok(R1cs::record(circuit.with_units(0..circuit.units())?)?);
+        }
+        let (r1cs, split) = lanes::record_by_units(circuit, threads)?;
+        log::debug!("constraints recorded on {threads} threads, split {split:?}");
+        Ok(r1cs)
     }
 
     /// The threads a recording uses: the cores this process may run on, at most 32 (each

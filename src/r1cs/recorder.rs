@@ -1,8 +1,9 @@
 //! The constraint system a circuit runs through once to be recorded ([`R1cs::record`]) or
 //! only counted ([`count_shape`]): it numbers each distinct coefficient, builds A, B and C
 //! row by row, and tracks the query densities as the prover will. A recorder may keep only
-//! its lane's share of the rows ([`Lane`]): it still runs the whole circuit, but builds no
-//! linear combination of a row it does not keep (see [`super::lanes`]).
+//! its lane's share of the rows ([`Share`]), building no linear combination of a row it does
+//! not keep, and may jump over units of the circuit other lanes record ([`Jump`]); see
+//! [`super::lanes`].
 
 use std::collections::HashMap;
 
@@ -17,25 +18,69 @@ use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 /// Rows are shared between lanes in blocks of this many, round robin.
 pub(super) const LANE_BLOCK_ROWS: u64 = 1 << 12;
 
-/// Which rows a recorder keeps: the blocks of [`LANE_BLOCK_ROWS`] rows whose index is
-/// `lane` modulo `lanes`. One lane keeps every row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Lane {
-    pub(super) lane: u64,
-    pub(super) lanes: u64,
+/// What a recorder has counted: inputs (the constant one included), aux variables and
+/// constraints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Counted {
+    pub(super) inputs: usize,
+    pub(super) aux: usize,
+    pub(super) rows: u64,
 }
 
-impl Default for Lane {
-    fn default() -> Self {
-        Lane { lane: 0, lanes: 1 }
+impl Counted {
+    /// `self` plus `times` times `unit`.
+    pub(super) fn plus(self, unit: Counted, times: usize) -> Counted {
+        Counted {
+            inputs: self.inputs + unit.inputs * times,
+            aux: self.aux + unit.aux * times,
+            rows: self.rows + unit.rows * times as u64,
+        }
+    }
+
+    /// `self` less `earlier`, where `self` counts on from `earlier`.
+    pub(super) fn since(self, earlier: Counted) -> Option<Counted> {
+        Some(Counted {
+            inputs: self.inputs.checked_sub(earlier.inputs)?,
+            aux: self.aux.checked_sub(earlier.aux)?,
+            rows: self.rows.checked_sub(earlier.rows)?,
+        })
     }
 }
 
-impl Lane {
-    /// Whether row `row` is this lane's.
+/// Which rows a recorder keeps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) enum Share {
+    /// Every row: a recording on one thread, or a count.
+    #[default]
+    All,
+    /// The blocks of [`LANE_BLOCK_ROWS`] rows whose index is `lane` modulo `lanes`.
+    Blocks { lane: u64, lanes: u64 },
+    /// The rows in `rows` (global row numbers).
+    Rows(std::ops::Range<u64>),
+    /// None: a count that builds no linear combination.
+    Nothing,
+}
+
+impl Share {
+    /// Whether row `row` is kept.
     pub(super) fn keeps(&self, row: u64) -> bool {
-        self.lanes == 1 || (row / LANE_BLOCK_ROWS) % self.lanes == self.lane
+        match self {
+            Share::All => true,
+            Share::Blocks { lane, lanes } => (row / LANE_BLOCK_ROWS) % lanes == *lane,
+            Share::Rows(rows) => rows.contains(&row),
+            Share::Nothing => false,
+        }
     }
+}
+
+/// Other lanes' units skipped by a recorder that runs only its own (see
+/// [`super::lanes::record_by_units`]): once the counts reach `after` (the prelude's end), they
+/// jump by `skip`, as if the earlier units had run; at the end they jump by `tail`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Jump {
+    pub(super) after: Counted,
+    pub(super) skip: Counted,
+    pub(super) tail: Counted,
 }
 
 /// The constraint system [`R1cs::record`] and [`count_shape`] run the circuit through.
@@ -44,7 +89,16 @@ pub(super) struct Recorder {
     /// Keep the matrices (recording), or only count (sizing).
     is_keeping: bool,
     /// The rows this recorder keeps.
-    pub(super) lane: Lane,
+    share: Share,
+    /// The units it skips, and whether it has skipped the earlier ones.
+    jump: Option<Jump>,
+    has_skipped: bool,
+    /// The rows kept, in order, as (first global row, rows) runs.
+    pub(super) segments: Vec<(u64, u64)>,
+    /// The counts of the circuit itself, before the input constraints.
+    pub(super) synthesized: Counted,
+    /// With a jump: the counts where its own units ended, before the tail's jump.
+    pub(super) own_end: Counted,
     pub(super) inputs: usize,
     pub(super) aux: usize,
     pub(super) constraints: u64,
@@ -68,24 +122,35 @@ impl Recorder {
         circuit: C,
         is_keeping: bool,
     ) -> Result<Recorder, SynthesisError> {
-        Self::run_lane(circuit, is_keeping, Lane::default())
+        Self::run_share(circuit, is_keeping, Share::All, None)
     }
 
-    /// [`Recorder::run`], keeping only `lane`'s rows.
-    pub(super) fn run_lane<C: Circuit<Fr>>(
+    /// [`Recorder::run`], keeping only `share`'s rows, and jumping over other lanes' units
+    /// as `jump` says.
+    pub(super) fn run_share<C: Circuit<Fr>>(
         circuit: C,
         is_keeping: bool,
-        lane: Lane,
+        share: Share,
+        jump: Option<Jump>,
     ) -> Result<Recorder, SynthesisError> {
         let mut cs = Recorder {
             is_keeping,
-            lane,
+            share,
+            jump,
             ..Default::default()
         };
         cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut cs)?;
+        if let Some(jump) = cs.jump.take() {
+            if !cs.has_skipped {
+                cs.skip(jump.skip); // no unit of its own ran: the earlier ones end here too
+            }
+            cs.own_end = cs.counted();
+            cs.skip(jump.tail);
+        }
+        cs.synthesized = cs.counted();
         for i in 0..cs.inputs {
-            if cs.lane.keeps(cs.constraints) {
+            if cs.keeps_row() {
                 let input = LinearCombination::zero() + Variable::new_unchecked(Index::Input(i));
                 cs.push_row(0, &input);
                 cs.push_row(1, &LinearCombination::zero());
@@ -94,6 +159,54 @@ impl Recorder {
             cs.constraints += 1;
         }
         Ok(cs)
+    }
+
+    /// What has been counted so far.
+    pub(super) fn counted(&self) -> Counted {
+        Counted {
+            inputs: self.inputs,
+            aux: self.aux,
+            rows: self.constraints,
+        }
+    }
+
+    /// Counts `units` as if they had run, building nothing.
+    fn skip(&mut self, units: Counted) {
+        for _ in 0..units.aux {
+            self.a_aux.add_element();
+            self.b_aux.add_element();
+        }
+        for _ in 0..units.inputs {
+            self.b_input.add_element();
+        }
+        self.inputs += units.inputs;
+        self.aux += units.aux;
+        self.constraints += units.rows;
+    }
+
+    /// Before each new variable or constraint: past the prelude, skip the earlier units.
+    fn before_next(&mut self) {
+        if let Some(jump) = self.jump {
+            // The counts only grow, so they equal the prelude's only between its last
+            // variable or constraint and the first unit's.
+            if !self.has_skipped && self.counted() == jump.after {
+                self.skip(jump.skip);
+                self.has_skipped = true;
+            }
+        }
+    }
+
+    /// Whether the current row is kept, noting it in the segments when it is.
+    fn keeps_row(&mut self) -> bool {
+        let row = self.constraints;
+        if !self.share.keeps(row) {
+            return false;
+        }
+        match self.segments.last_mut() {
+            Some((first, len)) if *first + *len == row => *len += 1,
+            _ => self.segments.push((row, 1)),
+        }
+        true
     }
 
     fn coeff_id(&mut self, which: usize, coeff: &Fr) -> u32 {
@@ -183,6 +296,7 @@ impl NamelessSystem for Recorder {
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
     {
+        self.before_next();
         self.aux += 1;
         self.a_aux.add_element();
         self.b_aux.add_element();
@@ -193,6 +307,7 @@ impl NamelessSystem for Recorder {
     where
         F: FnOnce() -> Result<Fr, SynthesisError>,
     {
+        self.before_next();
         self.inputs += 1;
         self.b_input.add_element();
         Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
@@ -204,7 +319,8 @@ impl NamelessSystem for Recorder {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
-        if !self.lane.keeps(self.constraints) {
+        self.before_next();
+        if !self.keeps_row() {
             // Another lane's row: its combinations are never built, the bulk of the saving.
             self.constraints += 1;
             return;

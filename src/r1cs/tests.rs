@@ -232,3 +232,98 @@ fn a_circuit_that_synthesizes_differently_on_two_threads_is_refused() {
     .expect("refused");
     assert!(err.to_string().contains("not deterministic"), "{err}");
 }
+
+/// A prelude (two inputs, a few variables and rows) and the units in `units`, each with an
+/// input of its own, rows over the prelude's variables and its own, and coefficients some of
+/// which first appear in it; `ragged` makes the third unit longer than the others.
+#[derive(Clone)]
+struct UnitCircuit {
+    units: std::ops::Range<u64>,
+    ragged: bool,
+}
+
+impl Circuit<Fr> for UnitCircuit {
+    fn synthesize<CS: bellperson::ConstraintSystem<Fr>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        use bellperson::LinearCombination;
+        let x = cs.alloc_input(|| "x", || Ok(Fr::from(3u64)))?;
+        let shared: Vec<_> = (0..5)
+            .map(|i| cs.alloc(|| "p", || Ok(Fr::from(i))))
+            .collect::<Result<_, _>>()?;
+        for &p in &shared {
+            cs.enforce(
+                || "p",
+                |lc| lc + p,
+                |lc| lc + x,
+                |lc| lc + (Fr::from(7u64), p),
+            );
+        }
+        for unit in self.units {
+            let challenge = cs.alloc_input(|| "c", || Ok(Fr::from(unit)))?;
+            let rows = if self.ragged && unit == 2 { 700 } else { 600 };
+            let mut own = vec![cs.alloc(|| "v", || Ok(Fr::ONE))?];
+            for row in 0..rows {
+                let v = cs.alloc(|| "v", || Ok(Fr::from(row)))?;
+                let coeff = Fr::from(2 + (row % 97) + 1000 * (unit % 3) + 10_000 * (row / 300));
+                let (p, o) = (
+                    shared[(row % 5) as usize],
+                    own[(row as usize * 7) % own.len()],
+                );
+                cs.enforce(
+                    || "row",
+                    |lc: LinearCombination<Fr>| lc + (coeff, p) + challenge,
+                    |lc| lc + o - (Fr::from(unit + 5), x),
+                    |lc| lc + v,
+                );
+                own.push(v);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Units for UnitCircuit {
+    type Circuit = UnitCircuit;
+
+    fn units(&self) -> usize {
+        self.units.end as usize
+    }
+
+    fn with_units(&self, units: std::ops::Range<usize>) -> anyhow::Result<UnitCircuit> {
+        Ok(UnitCircuit {
+            units: units.start as u64..units.end as u64,
+            ..self.clone()
+        })
+    }
+}
+
+#[test]
+fn a_recording_split_by_units_is_the_same_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for ragged in [false, true] {
+        let circuit = UnitCircuit {
+            units: 0..7,
+            ragged,
+        };
+        let one = R1cs::record(circuit.clone()).expect("record");
+        let expected = saved_bytes(&one, dir.path(), "one.r1cs");
+        for threads in [2, 3, 7, 16] {
+            let (split, how) = lanes::record_by_units(&circuit, threads)
+                .unwrap_or_else(|e| panic!("{threads} threads: {e:#}"));
+            // Units of different lengths are found out, and recorded by rows instead.
+            let expected_how = if ragged {
+                lanes::Split::ByRows
+            } else {
+                lanes::Split::ByUnits
+            };
+            assert_eq!(how, expected_how, "ragged {ragged}, {threads} threads");
+            let got = saved_bytes(&split, dir.path(), &format!("{threads}.r1cs"));
+            assert!(
+                got == expected,
+                "ragged {ragged}, {threads} threads: the files differ"
+            );
+        }
+    }
+}

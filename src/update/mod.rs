@@ -211,12 +211,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
         .with_context(|| format!("synthesizing update partition {k}"))
     }
 
-    fn record_constraints(&self) -> Result<R1cs> {
-        R1cs::record_on_threads(
-            || blank_circuit::<Tree>(&self.public_params),
-            R1cs::recording_threads(),
-        )
-        .context("recording the update circuit's constraints")
+    fn record_constraints(&self, threads: usize) -> Result<R1cs> {
+        R1cs::record_on_threads(|| blank_circuit::<Tree>(&self.public_params), threads)
+            .context("recording the update circuit's constraints")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
