@@ -7,7 +7,8 @@
 #
 # Default cards: all 48GiB 32GiB 24GiB 16GiB. SECTORS (default 3), BENCH_DIR and BENCH_TIMEOUT
 # as scripts/gpu-production.sh takes them. Each card's log, timeline and waterfall go to
-# OUT_DIR/gm-CARD/; the lines that matter are printed as they come.
+# OUT_DIR/gm-CARD/; the lines that matter are printed as they come, with the most device
+# memory nvidia-smi saw in use.
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
 mkdir -p "$out"
@@ -21,5 +22,8 @@ for card in "${cards[@]}"; do
     "$here/gpu-production.sh" "$bin" "$out/gm-$card" > "$out/gm-$card.stderr" 2>&1
   echo "== --gpu-memory $card"
   grep -E "^(wall time|per partition|peak memory)" "$out/gm-$card/bench-32GiB.log"
-  grep -E "^verdict|^  cuda-0" "$out/gm-$card/waterfall-bench-32GiB.txt" | cut -c1-300
+  grep -E "^verdict|^  cuda-0|kernels by step" "$out/gm-$card/waterfall-bench-32GiB.txt" | cut -c1-300
+  # The most device memory in use while it ran (nvidia-smi, MiB), against the card size.
+  sort -t, -k4 -n "$out/gm-$card/smi-bench-32GiB.csv" 2>/dev/null | tail -n 1 |
+    awk -F, '{printf "peak GPU memory            %.1f GiB\n", $4 / 1024}'
 done

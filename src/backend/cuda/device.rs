@@ -172,6 +172,14 @@ impl CudaGpu {
         check(status, self.index, &self.name)
     }
 
+    /// Holds what the handle takes on the device to `bytes` beyond what was in use when it
+    /// opened: the second witness slot and the memory pool, which the device sizes alone.
+    pub fn set_limit(&mut self, bytes: u64) -> Result<(), CudaError> {
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        // SAFETY: a live handle.
+        self.check(unsafe { ffi::cuzk_gpu_set_limit(self.raw.as_ptr(), bytes) })
+    }
+
     /// Free device memory now, in bytes.
     pub fn free_bytes(&mut self) -> Result<usize, CudaError> {
         let (mut free, mut total) = (0usize, 0usize);

@@ -138,6 +138,7 @@ extern "C" {
     ) -> Status;
     pub fn cuzk_gpu_close(gpu: *mut Gpu);
     pub fn cuzk_gpu_free_memory(gpu: *mut Gpu, free: *mut usize, total: *mut usize) -> Status;
+    pub fn cuzk_gpu_set_limit(gpu: *mut Gpu, bytes: usize) -> Status;
     pub fn cuzk_gpu_reserve_bases(
         gpu: *mut Gpu,
         slot: usize,

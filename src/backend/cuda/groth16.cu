@@ -408,8 +408,26 @@ struct cuzk_gpu {
     device_vec<uint64_t> d_words;
     device_vec<uint32_t> d_prefix;
     stager_t stage;
+    // --gpu-memory: the most this handle takes beyond what was in use when it opened (0: the
+    // card). The plan on the host fits the sets and one partition's working set in it; what
+    // the device decides alone (the second witness slot, the memory pool) is held to it here.
+    size_t limit_bytes = 0;
+    size_t used_at_open = 0;
 
     cuzk_gpu(const gpu_t& g, int i) : gpu(g), index(i) {}
+
+    // Whether `bytes` more fit on the device, with `margin` to spare, and within the limit.
+    bool has_room_for(size_t bytes, size_t margin) const
+    {
+        size_t free_bytes = 0, total_bytes = 0;
+        if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess)
+            return false;
+        if (free_bytes <= bytes + margin)
+            return false;
+        size_t used = total_bytes - free_bytes;
+        size_t ours = used > used_at_open ? used - used_at_open : 0;
+        return limit_bytes == 0 || ours + bytes + margin <= limit_bytes;
+    }
 
     // Never throws: after a sticky error every sync fails, and a throwing destructor would
     // end the process.
@@ -560,12 +578,14 @@ cuzk_status cuzk_gpu_open(size_t index, cuzk_gpu** out, char* name, size_t name_
         std::snprintf(name, name_len, "%s", gpu.props().name);
         CUDA_OK(cudaMemGetInfo(free_bytes, total_bytes));
         // Keep what the multiexp's per-call temporaries return to the pool, so a proof
-        // does not go back to the driver for memory.
+        // does not go back to the driver for memory (under a limit, it is trimmed after
+        // each proof instead; see cuzk_gpu_set_limit).
         cudaMemPool_t pool;
         CUDA_OK(cudaDeviceGetDefaultMemPool(&pool, gpu.cid()));
         uint64_t keep = UINT64_MAX;
         CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
         auto* g = new cuzk_gpu(gpu, (int)index);
+        g->used_at_open = *total_bytes - *free_bytes;
         try {
             g->stage.init();
         } catch (...) {
@@ -585,6 +605,12 @@ void cuzk_gpu_close(cuzk_gpu* g)
         delete g;
     } catch (...) {
     }
+}
+
+// Holds what the handle takes on the device to `bytes` (see cuzk_gpu::limit_bytes).
+cuzk_status cuzk_gpu_set_limit(cuzk_gpu* g, size_t bytes)
+{
+    return guarded("limiting the GPU's memory", [&] { g->limit_bytes = bytes; });
 }
 
 cuzk_status cuzk_gpu_free_memory(cuzk_gpu* g, size_t* free_bytes, size_t* total_bytes)
@@ -742,6 +768,12 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         ms->msm_b_g2 = ms_between(t5, t6);
         ms->total = ms_between(t0, t6);
         ms->host_to_device_bytes = proof.sent_bytes;
+        // Under a limit, the multiexps' temporaries go back to the driver between
+        // partitions rather than staying in the pool beside the limit; a failure to trim
+        // only leaves them there.
+        cudaMemPool_t pool;
+        if (g->limit_bytes && cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
+            (void)cudaMemPoolTrimTo(pool, 0);
     }, &step);
 }
 

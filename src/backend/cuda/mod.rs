@@ -83,7 +83,10 @@ pub fn plan(
             CudaProver::open(*index, crate::event::WorkerName::Cuda(*index).to_string())?;
         let free = prover.free_bytes()? as u64;
         let take = gpu_memory.map_or(free, |cap| cap.min(free));
-        prover.take_at_most(take);
+        match gpu_memory {
+            Some(_) => prover.limit_to(take)?,
+            None => prover.take_at_most(take),
+        }
         least = least.min(take);
         notes.push(format!(
             "{}{}: {} with {} free; cuzk takes up to {}",

@@ -224,10 +224,8 @@ struct partition_proof {
             return std::thread();
         int other = 1 - slot;
         size_t bytes = next->aux_len * sizeof(fr_t);
-        size_t free_bytes = 0, total_bytes = 0;
         bool has_room = g->slot_aux[other].len >= next->aux_len ||
-            (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
-             free_bytes > bytes + ((size_t)2 << 30));
+                        g->has_room_for(bytes, (size_t)2 << 30);
         if (!has_room)
             return std::thread();
         g->slot_id[other] = 0;

@@ -138,9 +138,16 @@ impl CudaProver {
         self.gpu.free_bytes()
     }
 
-    /// Caps the device memory this prover takes at `bytes` (`--gpu-memory`).
+    /// Caps the device memory this prover plans for at `bytes`: the sets and a working set.
     pub fn take_at_most(&mut self, bytes: u64) {
         self.device_bytes = self.device_bytes.min(bytes);
+    }
+
+    /// `--gpu-memory`: [`CudaProver::take_at_most`], and the device holds the allocations it
+    /// sizes alone (the second witness slot, the memory pool) to `bytes` too.
+    pub fn limit_to(&mut self, bytes: u64) -> Result<(), CudaError> {
+        self.take_at_most(bytes);
+        self.gpu.set_limit(bytes)
     }
 
     /// The slot holding `params`' resident bases, if they are on the GPU.

@@ -157,12 +157,50 @@ pub fn seconds_saved_resident(set: BaseSet, count: u64) -> f64 {
     }
 }
 
+/// Device memory a multiexp of `count` bases of `point_bytes` takes for them when they stream
+/// from the host: sppark copies them in chunks of a stride of points into two buffers, one
+/// filling while the other is read. Its Pippenger cuts `count` into 2^(lg(1.5 count) - w - 6)
+/// chunks (at least one), w = min(lg(1.5 count) - 8, 18) its window: at 2^27 points, 8
+/// chunks of 2^24, 3.2 GB for G1 and 6.4 GB for G2.
+pub fn streaming_bytes(count: u64, point_bytes: u64) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    let lg = u64::from((count + count / 2).ilog2());
+    let window = lg.saturating_sub(8).clamp(10, 18);
+    let chunks = ((1u64 << (lg.max(window) - window)) >> 6).max(1);
+    let stride = count.div_ceil(chunks).next_multiple_of(32);
+    let buffers = if chunks > 1 { 2 } else { 1 };
+    buffers * stride * point_bytes
+}
+
 /// Which sets stay on a GPU with `device_bytes` beside one partition's working set: the ones
 /// that save the most time per byte first ([`seconds_saved_resident`]: B in G2, then the
 /// G1 query sets), each that still fits; H, which saves nothing, only where room is left.
+/// The sets that stream take their chunk buffers ([`streaming_bytes`]) out of the room too.
 pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
     let n = (layout.h + 1).next_power_of_two();
-    let mut room = device_bytes.saturating_sub(working_bytes(n, layout.l));
+    let room = device_bytes.saturating_sub(working_bytes(n, layout.l));
+    // A set left to stream needs its buffers, which may leave room for fewer sets: until the
+    // reserve covers every streamed set (it only grows, up to the largest set's).
+    let mut reserve = 0;
+    loop {
+        let mask = fill_by_time_saved(layout, room.saturating_sub(reserve));
+        let needed = BaseSet::ALL
+            .iter()
+            .filter(|s| mask & s.bit() == 0)
+            .map(|&s| streaming_bytes(set_extent(layout, s).1, s.point_bytes() as u64))
+            .max()
+            .unwrap_or(0);
+        if needed <= reserve {
+            return mask;
+        }
+        reserve = needed;
+    }
+}
+
+/// The sets that fit in `room`, the most time saved per byte first.
+fn fill_by_time_saved(layout: &ParamsLayout, mut room: u64) -> u32 {
     let mut sets: Vec<(BaseSet, u64, f64)> = BaseSet::ALL
         .iter()
         .map(|&s| {
@@ -337,10 +375,31 @@ pub(crate) mod tests {
             "an H200 keeps everything"
         );
         // The cards measured: H, which streams for free, goes first; B in G2 stays first.
+        // The streamed sets' chunk buffers come out of the room: at 32 GiB B in G1 streams
+        // to make room for H's, at 16 GiB everything does.
         assert_eq!(plan_residency(&layout, 48 << 30), mask(&[L, A, BG1, BG2]));
-        assert_eq!(plan_residency(&layout, 32 << 30), mask(&[L, BG1, BG2]));
+        assert_eq!(plan_residency(&layout, 32 << 30), mask(&[L, BG2]));
         assert_eq!(plan_residency(&layout, 24 << 30), mask(&[BG1, BG2]));
-        assert_eq!(plan_residency(&layout, 16 << 30), mask(&[BG1]));
+        assert_eq!(plan_residency(&layout, 16 << 30), 0);
+        // Whatever the card, the resident sets, a partition's working set and the largest
+        // streamed set's buffers fit in it.
+        let n = 1 << 27;
+        for gib in 12u64..=140 {
+            let device = gib << 30;
+            let resident = plan_residency(&layout, device);
+            let streaming = BaseSet::ALL
+                .iter()
+                .filter(|s| resident & s.bit() == 0)
+                .map(|&s| streaming_bytes(set_extent(&layout, s).1, s.point_bytes() as u64))
+                .max()
+                .unwrap_or(0);
+            let planned =
+                resident_bases_bytes(&layout, resident) + working_bytes(n, layout.l) + streaming;
+            assert!(
+                planned <= device || resident == 0,
+                "{gib} GiB: {planned} bytes planned"
+            );
+        }
         assert_eq!(
             plan_residency(&layout, 8 << 30),
             0,
@@ -355,6 +414,19 @@ pub(crate) mod tests {
         assert!((0.15..0.25).contains(&saved(L)), "{}", saved(L));
         assert!((0.1..0.2).contains(&saved(BG2)), "{}", saved(BG2));
         assert_eq!(saved(H), 0.0);
+    }
+
+    #[test]
+    fn streamed_bases_take_two_chunk_buffers() {
+        // sppark at 2^27 points: window 18, 8 chunks of 2^24.
+        assert_eq!(streaming_bytes(1 << 27, 96), 2 * (1 << 24) * 96);
+        assert_eq!(streaming_bytes(130_170_000, 96), 2 * 16_271_264 * 96);
+        // B's 33.1M: window 17, 4 chunks.
+        assert_eq!(streaming_bytes(33_100_000, 192), 2 * 8_275_008 * 192);
+        // 2^20: window 12, 4 chunks; 2^16 and under go in one chunk, one buffer.
+        assert_eq!(streaming_bytes(1 << 20, 96), 2 * (1 << 18) * 96);
+        assert_eq!(streaming_bytes(1 << 16, 96), (1 << 16) * 96);
+        assert_eq!(streaming_bytes(0, 96), 0);
     }
 
     #[test]
