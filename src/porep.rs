@@ -284,17 +284,15 @@ impl<Tree: 'static + MerkleTreeTrait> r1cs::Units for Challenges<'_, Tree> {
             .vanilla_proofs
             .first()
             .map_or(&[][..], |p| &p[challenges]);
-        Ok(
-            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-                StackedDrg<'_, Tree, DefaultPieceHasher>,
-                _,
-            >>::circuit(
-                &sector.public_inputs,
-                Default::default(),
-                &proofs.to_vec(),
-                &sector.vanilla_params,
-                Some(0),
-            )?,
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::circuit(
+            &sector.public_inputs,
+            Default::default(),
+            &proofs.to_vec(),
+            &sector.vanilla_params,
+            Some(0),
         )
     }
 }
