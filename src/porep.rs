@@ -289,7 +289,7 @@ impl<Tree: 'static + MerkleTreeTrait> r1cs::Units for Challenges<'_, Tree> {
             _,
         >>::circuit(
             &sector.public_inputs,
-            Default::default(),
+            (),
             &proofs.to_vec(),
             &sector.vanilla_params,
             Some(0),
