@@ -37,6 +37,8 @@ impl Server {
 
     fn start_with(spool: &Path, listen: &str, envs: &[(&str, &str)], flags: &[&str]) -> Server {
         let log = spool.with_extension(format!("serve-{}.log", std::process::id()));
+        // A restart appends to the same log: only what this server writes counts.
+        let logged_before = fs::metadata(&log).map_or(0, |m| m.len() as usize);
         let stderr = fs::File::options()
             .create(true)
             .append(true)
@@ -59,7 +61,30 @@ impl Server {
             .stderr(stderr)
             .spawn()
             .expect("starting cuzk serve");
-        Server { child, log }
+        let mut server = Server { child, log };
+        server.wait_until_serving(logged_before);
+        server
+    }
+
+    /// Returns once this server says it serves (its spool made, its address bound), so that
+    /// a client never reaches another test's server that happens to hold the same port.
+    fn wait_until_serving(&mut self, logged_before: usize) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let log = self.log();
+            if log
+                .get(logged_before..)
+                .unwrap_or("")
+                .contains("serving cuzk.v1.ProvingEngine on")
+            {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("cuzk serve exited ({status}) before serving:\n{log}");
+            }
+            assert!(Instant::now() < deadline, "cuzk serve never served:\n{log}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn log(&self) -> String {
