@@ -110,7 +110,12 @@ fn sppark_prover() {
     const SOURCE: &str = "src/backend/cuda/groth16.cu";
     println!("cargo::rerun-if-changed={SOURCE}");
     // The headers groth16.cu includes from its own directory.
-    for header in ["kernels.cuh", "split_msm.cuh", "partition_proof.cuh"] {
+    for header in [
+        "kernels.cuh",
+        "split_msm.cuh",
+        "beside_h.cuh",
+        "partition_proof.cuh",
+    ] {
         println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
     }
     println!("cargo::rerun-if-env-changed=CUZK_CUDA_ARCHS");

@@ -213,6 +213,12 @@ fn main() -> Result<()> {
                 on_gpu == on_cpu,
                 "cuda {path}: the GPU's proof differs from the CPU's"
             );
+            // Only streamed query sets go beside H.
+            ensure!(
+                (timings.beside_h_ms > 0.0) == (beside_h_expected() && device_bytes == 0),
+                "cuda {path}: the queries' work beside H ran {} ms ({timings})",
+                timings.beside_h_ms
+            );
             eprintln!("cuda {path}: {timings}");
         }
         println!("cuda {path}: proofs equal the CPU's");
@@ -292,6 +298,46 @@ fn main() -> Result<()> {
             "two sets alternating: {uploads} uploads, expected each set once"
         );
         println!("cuda with two parameter sets kept: each uploaded once, proofs equal the CPU's");
+
+        // a, b and c evaluated on the host into the prover's pinned set and the witness kept
+        // compact (expanded on the GPU), as the pipeline does where the constraints do not
+        // fit on the card; with the bases resident and streamed.
+        for (path, device_bytes) in [("resident", u64::MAX), ("streamed", 0)] {
+            let resident = Arc::new(ResidentParams::load(&path_of(&dir), device_bytes)?);
+            let mut cuda = CudaProver::open(0, "cuda-0".into())?;
+            for (k, circuit) in circuits.iter().take(2).enumerate() {
+                let mut partition =
+                    r1cs.synthesize(circuit.clone(), &pool, Default::default(), true)?;
+                ensure!(
+                    partition.compact_witness(),
+                    "a witness of bits was not compacted"
+                );
+                let set = cuda.abc_lender().lend(partition.num_constraints());
+                partition.evaluate_deferred_keeping_compact(set);
+                ensure!(
+                    partition.compact_aux.is_some() && partition.deferred.is_none(),
+                    "evaluated on the host, the witness still compact"
+                );
+                let (on_gpu, timings) =
+                    cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO, None)?;
+                let on_cpu = prove_partition(
+                    synthesize(circuit.clone())?,
+                    &params,
+                    Fr::ZERO,
+                    Fr::ZERO,
+                    &mut cpu,
+                )?
+                .0;
+                ensure!(
+                    on_gpu == on_cpu && timings.evaluate_ms == 0.0,
+                    "cuda {path}, a, b and c from the host and the witness compact: partition {k}'s proof differs from the CPU's"
+                );
+                eprintln!("cuda {path}, a, b and c from the host, witness compact: {timings}");
+            }
+        }
+        println!(
+            "cuda with a, b and c from the host and the witness compact: proofs equal the CPU's"
+        );
     }
 
     let env = cuzk::backend::gpu::env::GpuEnv::from_env();
@@ -327,6 +373,16 @@ fn main() -> Result<()> {
 
 fn path_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
     dir.path().join("chain.params")
+}
+
+/// Whether the cuda backend's queries run beside H: unless a test's fault leaves them to the
+/// steps after it (`CUZK_TEST_GPU_FAULT`: `beside-oom`, `split-oom`, `tail-oom`).
+#[cfg(feature = "cuda")]
+fn beside_h_expected() -> bool {
+    let fault = std::env::var("CUZK_TEST_GPU_FAULT").unwrap_or_default();
+    !["beside-oom", "split-oom", "tail-oom"]
+        .iter()
+        .any(|f| fault.contains(f))
 }
 
 #[cfg(feature = "cuda")]
@@ -415,6 +471,20 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
         "real sector: the cuda backend's proof from a, b, c in pinned memory differs from the CPU's"
     );
     eprintln!("real sector: cuda from a, b, c in pinned memory {timings}");
+    // And so with the witness kept compact (expanded on the GPU), the bases resident and
+    // streamed: the queries' work beside H over both.
+    let streamed = Arc::new(ResidentParams::load(&params_path, 0)?);
+    for (path, set_of_bases) in [("resident", &resident), ("streamed", &streamed)] {
+        let mut partition = compact(0)?;
+        let set = cuda.abc_lender().lend(partition.num_constraints());
+        partition.evaluate_deferred_keeping_compact(set);
+        let (on_gpu, timings) = cuda.prove(partition, set_of_bases, Fr::ZERO, Fr::ZERO, None)?;
+        ensure!(
+            on_gpu == on_cpu,
+            "real sector, bases {path}: the proof from a, b, c in pinned memory and the compact witness differs from the CPU's"
+        );
+        eprintln!("real sector: cuda, bases {path}, from a, b, c in pinned memory and the compact witness {timings}");
+    }
     for plan in [&plan, &deferred] {
         let mut proof = Vec::new();
         for k in 0..sector.circuits.partition_count() {

@@ -22,6 +22,12 @@ use crate::memory::Reservation;
 pub trait LendsAbc: Send + Sync {
     /// A set of three vectors of `rows` values each, if one is free or can be made now.
     fn lend(&self, rows: usize) -> Option<LentAbc>;
+
+    /// Whether its prover takes a compact witness as it is (the cuda backend expands it on
+    /// the device): then evaluating a, b and c on the host leaves the witness compact.
+    fn takes_compact_witness(&self) -> bool {
+        false
+    }
 }
 
 /// Gives a set's memory back to its lender, with the reservation it holds.

@@ -139,6 +139,7 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     msm_g1_split_ms: [10.5, 4.5, 3.0, 2.0],
                     evaluate_ms: 0.5,
                     pcie_bytes: 25_312_400_000, // the timeline keeps 0.1 MB
+                    beside_h_ms: 6.5,
                 }),
             },
             EventName::CpuFallback => EventKind::CpuFallback {

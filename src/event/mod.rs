@@ -140,6 +140,10 @@ pub struct ProveTimings {
     /// or the witness, and the bases of multiexps over bases the GPU does not keep), where
     /// a backend counts them (the cuda backend); 0 elsewhere.
     pub pcie_bytes: u64,
+    /// The query multiexps' work that ran beside the `H` multiexp (the cuda backend: their
+    /// ones summed and their bases streamed while `H`'s kernels run), its wall time, within
+    /// `msm_g1_split_ms[0]`; 0 elsewhere.
+    pub beside_h_ms: f64,
 }
 
 impl std::fmt::Display for ProveTimings {
@@ -160,6 +164,9 @@ impl std::fmt::Display for ProveTimings {
         }
         if self.pcie_bytes > 0 {
             write!(f, ", {:.2} GB over PCIe", self.pcie_bytes as f64 / 1e9)?;
+        }
+        if self.beside_h_ms > 0.0 {
+            write!(f, ", the queries beside H {:.0} ms", self.beside_h_ms)?;
         }
         Ok(())
     }

@@ -127,7 +127,11 @@ pub fn evaluate(
         return;
     };
     let started = Instant::now();
-    msg.synthesized.evaluate_deferred_into(lent);
+    if lender.is_some_and(|lender| lender.takes_compact_witness()) {
+        msg.synthesized.evaluate_deferred_keeping_compact(lent);
+    } else {
+        msg.synthesized.evaluate_deferred_into(lent);
+    }
     msg.evaluated_bytes = None;
     events.emit(EventKind::HostEvaluationFinished {
         job: job.name().to_owned(),

@@ -158,6 +158,40 @@ fn a_witness_of_bits_is_held_compact_only_with_its_evaluation_deferred() {
     );
 }
 
+#[test]
+fn a_witness_evaluated_on_the_host_for_a_gpu_that_expands_it_stays_compact() {
+    use crate::host_abc::LendsAbc;
+    let circuit = crate::synth::tests::BitsCircuit {
+        value: Some(0x0123_4567_89ab_cdef),
+    };
+    let whole = synthesize(circuit.clone()).expect("synthesis");
+    let r1cs = Arc::new(R1cs::record(circuit.clone()).expect("record"));
+    let lender = crate::host_abc::heap::HeapLender {
+        most: 1,
+        ..Default::default()
+    };
+    let mut deferred = r1cs
+        .synthesize(circuit, &pool(), Capacity::default(), true)
+        .expect("deferred");
+    assert!(deferred.compact_witness());
+    let compact_bytes = deferred.bytes_in_flight();
+    let rows = whole.num_constraints();
+    deferred.evaluate_deferred_keeping_compact(lender.lend(rows));
+    assert!(deferred.deferred.is_none(), "evaluated");
+    assert_eq!(deferred.abc(), whole.abc());
+    assert!(deferred.aux_assignment.is_empty(), "not held whole");
+    assert_eq!(
+        deferred.bytes_in_flight(),
+        compact_bytes + 3 * rows as u64 * 32,
+        "the witness's compact bytes and a, b and c"
+    );
+    // Once evaluated there is nothing left to evaluate; a prover on the host expands it.
+    deferred.evaluate_deferred_keeping_compact(None);
+    assert!(deferred.compact_aux.is_some());
+    deferred.expand_witness();
+    assert_eq!(deferred.aux_assignment, whole.aux_assignment);
+}
+
 /// Many rows (several lane blocks) whose coefficients first appear all over the circuit,
 /// inputs among the variables, zero, one and minus one among the coefficients.
 struct ScatteredCircuit {

@@ -392,7 +392,8 @@ mod synthesis_profile {
 /// The prover's step timings as `fft_ms=..;msm_g1_ms=..;msm_g2_ms=..;cpu_ms=..`, and
 /// `;call_ms=..` for a backend that proves in one call, `;upload_ms=..`, `;eval_ms=..` and
 /// `;h_ms=..;l_ms=..;a_ms=..;b_g1_ms=..` for one that times those apart, `;pcie_mb=..` for
-/// one that counts the bytes it sends the GPU; empty without them.
+/// one that counts the bytes it sends the GPU, `;beside_h_ms=..` for one that runs the query
+/// multiexps' work beside H; empty without them.
 mod timings {
     use super::{value_of, ProveTimings};
 
@@ -419,6 +420,9 @@ mod timings {
         }
         if t.pcie_bytes > 0 {
             detail += &format!(";pcie_mb={:.1}", t.pcie_bytes as f64 / 1e6);
+        }
+        if t.beside_h_ms > 0.0 {
+            detail += &format!(";beside_h_ms={:.1}", t.beside_h_ms);
         }
         detail
     }
@@ -447,6 +451,7 @@ mod timings {
             msm_g1_split_ms: ["h_ms", "l_ms", "a_ms", "b_g1_ms"].map(|key| ms(key).unwrap_or(0.0)),
             // Megabytes with one decimal: the bytes to within 100 kB.
             pcie_bytes: ms("pcie_mb").map_or(0, |mb| (mb * 1e6).round() as u64),
+            beside_h_ms: ms("beside_h_ms").unwrap_or(0.0),
         })
     }
 }

@@ -494,9 +494,17 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
                 } else {
                     String::new()
                 };
+                let beside = if s.beside_h_s > 0.0 {
+                    format!(
+                        " (beside it, the queries' ones and streamed bases {:.2} s)",
+                        s.beside_h_s
+                    )
+                } else {
+                    String::new()
+                };
                 lines.push(format!(
                     "{indent}kernels by step: constraint evaluation {:.2} s, fft {:.2} s, msm H \
-                     {h:.2} s, L {l:.2} s, A {a:.2} s, B G1 {b_g1:.2} s, B G2 {:.2} s{pcie}",
+                     {h:.2} s{beside}, L {l:.2} s, A {a:.2} s, B G1 {b_g1:.2} s, B G2 {:.2} s{pcie}",
                     s.evaluate_s, s.fft_s, s.msm_g2_s
                 ));
             }

@@ -81,6 +81,10 @@ impl PinnedAbcSets {
 }
 
 impl LendsAbc for PinnedAbcSets {
+    fn takes_compact_witness(&self) -> bool {
+        true
+    }
+
     fn lend(&self, rows: usize) -> Option<LentAbc> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = state.idle.iter().position(|set| set.rows == rows) {

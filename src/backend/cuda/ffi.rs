@@ -118,6 +118,8 @@ pub struct StepMs {
     pub total: f64,
     /// Not a time: bytes sent from the host to the device for this partition.
     pub host_to_device_bytes: u64,
+    /// The query multiexps' work beside H: its wall time, within `msm_h`.
+    pub beside_h: f64,
 }
 
 /// A device and what cuzk keeps on it (opaque).

@@ -26,8 +26,9 @@
 //   multiexp keeps per-device work counters, so two proofs must never run on one device at
 //   once: each device has one mutex, held for a whole upload or proof. Within a proof, a
 //   helper thread may copy (and, when compact, expand) the next partition's witness on the
-//   stager's own stream into the slot this proof does not use; it is joined before the
-//   call returns.
+//   stager's own stream into the slot this proof does not use, and another runs the query
+//   multiexps' work beside H on the handle's two streams for it (beside_h.cuh, which says
+//   what it allocates and when); both are joined before the call returns.
 // - Errors. No C++ exception crosses this boundary: every entry point catches all of them,
 //   the device lock's too (on_device), and returns a cuzk_status (code 0 on success, else
 //   a CUDA error code, negated as sppark throws it, or -1, with a message naming the step).
@@ -48,6 +49,7 @@
 #include <thread>
 #include <vector>
 #include <exception>
+#include <memory>
 
 #include <ff/bls12-381-fp2.hpp>
 #include <ec/jacobian_t.hpp>
@@ -158,6 +160,8 @@ struct cuzk_step_ms {
     // witness, inputs and densities, and the bases of every multiexp over host bases),
     // its witness's too when the previous call uploaded it ahead.
     uint64_t host_to_device_bytes;
+    // The query multiexps' work beside H (beside_h.cuh): its wall time, within msm_h.
+    double beside_h;
 };
 
 struct cuzk_gpu;
@@ -391,6 +395,39 @@ struct set_slot_t {
     }
 };
 
+// A stream of the current device at its highest priority: the query multiexps' work beside
+// H (beside_h.cuh) gets the SMs first whenever H's kernels leave some.
+struct priority_stream {
+    cudaStream_t stream = nullptr;
+
+    priority_stream()
+    {
+        int least = 0, greatest = 0;
+        CUDA_OK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        CUDA_OK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+    }
+    priority_stream(const priority_stream&) = delete;
+    priority_stream& operator=(const priority_stream&) = delete;
+    ~priority_stream() { if (stream) (void)cudaStreamDestroy(stream); }
+
+    operator cudaStream_t() const { return stream; }
+    void sync() const { CUDA_OK(cudaStreamSynchronize(stream)); }
+
+    template<class T>
+    void DtoH(T* dst, const void* src, size_t count) const
+    {
+        CUDA_OK(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    }
+
+    template<typename... Types>
+    void launch_coop(void (*kernel)(Types...), dim3 grid, dim3 block, Types... args) const
+    {
+        void* pointers[sizeof...(args)] = {&args...};
+        CUDA_OK(cudaLaunchCooperativeKernel((const void*)kernel, grid, block, pointers, 0,
+                                            stream));
+    }
+};
+
 struct cuzk_gpu {
     const gpu_t& gpu;
     int index;
@@ -413,8 +450,17 @@ struct cuzk_gpu {
     // the device decides alone (the second witness slot, the memory pool) is held to it here.
     size_t limit_bytes = 0;
     size_t used_at_open = 0;
+    // The streams of the query multiexps beside H (beside_h.cuh), made at first use.
+    std::unique_ptr<priority_stream> beside_streams[2];
 
     cuzk_gpu(const gpu_t& g, int i) : gpu(g), index(i) {}
+
+    priority_stream& beside_stream(int k)
+    {
+        if (!beside_streams[k])
+            beside_streams[k].reset(new priority_stream());
+        return *beside_streams[k];
+    }
 
     // Whether `bytes` more fit on the device, with `margin` to spare, and within the limit.
     bool has_room_for(size_t bytes, size_t margin) const
@@ -542,7 +588,9 @@ cudaError_t error_of(const cuda_error& e)
 // A fault injected by a test on a GPU machine (CUZK_TEST_GPU_FAULT), since a real one
 // cannot be had on demand: `sticky` makes the L multiexp write through a null pointer (an
 // illegal address: the context is lost; `sticky@N` on GPU N only), `hang` makes it wait for
-// a kernel that never ends, `split-oom` and `tail-oom` make the bit split's tail and its
+// a kernel that never ends, `beside-oom` leaves the queries' work beside H undone (to the
+// steps after H, as `split-oom` and `tail-oom` do too; `small-chunks` streams its bases in
+// 1 MB chunks), `split-oom` and `tail-oom` make the bit split's tail and its
 // gathered bases fail to allocate as out of memory, `matrices-oom` the pre-compiled
 // constraints' upload. Read once; production runs never set it.
 bool injects(const char* fault, int device = -1)
@@ -556,6 +604,7 @@ bool injects(const char* fault, int device = -1)
 }
 
 #include "split_msm.cuh"
+#include "beside_h.cuh"
 
 }  // namespace
 
@@ -746,28 +795,38 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         proof.upload_densities();
         proof.quotient();
         auto t1 = clock::now();
+        proof.upload_aux();
+        beside_h side{g, g->beside_stream(0), g->beside_stream(1)};
+        proof.prepare_beside(side);
         std::thread prefetch = proof.upload_next_witness(next);
         joiner join_prefetch{prefetch};
+        std::thread beside = side.start();
+        joiner join_beside{beside};
         proof.multiexp_h(out->h);
+        if (beside.joinable())
+            beside.join();
+        side.check_after_join();
+        proof.sent_bytes += side.sent_bytes;
         auto t2 = clock::now();
-        proof.multiexp_l(out->l);
+        proof.multiexp_l(out->l, side);
         auto t3 = clock::now();
-        proof.multiexp_a(out->a);
+        proof.multiexp_a(out->a, side);
         auto t4 = clock::now();
-        auto t5 = proof.multiexp_b(out->b_g1, out->b_g2);
+        auto t5 = proof.multiexp_b(out->b_g1, out->b_g2, side);
         g->gpu.sync();
         auto t6 = clock::now();
 
         ms->upload = proof.upload_ms + proof.aux_upload_ms;
         ms->evaluate = proof.evaluate_ms;
         ms->quotient = ms_between(t0, t1) - proof.upload_ms - proof.evaluate_ms;
-        ms->msm_h = ms_between(t1, t2);
+        ms->msm_h = ms_between(t1, t2) - proof.aux_upload_ms;
         ms->msm_l = ms_between(t2, t3);
         ms->msm_a = ms_between(t3, t4);
         ms->msm_b_g1 = ms_between(t4, t5);
         ms->msm_b_g2 = ms_between(t5, t6);
         ms->total = ms_between(t0, t6);
         ms->host_to_device_bytes = proof.sent_bytes;
+        ms->beside_h = side.ms;
         // Under a limit, the multiexps' temporaries go back to the driver between
         // partitions rather than staying in the pool beside the limit; a failure to trim
         // only leaves them there.

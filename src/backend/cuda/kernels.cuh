@@ -157,6 +157,85 @@ void gather_tail(fr_t* tail_scalars, uint32_t* tail_index, uint32_t* cursor,
     }
 }
 
+// The split of a query straight from the variables it filters, without building the query
+// (the query multiexps beside H, beside_h.cuh). Query position `offset + prefix[w] + k`
+// holds the k-th variable of word w whose density bit is set; with no density (`words`
+// null) every variable is used, in order. Run twice: first (`tail_scalars` null) a one sets
+// its bit in `ones` (zeroed before) and the scalars neither zero nor one are counted in
+// `cursor`; then, with the tail's buffers, those are written where `cursor` (zeroed again)
+// hands out, with their query positions.
+__launch_bounds__(256) __global__
+void split_filtered(uint32_t* ones, uint32_t* cursor, fr_t* tail_scalars, uint32_t* tail_index,
+                    const fr_t* src, const uint64_t* words, const uint32_t* prefix,
+                    size_t nwords, size_t nbits, size_t offset, fr_t one)
+{
+    const bool gathering = tail_scalars != nullptr;
+    uint32_t counted = 0;
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < nwords;
+         w += (size_t)blockDim.x * gridDim.x) {
+        size_t base = w * 64;
+        uint64_t bits = words ? words[w] : ~(uint64_t)0;
+        if (base + 64 > nbits) {
+            size_t keep = nbits - base;
+            bits &= keep >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << keep) - 1);
+        }
+        const size_t first = offset + (words ? (size_t)prefix[w] : base);
+        // A word's variables land on consecutive positions: their one bits are gathered per
+        // 32-bit word of `ones` and set with one atomic each (neighbours share edge words).
+        size_t at = first, word = first / 32;
+        uint32_t mask = 0, wide = 0;
+        for (uint64_t left = bits; left; left &= left - 1, at++) {
+            fr_t x = src[base + __ffsll((long long)left) - 1];
+            if (limbs_xor(x, one) == 0) {
+                if (!gathering) {
+                    if (at / 32 != word) {
+                        if (mask)
+                            atomicOr(&ones[word], mask);
+                        word = at / 32;
+                        mask = 0;
+                    }
+                    mask |= 1u << (at % 32);
+                }
+            } else if (limbs_or(x) != 0) {
+                wide++;
+            }
+        }
+        if (mask)
+            atomicOr(&ones[word], mask);
+        if (!gathering || wide == 0) {
+            counted += wide;
+            continue;
+        }
+        uint32_t k = atomicAdd(cursor, wide);
+        at = first;
+        for (uint64_t left = bits; left; left &= left - 1, at++) {
+            fr_t x = src[base + __ffsll((long long)left) - 1];
+            if (is_wide(x, one)) {
+                tail_scalars[k] = x;
+                tail_index[k] = (uint32_t)at;
+                k++;
+            }
+        }
+    }
+    if (!gathering && counted)
+        atomicAdd(cursor, counted);
+}
+
+// dst[k] = chunk[index[k] - first] for every tail position inside [first, first + len): the
+// tail's bases, gathered from a chunk of streamed bases as it passes.
+template<class affine_h>
+__launch_bounds__(256) __global__
+void gather_bases_in_chunk(affine_h* dst, const affine_h* chunk, const uint32_t* index,
+                           size_t n, size_t first, size_t len)
+{
+    for (size_t k = threadIdx.x + (size_t)blockIdx.x * blockDim.x; k < n;
+         k += (size_t)blockDim.x * gridDim.x) {
+        size_t i = index[k];
+        if (i >= first && i - first < len)
+            dst[k] = chunk[i - first];
+    }
+}
+
 // dst[k] = bases[index[k]]: the tail's bases, beside its scalars.
 template<class affine_h>
 __launch_bounds__(256) __global__

@@ -1,14 +1,16 @@
 // The steps of one partition's proof on the GPU (partition_proof), which cuzk_gpu_prove
 // calls top to bottom. Included by groth16.cu inside its anonymous namespace, after
-// cuzk_gpu, upload_witness and the multiexps; not a standalone header.
+// cuzk_gpu, upload_witness and the multiexps (split_msm.cuh, beside_h.cuh); not a
+// standalone header.
 
 // One partition's proof on a cuzk_gpu, in the order of the paper (cuzk_gpu_prove calls the
 // steps top to bottom). Two domain-sized device vectors, x and y, do the work:
 //   x = a, y = b; both to the coset; x *= y          (quotient, first half)
 //   y = c; to the coset; x = (x - y) / Z; x = h      (second half)
-//   y = aux (its upload overlaps the H multiexp); H over x; L over y
+//   y = aux; the queries split from it beside H (beside_h.cuh); H over x
+//   L, A, B: each query's tail and sums; or, for one not done beside H,
+//   L over y; x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
 // With the constraints on the device, x, y, z = A·w, B·w, C·w from the witness's slot.
-//   x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
 // `step` names what runs, for the error message of a failure.
 struct partition_proof {
     using clock = std::chrono::steady_clock;
@@ -51,10 +53,6 @@ struct partition_proof {
             counts.l != p->aux_len || counts.a != a_len || counts.b != b_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the parameters")};
-        // A compact witness is expanded into a slot, which only evaluation on the device uses.
-        if (!evaluate && p->aux_ones)
-            throw sppark_error{cudaErrorInvalidValue,
-                               std::string("a compact witness needs the constraints on the GPU")};
         if (evaluate && set.matrix_rows != p->abc_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the uploaded constraints")};
@@ -187,7 +185,6 @@ struct partition_proof {
             step = "computing the quotient";
             to_coset(x);
         } else {
-            aux_dev = y;
             step = "uploading a";
             upload_padded(x, p->a);
             // a's NTTs run on s0 while b goes up on the stager's stream.
@@ -244,44 +241,80 @@ struct partition_proof {
         });
     }
 
-    // sum_j h_j H_j over x. Without the constraints on the device, the aux witness goes up
-    // into y meanwhile.
+    // The witness into y, where the host evaluated a, b and c (evaluating, it is in its slot
+    // already): compact where it came so, a few hundred MB at most, else whole.
+    void upload_aux()
+    {
+        if (evaluate)
+            return;
+        step = "uploading the witness";
+        auto u0 = clock::now();
+        sent_bytes += witness_bytes();
+        upload_witness(g, y, p);
+        aux_dev = y;
+        aux_upload_ms = ms_between(u0, clock::now());
+    }
+
+    // Splits the queries from the witness and allocates what their work beside H needs
+    // (beside_h.cuh); a query that does not fit is left to the steps after H.
+    void prepare_beside(beside_h& side)
+    {
+        step = "preparing the queries beside H";
+        // The faults of the bit split's fallbacks exercise the steps after H.
+        if (injects("beside-oom") || injects("split-oom") || injects("tail-oom"))
+            return;
+        side.margin = pippenger_bytes(n - 1, sizeof(affine_t), sizeof(bucket_t::mem_t),
+                                      !set.resident[CUZK_H], sms) + ((size_t)256 << 20);
+        // Only streamed sets: a resident set's multiexp is kernels alone, which H's keep
+        // busy, so beside H it would only take turns with them.
+        const bool* resident = set.resident;
+        bool b_streams = !resident[CUZK_B_G1] || !resident[CUZK_B_G2];
+        if (resident[CUZK_L] && resident[CUZK_A] && !b_streams)
+            return;
+        try {
+            if (!resident[CUZK_L])
+                side.split(side.l, p->aux_len,
+                           {{aux_dev, nullptr, nullptr, words_a, p->aux_len, 0}});
+            if (!resident[CUZK_A])
+                side.split(side.a, a_len,
+                           {{g->d_inputs.ptr, nullptr, nullptr, words_bi, p->input_len, 0},
+                            {aux_dev, w_a, pf_a, words_a, p->aux_len, p->input_len}});
+            if (b_streams)
+                side.split(side.b, b_len,
+                           {{g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len, 0},
+                            {aux_dev, w_ba, pf_ba, words_a, p->aux_len, p->b_input_total}});
+            // The chunks get what the sets' own buffers leave.
+            size_t sets_bytes = side.bytes_of(side.l_g1, side.l) +
+                                side.bytes_of(side.a_g1, side.a) +
+                                (resident[CUZK_B_G1] ? 0 : side.bytes_of(side.b_g1, side.b)) +
+                                (resident[CUZK_B_G2] ? 0 : side.bytes_of(side.b_g2, side.b));
+            if (!side.allocate_chunks(sets_bytes))
+                return;
+            side.prepare(side.l_g1, side.l, p->host_l);
+            side.prepare(side.a_g1, side.a, p->host_a);
+            if (!resident[CUZK_B_G1])
+                side.prepare(side.b_g1, side.b, p->host_b_g1);
+            if (!resident[CUZK_B_G2])
+                side.prepare(side.b_g2, side.b, p->host_b_g2);
+        } catch (const cuda_error& e) {
+            if (error_of(e) != cudaErrorMemoryAllocation)
+                throw;
+            (void)cudaGetLastError();   // what was prepared runs; the rest after H
+        }
+    }
+
+    // sum_j h_j H_j over x.
     void multiexp_h(point_t& out)
     {
         step = "the H multiexp";
-        cudaError_t aux_status = cudaSuccess;
-        std::thread aux_upload;
-        if (!evaluate) {
-            sent_bytes += p->aux_len * sizeof(fr_t);    // here: the thread would race it
-            aux_upload = std::thread([&] {
-                auto u0 = clock::now();
-                (void)cudaSetDevice(gpu.cid());
-                try {
-                    g->stage.copy(y, p->aux, p->aux_len * sizeof(fr_t));
-                } catch (const cuda_error& e) {
-                    aux_status = (cudaError_t)(e.code() < 0 ? -e.code() : e.code());
-                } catch (...) {
-                    aux_status = cudaErrorUnknown;
-                }
-                aux_upload_ms = ms_between(u0, clock::now());
-            });
-        }
         count_streamed(set.resident[CUZK_H], n - 1, sizeof(affine_t));
-        try {
-            run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
-                              n - 1);
-        } catch (...) {
-            if (aux_upload.joinable())
-                aux_upload.join();
-            throw;
-        }
-        if (aux_upload.joinable())
-            aux_upload.join();
-        CUDA_OK(aux_status);
+        run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
+                          n - 1);
     }
 
-    // sum_i w_i L_i over the aux witness: split, its scalars are mostly bits.
-    void multiexp_l(point_t& out)
+    // sum_i w_i L_i over the aux witness: split, its scalars are mostly bits; from its work
+    // beside H where it ran there.
+    void multiexp_l(point_t& out, beside_h& side)
     {
         step = "the L multiexp";
         if (injects("sticky", g->index)) {
@@ -292,6 +325,10 @@ struct partition_proof {
             spin_forever<<<1, 1, 0, gpu[0]>>>();
             gpu[0].sync();
         }
+        bool done = side.finish(out, side.l_g1, side.l);
+        side.l.release();
+        if (done)
+            return;
         bit_split split{gpu, aux_dev, p->aux_len};
         count_streamed(set.resident[CUZK_L], p->aux_len, sizeof(affine_t));
         run_query_msm<bucket_t>(gpu, split, out, set.resident[CUZK_L] ? set.l.ptr : nullptr,
@@ -309,9 +346,15 @@ struct partition_proof {
         CUDA_OK(cudaGetLastError());
     }
 
-    // The A query, [inputs, aux used in A], built in x; then sum_i s_i A_i over it.
-    void multiexp_a(point_t& out)
+    // sum_i s_i A_i over the A query, [inputs, aux used in A]: from its work beside H, else
+    // built in x.
+    void multiexp_a(point_t& out, beside_h& side)
     {
+        step = "the A multiexp";
+        bool done = side.finish(out, side.a_g1, side.a);
+        side.a.release();
+        if (done)
+            return;
         step = "filtering the A query";
         CUDA_OK(cudaMemcpyAsync(x, g->d_inputs.ptr, p->input_len * sizeof(fr_t),
                                 cudaMemcpyDeviceToDevice, s0));
@@ -324,25 +367,39 @@ struct partition_proof {
                                 p->host_a, x);
     }
 
-    // The B query, [inputs used in B, aux used in B], built in x; then its multiexps in G1
-    // and G2, one split of its scalars serving both. Returns when G1's ended.
-    clock::time_point multiexp_b(point_t& out_g1, point_fp2_t& out_g2)
+    // The B query's multiexps in G1 and G2, [inputs used in B, aux used in B]: from their
+    // work beside H; either not done there over the query built in x, one split of its
+    // scalars serving both. Returns when G1's ended.
+    clock::time_point multiexp_b(point_t& out_g1, point_fp2_t& out_g2, beside_h& side)
     {
+        step = "the B multiexp in G1";
+        bool g1 = side.finish(out_g1, side.b_g1, side.b);
+        auto g1_done = clock::now();
+        step = "the B multiexp in G2";
+        bool g2 = side.finish(out_g2, side.b_g2, side.b);
+        side.b.release();
+        if (g1 && g2)
+            return g1_done;
         step = "filtering the B query";
         filter(x, g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len);
         filter(x + p->b_input_total, aux_dev, w_ba, pf_ba, words_a, p->aux_len);
         s0.sync();
-        step = "the B multiexp in G1";
         bit_split split{gpu, x, b_len};
-        count_streamed(set.resident[CUZK_B_G1], b_len, sizeof(affine_t));
-        count_streamed(set.resident[CUZK_B_G2], b_len, sizeof(affine_fp2_t));
-        run_query_msm<bucket_t>(gpu, split, out_g1,
-                                set.resident[CUZK_B_G1] ? set.b_g1.ptr : nullptr, p->host_b_g1, x);
-        auto g1_done = clock::now();
-        step = "the B multiexp in G2";
-        run_query_msm<bucket_fp2_t>(gpu, split, out_g2,
-                                    set.resident[CUZK_B_G2] ? set.b_g2.ptr : nullptr,
-                                    p->host_b_g2, x);
+        if (!g1) {
+            step = "the B multiexp in G1";
+            count_streamed(set.resident[CUZK_B_G1], b_len, sizeof(affine_t));
+            run_query_msm<bucket_t>(gpu, split, out_g1,
+                                    set.resident[CUZK_B_G1] ? set.b_g1.ptr : nullptr,
+                                    p->host_b_g1, x);
+            g1_done = clock::now();
+        }
+        if (!g2) {
+            step = "the B multiexp in G2";
+            count_streamed(set.resident[CUZK_B_G2], b_len, sizeof(affine_fp2_t));
+            run_query_msm<bucket_fp2_t>(gpu, split, out_g2,
+                                        set.resident[CUZK_B_G2] ? set.b_g2.ptr : nullptr,
+                                        p->host_b_g2, x);
+        }
         return g1_done;
     }
 };

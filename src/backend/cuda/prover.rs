@@ -566,6 +566,7 @@ impl CudaProver {
             cpu_tail_ms: prepare_ms + ms_since(started),
             gpu_call_ms: 0.0,
             pcie_bytes: step.host_to_device_bytes,
+            beside_h_ms: step.beside_h,
         };
         debug!(
             "{}: proved partition (bases {bases_ms:.0} ms; upload {:.0}, evaluation {:.0}, quotient {:.0}, H {:.0}, L {:.0}, A {:.0}, B_G1 {:.0}, B_G2 {:.0} ms)",

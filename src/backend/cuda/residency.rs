@@ -79,6 +79,27 @@ pub fn evaluating_working_bytes(n: u64, aux: u64, inputs: u64) -> u64 {
     (3 * n + aux + inputs) * 32 + 12 * n + (3 << 29)
 }
 
+/// Bytes of each of the two buffers a query set streamed beside H is copied through
+/// (`chunk_bytes` in beside_h.cuh).
+pub const BESIDE_H_CHUNK_BYTES: u64 = 256 << 20;
+
+/// The share of a query's scalars that are neither zero nor one, as planned for: a PoRep
+/// partition's are 1-2% (its witness is mostly the bits of SHA-256 gadgets).
+const PLANNED_TAIL_SHARE: f64 = 0.02;
+
+/// Device memory the query multiexps' work beside H holds while H's multiexp runs
+/// (beside_h.cuh): the two chunk buffers of streamed bases and, per query, a bit per scalar,
+/// its tail's scalars and positions, and the tail's bases in each group the query spans
+/// (G1, and G2 for B). The GPU checks the room itself and leaves a query that does not fit
+/// to the steps after H; this is what the plan keeps free for them.
+pub fn beside_h_bytes(layout: &ParamsLayout) -> u64 {
+    let query = |count: u64, base_bytes: u64| {
+        let tail = (count as f64 * PLANNED_TAIL_SHARE).ceil() as u64;
+        count.div_ceil(8) + tail * (32 + 4 + base_bytes)
+    };
+    2 * BESIDE_H_CHUNK_BYTES + query(layout.l, 96) + query(layout.a, 96) + query(layout.b, 96 + 192)
+}
+
 /// Bytes of every base of `layout` on a GPU.
 pub fn all_bases_bytes(layout: &ParamsLayout) -> u64 {
     resident_bases_bytes(layout, u32::MAX)
@@ -174,13 +195,14 @@ pub fn streaming_bytes(count: u64, point_bytes: u64) -> u64 {
     buffers * stride * point_bytes
 }
 
-/// Which sets stay on a GPU with `device_bytes` beside one partition's working set: the ones
-/// that save the most time per byte first ([`seconds_saved_resident`]: B in G2, then the
-/// G1 query sets), each that still fits; H, which saves nothing, only where room is left.
-/// The sets that stream take their chunk buffers ([`streaming_bytes`]) out of the room too.
+/// Which sets stay on a GPU with `device_bytes` beside one partition's working set and the
+/// queries' work beside H ([`beside_h_bytes`]): the ones that save the most time per byte
+/// first ([`seconds_saved_resident`]: B in G2, then the G1 query sets), each that still
+/// fits; H, which saves nothing, only where room is left. The sets that stream take their
+/// chunk buffers ([`streaming_bytes`]) out of the room too.
 pub fn plan_residency(layout: &ParamsLayout, device_bytes: u64) -> u32 {
     let n = (layout.h + 1).next_power_of_two();
-    let room = device_bytes.saturating_sub(working_bytes(n, layout.l));
+    let room = device_bytes.saturating_sub(working_bytes(n, layout.l) + beside_h_bytes(layout));
     // A set left to stream needs its buffers, which may leave room for fewer sets: until the
     // reserve covers every streamed set (it only grows, up to the largest set's).
     let mut reserve = 0;
@@ -375,11 +397,11 @@ pub(crate) mod tests {
             "an H200 keeps everything"
         );
         // The cards measured: H, which streams for free, goes first; B in G2 stays first.
-        // The streamed sets' chunk buffers come out of the room: at 32 GiB B in G1 streams
-        // to make room for H's, at 16 GiB everything does.
+        // The streamed sets' chunk buffers and the queries' work beside H come out of the
+        // room: at 32 GiB L streams beside H, at 24 GiB B in G1 too, at 16 GiB everything.
         assert_eq!(plan_residency(&layout, 48 << 30), mask(&[L, A, BG1, BG2]));
-        assert_eq!(plan_residency(&layout, 32 << 30), mask(&[L, BG2]));
-        assert_eq!(plan_residency(&layout, 24 << 30), mask(&[BG1, BG2]));
+        assert_eq!(plan_residency(&layout, 32 << 30), mask(&[BG1, BG2]));
+        assert_eq!(plan_residency(&layout, 24 << 30), mask(&[BG2]));
         assert_eq!(plan_residency(&layout, 16 << 30), 0);
         // Whatever the card, the resident sets, a partition's working set and the largest
         // streamed set's buffers fit in it.
@@ -393,8 +415,10 @@ pub(crate) mod tests {
                 .map(|&s| streaming_bytes(set_extent(&layout, s).1, s.point_bytes() as u64))
                 .max()
                 .unwrap_or(0);
-            let planned =
-                resident_bases_bytes(&layout, resident) + working_bytes(n, layout.l) + streaming;
+            let planned = resident_bases_bytes(&layout, resident)
+                + working_bytes(n, layout.l)
+                + beside_h_bytes(&layout)
+                + streaming;
             assert!(
                 planned <= device || resident == 0,
                 "{gib} GiB: {planned} bytes planned"
@@ -414,6 +438,22 @@ pub(crate) mod tests {
         assert!((0.15..0.25).contains(&saved(L)), "{}", saved(L));
         assert!((0.1..0.2).contains(&saved(BG2)), "{}", saved(BG2));
         assert_eq!(saved(H), 0.0);
+    }
+
+    #[test]
+    fn the_work_beside_h_is_planned_for_a_porep_tail() {
+        let layout = layout_32gib();
+        let bytes = beside_h_bytes(&layout);
+        // Two 256 MiB chunks; L and A 2.6M tail scalars each with a G1 base, B 0.66M with
+        // a G1 and a G2 base: about 1.5 GB at 32GiB.
+        assert!((1_400_000_000..1_600_000_000).contains(&bytes), "{bytes}");
+        let empty = ParamsLayout {
+            l: 0,
+            a: 0,
+            b: 0,
+            ..layout
+        };
+        assert_eq!(beside_h_bytes(&empty), 2 * BESIDE_H_CHUNK_BYTES);
     }
 
     #[test]

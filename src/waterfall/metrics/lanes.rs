@@ -64,6 +64,8 @@ pub struct StepSplit {
     pub evaluate_s: f64,
     /// `msm_g1_s` one multiexp at a time (H, L, A, B_G1), where the prover times them.
     pub msm_g1_split_s: [f64; 4],
+    /// The query multiexps' work that ran beside H, within its time (the cuda backend).
+    pub beside_h_s: f64,
     pub msm_g1_s: f64,
     pub msm_g2_s: f64,
     /// Constraint evaluation, FFT and multiexps: the kernel side.
@@ -133,6 +135,7 @@ pub(super) fn lane_metrics(
                 steps.fft_s += s.fft_ms / 1e3;
                 steps.upload_s += s.upload_ms / 1e3;
                 steps.pcie_gb += s.pcie_bytes as f64 / 1e9;
+                steps.beside_h_s += s.beside_h_ms / 1e3;
                 steps.evaluate_s += s.evaluate_ms / 1e3;
                 for (sum, ms) in steps.msm_g1_split_s.iter_mut().zip(s.msm_g1_split_ms) {
                     *sum += ms / 1e3;
