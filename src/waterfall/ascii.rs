@@ -672,8 +672,14 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("of it uploads 2.40 s"), "{text}");
+        // The query sets streamed beside H: within H's time.
+        assert!(
+            text.contains("msm H 2.00 s (beside it, the queries' ones and streamed bases 1.60 s)"),
+            "{text}"
+        );
         let quiet = render_ascii(&[metrics("gpu_bound.csv")], 100);
         assert!(!quiet.contains("over PCIe"), "{quiet}");
+        assert!(!quiet.contains("beside it"), "{quiet}");
     }
 
     #[test]
