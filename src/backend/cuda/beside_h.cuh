@@ -51,10 +51,10 @@ struct beside_h {
     using clock = std::chrono::steady_clock;
 
     // Each of the two buffers a streamed set's chunks are copied into: the largest of 1 GB
-    // down to 256 MB that fits. H's multiexp leaves the SMs to other kernels only between
-    // its batches (its accumulation holds them all), and a chunk needs its kernel before the
-    // next copy into its buffer: larger chunks hide more of a set's bytes per batch. 1 MB for
-    // a test that needs many chunks of a small circuit (CUZK_TEST_GPU_FAULT=small-chunks).
+    // down to 256 MB that fits, so that each turn the kernels get between H's batches (its
+    // accumulation holds every SM) sums as much as it can; at 32GiB 1 GB and 256 MB chunks
+    // measured alike, the turns themselves setting the pace. 1 MB for a test that needs many
+    // chunks of a small circuit (CUZK_TEST_GPU_FAULT=small-chunks).
     static constexpr size_t LARGEST_CHUNK = (size_t)1 << 30;
     static constexpr size_t SMALLEST_CHUNK = (size_t)256 << 20;
     // Batch addition's work counter here (see above).
@@ -320,6 +320,12 @@ struct beside_h {
             } catch (...) {
                 status = cudaErrorUnknown;
                 message = "unknown C++ exception";
+            }
+            // Nothing queued may still write into the chunks once they are freed (on `work`,
+            // which a copy in flight is not ordered with when the queueing stopped halfway).
+            if (status != cudaSuccess) {
+                (void)cudaStreamSynchronize(copy);
+                (void)cudaStreamSynchronize(work);
             }
             ms = ms_between(t0, clock::now());
         });
