@@ -274,9 +274,15 @@ impl Spool {
     }
 
     /// Removes the attempts directory once it holds no record (another run may still be
-    /// writing one: then it is not empty, and stays).
+    /// writing one: then it is not empty, and stays). A run killed while it wrote a record
+    /// left that write's temporary behind; those of writers that are gone go first.
     pub(super) fn tidy_attempts(&self) {
-        let _ = fs::remove_dir(self.layout.work.join(ATTEMPTS_DIR));
+        let dir = self.layout.work.join(ATTEMPTS_DIR);
+        if !dir.is_dir() {
+            return;
+        }
+        let _ = atomic_file::remove_stale_temporaries(&dir);
+        let _ = fs::remove_dir(dir);
     }
 
     /// Drops the record of a job whose file left `work/`.

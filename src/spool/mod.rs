@@ -562,9 +562,12 @@ impl Spool {
     }
 
     fn retire(&self, job: &ClaimedJob, dir: &Path) -> Result<()> {
+        // The record first: a run killed in between leaves the file claimed without one (the
+        // next run starts it afresh), never a record that no file owns and a later file of
+        // the same name would inherit.
+        self.forget_attempts(&job.name);
         move_to_free_name(&job.path, dir, &job.file_name)
             .with_context(|| format!("moving {} to {}", job.path.display(), dir.display()))?;
-        self.forget_attempts(&job.name);
         sync_dir(dir)?;
         sync_dir(&self.claims)
     }

@@ -523,3 +523,35 @@ fn a_file_being_read_is_in_flight_and_one_waiting_after_is_not() {
         "where it was last seen stays"
     );
 }
+
+#[test]
+fn a_record_write_cut_short_by_a_kill_leaves_nothing_after_the_next_run() {
+    let (_dir, spool) = spool();
+    let c1 = spool.layout().inbox.join("s-t01000-1.json");
+    fs::write(&c1, b"{}").expect("write");
+    let job = spool.claim(&c1).expect("claim").expect("claimed");
+    spool.start_attempt(&job, None).expect("record");
+    // What a run killed half-way through rewriting the record leaves: a temporary of a
+    // writer of this namespace that is gone (a pid above the kernel's limit).
+    let me = ProcessIdentity::current();
+    let attempts = spool.layout().work.join(".attempts");
+    let temporary = attempts.join(format!(
+        ".s-t01000-1.json.tmp-{}-{}-{}-0",
+        me.host,
+        4_194_304 + 7,
+        me.namespace_tag()
+    ));
+    fs::write(&temporary, b"{\"runs\":").expect("temporary");
+    spool
+        .finish(&job, &[7u8; 192], &serde_json::json!({}))
+        .expect("finish");
+    assert!(
+        spool.read_attempts(&job.name).is_none(),
+        "the record goes with the file"
+    );
+    spool.release().expect("release");
+    assert!(
+        !attempts.exists(),
+        "the attempts directory is removed with the dead writer's temporary"
+    );
+}
