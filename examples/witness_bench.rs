@@ -4,8 +4,12 @@
 //! over `--repeat` runs), on a shape C1 file of the size (the real circuit over random data,
 //! so any size runs here). Both witnesses are compared element for element.
 //!
+//! With `--update`, a whole partition of a shape update instead (its circuit's challenges
+//! are fixed), in seconds per partition.
+//!
 //! ```text
 //! cargo run --release --example witness_bench -- --sector-size 32GiB --challenges 2
+//! cargo run --release --example witness_bench -- --sector-size 32GiB --update
 //! ```
 
 use std::time::Instant;
@@ -30,6 +34,9 @@ struct Args {
     /// Time the native witness only (no gadget pass, no comparison).
     #[arg(long)]
     native_only: bool,
+    /// A whole partition of a shape update instead of PoRep challenges.
+    #[arg(long)]
+    update: bool,
     /// Runs of each; the table gives the medians (this machine is shared and noisy).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
@@ -47,10 +54,21 @@ fn main() -> Result<()> {
         sector_num: 1,
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    let output = cuzk::shape::synthetic_c1(args.sector_size, identity, &mut rng)?;
-    let bytes = cuzk::shape::wrap_benchmark_c1(&output, identity)?;
-    let c1 = parse_c1(std::path::Path::new("s-t01000-1.json"), &bytes)?;
-    let sector = bind(c1, identity)?;
+    let name = std::path::Path::new("s-t01000-1.json");
+    let (sector, sample_range, n) = if args.update {
+        let bytes = cuzk::shape::synthetic_update(args.sector_size, identity, &mut rng)?;
+        let cuzk::input::JobInput::Update(update) = cuzk::input::parse_job_input(name, &bytes)?
+        else {
+            anyhow::bail!("a shape update did not read as an update");
+        };
+        (cuzk::update::bind(update, Some(identity))?, None, 1.0)
+    } else {
+        let output = cuzk::shape::synthetic_c1(args.sector_size, identity, &mut rng)?;
+        let bytes = cuzk::shape::wrap_benchmark_c1(&output, identity)?;
+        let c1 = parse_c1(name, &bytes)?;
+        let n = args.challenges as f64;
+        (bind(c1, identity)?, Some(0..args.challenges), n)
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
         .build()?;
@@ -58,10 +76,9 @@ fn main() -> Result<()> {
     // one vector as the pipeline's witness does.
     let (sample, _) = sector
         .circuits
-        .native_witness(0, Some(0..args.challenges), &pool, None)?;
+        .native_witness(0, sample_range.clone(), &pool, None)?;
     let expected = Some((sample.inputs.len(), sample.aux.len()));
     drop(sample);
-    let n = args.challenges as f64;
     let (mut native_runs, mut gadget_runs) = (Vec::new(), Vec::new());
     let mut aux_per_challenge = 0;
     // The native runs first, then the gadget runs: interleaved, each pass's gigabytes of
@@ -71,12 +88,12 @@ fn main() -> Result<()> {
         let (native, _) =
             sector
                 .circuits
-                .native_witness(0, Some(0..args.challenges), &pool, expected)?;
+                .native_witness(0, sample_range.clone(), &pool, expected)?;
         native_runs.push((
             wall.elapsed().as_secs_f64() / n,
             (cuzk::bench::process_cpu_seconds() - cpu) / n,
         ));
-        aux_per_challenge = native.aux.len() / args.challenges;
+        aux_per_challenge = (native.aux.len() as f64 / n) as usize;
     }
     let gadget_runs_wanted = if args.native_only {
         0
@@ -86,7 +103,7 @@ fn main() -> Result<()> {
     for _ in 0..gadget_runs_wanted {
         let check = sector
             .circuits
-            .check_native_witness(0, Some(0..args.challenges), &pool)?;
+            .check_native_witness(0, sample_range.clone(), &pool)?;
         ensure!(
             check.mismatch.is_none(),
             "{}",

@@ -229,16 +229,18 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
         pool: &rayon::ThreadPool,
     ) -> Result<WitnessCheck> {
         let proofs = self.challenges(k, challenges)?;
-        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::circuit(
-            &self.public_inputs,
-            Default::default(),
-            &proofs.to_vec(),
-            &self.vanilla_params,
-            Some(k),
-        )?;
+        let circuit = || {
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                StackedDrg<'_, Tree, DefaultPieceHasher>,
+                _,
+            >>::circuit(
+                &self.public_inputs,
+                (),
+                &proofs.to_vec(),
+                &self.vanilla_params,
+                Some(k),
+            )
+        };
         let started = Instant::now();
         let (native, _) =
             witness::porep::partition_witness::<Tree>(&self.public_inputs, proofs, pool, None, 0)?;
@@ -366,7 +368,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapedSector<Tree> {
 
 /// Says, loudly and once per process, that native witnesses are not being used; every
 /// partition's timeline row says which path it took.
-fn warn_native_fallback(k: usize, error: &anyhow::Error) {
+pub(crate) fn warn_native_fallback(k: usize, error: &anyhow::Error) {
     static WARNED: std::sync::Once = std::sync::Once::new();
     WARNED.call_once(|| {
         log::warn!(

@@ -33,7 +33,6 @@ pub struct SynthesisPlan<'a> {
     pub defer_evaluation: bool,
     /// With pre-compiled constraints: compute the witness natively (`witness`), falling
     /// back to the gadgets (and saying so) if that fails or does not fit the circuit.
-    /// Circuits without a native witness (the update circuit) always use the gadgets.
     pub native_witness: bool,
 }
 

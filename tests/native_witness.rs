@@ -3,6 +3,9 @@
 //! 32GiB shape partitions (the real circuit over random data; partitions of those sizes cannot be sealed
 //! here). Two-partition sectors are checked in multi_partition.rs, and every proof the
 //! default (native) synthesis makes is checked by `verify_seal` throughout the suite.
+//! Update partitions likewise, whole: the real 2KiB updates of two miners, and shape
+//! partitions of 8MiB, 512MiB and 32GiB (a sub-tree level in TreeR); every update proof the
+//! suite makes is checked by `verify_empty_sector_update_proof`.
 
 mod common;
 
@@ -13,7 +16,7 @@ use cuzk::porep::bind;
 use cuzk::sector::Sector;
 use rand::SeedableRng;
 
-use common::fixture;
+use common::{fixture, read_update, update_fixture};
 
 fn pool() -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
@@ -94,4 +97,64 @@ fn a_32gib_shape_partition_has_identical_witnesses_on_a_sample_of_challenges() {
     let sector = shape(32 << 30, 32);
     assert_identical(&sector, 3, Some(7..8), "32GiB shape");
     assert_identical(&sector, 9, Some(17..18), "32GiB shape");
+}
+
+fn real_update(name: &str) -> Sector {
+    // The sector's identity names it only; the proof does not depend on it.
+    cuzk::update::bind(read_update(&update_fixture(name)), None).expect("bind update")
+}
+
+fn update_shape(sector_size: u64, seed: u64) -> Sector {
+    let identity = SectorIdentity {
+        miner_id: 1000 + seed,
+        sector_num: seed,
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let bytes = cuzk::shape::synthetic_update(sector_size, identity, &mut rng).expect("shape");
+    let name = format!("{identity}.json");
+    let cuzk::input::JobInput::Update(update) =
+        cuzk::input::parse_job_input(std::path::Path::new(&name), &bytes).expect("parse shape")
+    else {
+        panic!("a shape update reads as an update");
+    };
+    cuzk::update::bind(update, Some(identity)).expect("bind shape update")
+}
+
+#[test]
+fn real_2kib_updates_of_two_miners_have_identical_witnesses_with_the_recorded_counts() {
+    let recorded = cuzk::update::record_constraints(2048, 1)
+        .expect("record")
+        .counts();
+    for name in ["s-t01000-11.json", "s-t02000-12.json"] {
+        let sector = real_update(name);
+        let (inputs, aux) = assert_identical(&sector, 0, None, name);
+        assert_eq!(
+            (inputs as u64, aux as u64),
+            (recorded.inputs, recorded.aux),
+            "{name}: the whole partition has the recorded circuit's counts"
+        );
+    }
+}
+
+#[test]
+fn update_shape_partitions_have_identical_witnesses() {
+    // 8MiB: 4 partitions (the last one's bits), 512MiB: 16, each with its apex tree of 128.
+    assert_identical(&update_shape(8 << 20, 8), 3, None, "8MiB update shape");
+    assert_identical(&update_shape(512 << 20, 9), 5, None, "512MiB update shape");
+}
+
+#[test]
+fn a_32gib_update_shape_partition_has_identical_witnesses() {
+    // TreeR with a sub-tree level; 86 challenges, about 30 CPU seconds through the gadgets.
+    assert_identical(&update_shape(32 << 30, 10), 11, None, "32GiB update shape");
+}
+
+#[test]
+fn an_update_partition_is_never_compared_by_a_sample_of_challenges() {
+    let sector = update_shape(2048, 12);
+    let err = sector
+        .circuits
+        .check_native_witness(0, Some(0..1), &pool())
+        .expect_err("an update's challenges are fixed by its circuit");
+    assert!(format!("{err:#}").contains("whole"), "{err:#}");
 }

@@ -134,8 +134,24 @@ fn update_inputs_prove_and_verify_and_bad_ones_are_quarantined_with_reasons() {
         "{claims}"
     );
 
-    // The waterfall tells the updates apart.
+    // Both updates' partitions were synthesized over the recorded constraints with their
+    // witnesses computed natively (no fallback to the gadgets), and their proofs verified.
     let timeline = dir.path().join("timeline.csv");
+    let rows = fs::read_to_string(&timeline).expect("timeline");
+    for job in ["s-t01000-11", "s-t02000-12"] {
+        let synth_ends: Vec<&str> = rows
+            .lines()
+            .filter(|row| row.contains(",SYNTH_END,") && row.contains(&format!(",{job},")))
+            .collect();
+        assert_eq!(synth_ends.len(), 1, "{job}: {rows}");
+        assert!(
+            synth_ends[0].contains("precompiled=true") && synth_ends[0].contains("witness=native"),
+            "{job}: {}",
+            synth_ends[0]
+        );
+    }
+
+    // The waterfall tells the updates apart.
     let out = cuzk(
         &["waterfall", &timeline.display().to_string()],
         dir.path(),

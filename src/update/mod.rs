@@ -6,11 +6,15 @@
 //!
 //! The circuit is proved partition by partition: 1 partition at 2KiB, 4 at 8MiB, 16 from
 //! 512MiB up (81,049,499 constraints each at 32GiB); partition `k` is the `k`-th vanilla
-//! proof of the input. The witness always comes from the circuit's gadgets (over
-//! pre-compiled constraints where they are recorded): the native witness covers the PoRep
-//! circuit only. The assembled proof is checked with `verify_empty_sector_update_proof`.
+//! proof of the input. Over pre-compiled constraints the witness is computed natively
+//! ([`crate::witness::update`]), falling back to the circuit's gadgets (and saying so) where
+//! that fails; without them the gadgets make it. The assembled proof is checked with
+//! `verify_empty_sector_update_proof`.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use blstrs::Scalar as Fr;
@@ -31,7 +35,10 @@ use crate::c1::SectorIdentity;
 use crate::proof_kind::CircuitId;
 use crate::r1cs::{self, R1cs, ShapeCounts};
 use crate::sector::{BindSectorError, Commitments, Sector, SectorCircuits, SynthesisPlan};
-use crate::synth::{synthesize_with_capacity, SynthesizedPartition};
+use crate::synth::{synthesize_with_capacity, SynthesisProfile, SynthesizedPartition, WitnessPath};
+use crate::witness;
+use crate::witness::check::WitnessCheck;
+use crate::witness::Witness;
 
 pub mod input;
 
@@ -202,13 +209,26 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
         plan: &SynthesisPlan<'_>,
     ) -> Result<SynthesizedPartition> {
         let circuit = self.circuit(k)?;
-        match plan.precompiled {
+        let mut native_error = None;
+        if let (Some((r1cs, pool)), true) = (plan.precompiled, plan.native_witness) {
+            match native_partition(&circuit, r1cs, pool, plan) {
+                Ok(partition) => return Ok(partition),
+                Err(error) => native_error = Some(error),
+            }
+        }
+        let gadget = match plan.precompiled {
             Some((r1cs, pool)) => {
                 r1cs.synthesize(circuit, pool, plan.capacity, plan.defer_evaluation)
             }
             None => synthesize_with_capacity(circuit, plan.capacity).map_err(Into::into),
         }
-        .with_context(|| format!("synthesizing update partition {k}"))
+        .with_context(|| format!("synthesizing update partition {k}"));
+        // A partition the gadgets cannot synthesize either is the input's fault, not the
+        // native witness's.
+        if let (Some(error), Ok(_)) = (&native_error, &gadget) {
+            crate::porep::warn_native_fallback(k, error);
+        }
+        gadget
     }
 
     fn record_constraints(&self, threads: usize) -> Result<R1cs> {
@@ -235,6 +255,64 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
             &cache_identifier::<Tree>(&self.public_params),
         ))
     }
+
+    /// An update partition is compared whole: its circuit has a fixed number of challenges.
+    fn check_native_witness(
+        &self,
+        k: usize,
+        challenges: Option<Range<usize>>,
+        pool: &rayon::ThreadPool,
+    ) -> Result<WitnessCheck> {
+        ensure!(
+            challenges.is_none(),
+            "an update partition's witness is compared whole, not by challenges"
+        );
+        let started = Instant::now();
+        let (native, _) = witness::update::partition_witness(&self.circuit(k)?, pool, None, 0)?;
+        let native_ms = started.elapsed().as_secs_f64() * 1e3;
+        witness::check::compare(|| self.circuit(k), &native, native_ms)
+    }
+
+    fn native_witness(
+        &self,
+        k: usize,
+        challenges: Option<Range<usize>>,
+        pool: &rayon::ThreadPool,
+        expected: Option<(usize, usize)>,
+    ) -> Result<(Witness, f64)> {
+        ensure!(
+            challenges.is_none(),
+            "an update partition's witness is made whole, not by challenges"
+        );
+        let capacity = expected.map_or(0, |(_, aux)| aux);
+        witness::update::partition_witness(&self.circuit(k)?, pool, expected, capacity)
+    }
+}
+
+/// Partition `circuit` with its witness computed natively and checked against the recorded
+/// circuit's counts.
+fn native_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    circuit: &EmptySectorUpdateCircuit<Tree>,
+    r1cs: &Arc<R1cs>,
+    pool: &rayon::ThreadPool,
+    plan: &SynthesisPlan<'_>,
+) -> Result<SynthesizedPartition> {
+    let started = Instant::now();
+    let counts = r1cs.counts();
+    let (witness, cpu_ms) = witness::update::partition_witness(
+        circuit,
+        pool,
+        Some((counts.inputs as usize, counts.aux as usize)),
+        plan.capacity.aux,
+    )?;
+    r1cs.check_witness(&witness)?;
+    let profile = SynthesisProfile {
+        witness_ms: started.elapsed().as_secs_f64() * 1e3,
+        witness_cpu_ms: cpu_ms,
+        witness_path: WitnessPath::Native,
+        ..SynthesisProfile::default()
+    };
+    Ok(r1cs.assemble(witness, profile, pool, plan.capacity, plan.defer_evaluation))
 }
 
 fn cache_identifier<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

@@ -29,9 +29,10 @@ pub struct WitnessCheck {
     pub mismatch: Option<String>,
 }
 
-/// Computes `circuit`'s witness with its gadgets and compares `native` with it.
-pub fn compare<C: Circuit<Fr> + Clone>(
-    circuit: C,
+/// Computes the witness of the circuit `circuit` makes with its gadgets and compares
+/// `native` with it (a second circuit names the first difference's gadget).
+pub fn compare<C: Circuit<Fr>>(
+    circuit: impl Fn() -> Result<C>,
     native: &Witness,
     native_ms: f64,
 ) -> Result<WitnessCheck> {
@@ -39,7 +40,7 @@ pub fn compare<C: Circuit<Fr> + Clone>(
     let cpu_started = crate::synth::thread_cpu_ms();
     let mut gadget = Sink::new(0, 0, native.aux.len());
     gadget.input(Fr::ONE);
-    circuit.clone().synthesize(&mut gadget)?;
+    circuit()?.synthesize(&mut gadget)?;
     let gadget_ms = started.elapsed().as_secs_f64() * 1e3;
     let gadget_cpu_ms = crate::synth::thread_cpu_ms() - cpu_started;
     let gadget_aux = gadget.take_aux();
@@ -49,14 +50,20 @@ pub fn compare<C: Circuit<Fr> + Clone>(
     };
     let mismatch = if let Some(i) = first(&native.inputs, &gadget.inputs) {
         Some(describe(
-            circuit,
+            circuit()?,
             Kind::Input,
             i,
             &native.inputs,
             &gadget.inputs,
         )?)
     } else if let Some(i) = first(&native.aux, &gadget_aux) {
-        Some(describe(circuit, Kind::Aux, i, &native.aux, &gadget_aux)?)
+        Some(describe(
+            circuit()?,
+            Kind::Aux,
+            i,
+            &native.aux,
+            &gadget_aux,
+        )?)
     } else {
         None
     };
@@ -208,14 +215,14 @@ mod tests {
 
     #[test]
     fn identical_witnesses_have_no_mismatch() {
-        let check = compare(Toy, &witness([1, 2, 3]), 0.0).unwrap();
+        let check = compare(|| Ok(Toy), &witness([1, 2, 3]), 0.0).unwrap();
         assert!(check.mismatch.is_none(), "{:?}", check.mismatch);
         assert_eq!((check.inputs, check.aux), (2, 3));
     }
 
     #[test]
     fn a_mismatch_names_the_variable_and_the_gadget_that_made_it() {
-        let mismatch = compare(Toy, &witness([1, 2, 4]), 0.0)
+        let mismatch = compare(|| Ok(Toy), &witness([1, 2, 4]), 0.0)
             .unwrap()
             .mismatch
             .unwrap();
@@ -227,7 +234,7 @@ mod tests {
 
         let mut short = witness([1, 2, 3]);
         short.inputs.pop();
-        let mismatch = compare(Toy, &short, 0.0).unwrap().mismatch.unwrap();
+        let mismatch = compare(|| Ok(Toy), &short, 0.0).unwrap().mismatch.unwrap();
         assert!(
             mismatch.starts_with("Input variable 1 differs (native nothing"),
             "{mismatch}"

@@ -7,6 +7,7 @@
 //! arithmetic ([`sha256`]), Poseidon with field arithmetic mirroring neptune's circuit
 //! ([`poseidon`]), and appended to a [`sink`] in the circuit's order, while the rest (the
 //! insertions ordering Merkle children, the encoding) runs the real gadgets on the same sink.
+//! The update circuit's witness ([`update`]) is made the same way.
 //! A witness that does not have the recorded circuit's counts is never used: the caller
 //! falls back to the gadget path and says so.
 
@@ -16,6 +17,7 @@ pub mod porep;
 mod poseidon;
 mod sha256;
 pub mod sink;
+pub mod update;
 
 use blstrs::Scalar as Fr;
 

@@ -8,6 +8,7 @@
 
 use std::mem::MaybeUninit;
 
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
@@ -152,6 +153,13 @@ impl<'a> Sink<'a> {
     ) -> Result<AllocatedNum<Fr>, SynthesisError> {
         self.alias = Some(Variable::new_unchecked(Index::Aux(index)));
         AllocatedNum::alloc(&mut *self, || Ok(value))
+    }
+
+    /// The boolean aux variable `index` (already assigned `value`) as a gadget's bit, without
+    /// allocating anything.
+    pub fn existing_bit(&mut self, index: usize, value: bool) -> Result<Boolean, SynthesisError> {
+        self.alias = Some(Variable::new_unchecked(Index::Aux(index)));
+        Ok(Boolean::from(AllocatedBit::alloc(&mut *self, Some(value))?))
     }
 }
 
