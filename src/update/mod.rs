@@ -80,6 +80,12 @@ type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
 fn bind_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     input: UpdateInput,
 ) -> Result<Box<dyn SectorCircuits>, BindSectorError> {
+    Ok(Box::new(shaped::<Tree>(input)?))
+}
+
+fn shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    input: UpdateInput,
+) -> Result<ShapedUpdate<Tree>, BindSectorError> {
     let invalid = BindSectorError::invalid_update;
     let sector_size = input.sector_size();
     let public_params = public_params::<Tree>(sector_size).map_err(invalid)?;
@@ -151,11 +157,11 @@ fn bind_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             format!("vanilla proof {k} does not open comm_r_old, comm_r_new and comm_d_new as given (hint: the commitments and the vanilla proofs come from different updates or sectors; take all of them from the same ProveReplicaUpdate1)"),
         )?;
     }
-    Ok(Box::new(ShapedUpdate::<Tree> {
+    Ok(ShapedUpdate::<Tree> {
         public_inputs,
         public_params,
         vanilla_proofs,
-    }))
+    })
 }
 
 fn ensure_or(ok: bool, message: String) -> Result<(), BindSectorError> {
@@ -415,4 +421,36 @@ fn count_for_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     >(
         sector_size
     )?))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ff::Field;
+    use rand::SeedableRng;
+
+    #[test]
+    fn a_native_witness_refuses_what_the_circuit_would_panic_on() {
+        let identity = SectorIdentity {
+            miner_id: 1000,
+            sector_num: 1,
+        };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let bytes = crate::shape::synthetic_update(2048, identity, &mut rng).expect("shape");
+        let input = input::parse_update(Path::new("s-t01000-1.json"), &bytes).expect("parse");
+        let update = shaped::<filecoin_proofs::SectorShape2KiB>(input).expect("bind");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let mut circuit = update.circuit(0).expect("circuit");
+        witness::update::partition_witness(&circuit, &pool, None, 0).expect("a good partition");
+        // Two of h_select's bits set: the circuit asserts (a panic); the native witness says so.
+        let k_and_h_select = circuit.pub_inputs.k_and_h_select.expect("value");
+        circuit.pub_inputs.k_and_h_select = Some(k_and_h_select.double() + k_and_h_select);
+        let err = witness::update::partition_witness(&circuit, &pool, None, 0)
+            .err()
+            .expect("refused");
+        assert!(format!("{err:#}").contains("h_select"), "{err:#}");
+    }
 }

@@ -110,6 +110,11 @@ pub fn partition_witness<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
         .iter()
         .map(|&(_, bit)| bit)
         .collect();
+    // What the circuit asserts of its public input, as errors instead of its panics.
+    ensure!(
+        h_select.iter().filter(|&&bit| bit).count() == 1,
+        "h_select does not have exactly one bit set"
+    );
     let partition = pack(&partition_bits);
     head.num(partition);
     let mut public_num = |value: Option<Fr>, what: &str| -> Result<Fr> {
@@ -145,6 +150,13 @@ pub fn partition_witness<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
         .path_d_new
         .get(challenge_bit_len - partition_bit_len..)
         .context("a TreeD path shorter than the challenge")?;
+    ensure!(
+        proofs.iter().all(|p| p
+            .path_d_new
+            .get(challenge_bit_len - partition_bit_len..)
+            .is_some_and(|path| path == partition_path)),
+        "the challenges of a partition disagree on the partition's path to comm_d_new"
+    );
     let partition_path = allocate_path(&mut head, partition_path, 1, "the partition path")?;
     // comm_r = H(comm_c, root_r), old and new; checked against the inputs by constraints.
     poseidon::hash(&mut head, &[comm_c, root_r_old], &POSEIDON_CONSTANTS_2);
