@@ -9,7 +9,6 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, ensure, Context, Result};
@@ -30,7 +29,7 @@ use crate::c1::{C1File, SectorIdentity, SectorSizeName};
 use crate::proof_kind::CircuitId;
 use crate::r1cs::{self, R1cs, ShapeCounts};
 use crate::sector::{BindSectorError, Commitments, Sector, SectorCircuits, SynthesisPlan};
-use crate::synth::{synthesize_with_capacity, SynthesisProfile, SynthesizedPartition, WitnessPath};
+use crate::synth::{synthesize_with_capacity, SynthesizedPartition};
 use crate::witness;
 use crate::witness::check::WitnessCheck;
 use crate::witness::Witness;
@@ -186,20 +185,19 @@ impl<Tree: 'static + MerkleTreeTrait> SectorCircuits for ShapedSector<Tree> {
         plan: &SynthesisPlan<'_>,
     ) -> Result<SynthesizedPartition> {
         ensure!(k < self.vanilla_proofs.len(), "no partition {k}");
-        let mut native_error = None;
-        if let (Some((r1cs, pool)), true) = (plan.precompiled, plan.native_witness) {
-            match self.native_partition(k, r1cs, pool, plan) {
-                Ok(partition) => return Ok(partition),
-                Err(error) => native_error = Some(error),
-            }
-        }
-        let gadget = self.gadget_partition(k, plan);
-        // A partition the gadgets cannot synthesize either is the input's fault, not the
-        // native witness's.
-        if let (Some(error), Ok(_)) = (&native_error, &gadget) {
-            warn_native_fallback(k, error);
-        }
-        gadget
+        plan.native_or_gadgets(
+            k,
+            |pool, expected, capacity| {
+                witness::porep::partition_witness::<Tree>(
+                    &self.public_inputs,
+                    &self.vanilla_proofs[k],
+                    pool,
+                    Some(expected),
+                    capacity,
+                )
+            },
+            || self.gadget_partition(k, plan),
+        )
     }
 
     fn record_constraints(&self, threads: usize) -> Result<R1cs> {
@@ -336,46 +334,6 @@ impl<Tree: 'static + MerkleTreeTrait> ShapedSector<Tree> {
             None => Ok(&proofs[..]),
         }
     }
-
-    /// Partition `k` with its witness computed natively and checked against the recorded
-    /// circuit's counts.
-    fn native_partition(
-        &self,
-        k: usize,
-        r1cs: &Arc<R1cs>,
-        pool: &rayon::ThreadPool,
-        plan: &SynthesisPlan<'_>,
-    ) -> Result<SynthesizedPartition> {
-        let started = Instant::now();
-        let counts = r1cs.counts();
-        let (witness, cpu_ms) = witness::porep::partition_witness::<Tree>(
-            &self.public_inputs,
-            &self.vanilla_proofs[k],
-            pool,
-            Some((counts.inputs as usize, counts.aux as usize)),
-            plan.capacity.aux,
-        )?;
-        r1cs.check_witness(&witness)?;
-        let profile = SynthesisProfile {
-            witness_ms: started.elapsed().as_secs_f64() * 1e3,
-            witness_cpu_ms: cpu_ms,
-            witness_path: WitnessPath::Native,
-            ..SynthesisProfile::default()
-        };
-        Ok(r1cs.assemble(witness, profile, pool, plan.capacity, plan.defer_evaluation))
-    }
-}
-
-/// Says, loudly and once per process, that native witnesses are not being used; every
-/// partition's timeline row says which path it took.
-pub(crate) fn warn_native_fallback(k: usize, error: &anyhow::Error) {
-    static WARNED: std::sync::Once = std::sync::Once::new();
-    WARNED.call_once(|| {
-        log::warn!(
-            "the native witness of partition {k} failed ({error:#}); partitions fall back to \
-             the circuit's gadgets (slower, same proofs). Report this with cuzk --version."
-        )
-    });
 }
 
 /// A partition circuit without a witness: what the parameter generator synthesizes.

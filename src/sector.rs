@@ -8,6 +8,7 @@
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar as Fr;
@@ -16,7 +17,7 @@ use filecoin_proofs_api::{RegisteredSealProof, RegisteredUpdateProof, SectorId};
 use crate::c1::SectorIdentity;
 use crate::proof_kind::{CircuitId, ProofKind};
 use crate::r1cs::R1cs;
-use crate::synth::{Capacity, SynthesizedPartition};
+use crate::synth::{Capacity, SynthesisProfile, SynthesizedPartition, WitnessPath};
 use crate::witness::check::WitnessCheck;
 use crate::witness::Witness;
 
@@ -34,6 +35,62 @@ pub struct SynthesisPlan<'a> {
     /// With pre-compiled constraints: compute the witness natively (`witness`), falling
     /// back to the gadgets (and saying so) if that fails or does not fit the circuit.
     pub native_witness: bool,
+}
+
+impl SynthesisPlan<'_> {
+    /// Partition `k`: with pre-compiled constraints and native witnesses, its witness from
+    /// `native` (given the pool, the recorded circuit's input and aux counts, and the aux
+    /// vector's capacity), checked against the recorded counts and assembled as the plan
+    /// says; otherwise, or where that fails, from `gadgets`. A native failure the gadgets do
+    /// not share is said once, loudly: the gadgets make the same proof, slower.
+    pub(crate) fn native_or_gadgets(
+        &self,
+        k: usize,
+        native: impl FnOnce(&rayon::ThreadPool, (usize, usize), usize) -> Result<(Witness, f64)>,
+        gadgets: impl FnOnce() -> Result<SynthesizedPartition>,
+    ) -> Result<SynthesizedPartition> {
+        let Some((r1cs, pool)) = self.precompiled.filter(|_| self.native_witness) else {
+            return gadgets();
+        };
+        let started = Instant::now();
+        let counts = r1cs.counts();
+        let expected = (counts.inputs as usize, counts.aux as usize);
+        let made = native(pool, expected, self.capacity.aux).and_then(|(witness, cpu_ms)| {
+            r1cs.check_witness(&witness)?;
+            Ok((witness, cpu_ms))
+        });
+        let error = match made {
+            Ok((witness, cpu_ms)) => {
+                let profile = SynthesisProfile {
+                    witness_ms: started.elapsed().as_secs_f64() * 1e3,
+                    witness_cpu_ms: cpu_ms,
+                    witness_path: WitnessPath::Native,
+                    ..SynthesisProfile::default()
+                };
+                return Ok(r1cs.assemble(
+                    witness,
+                    profile,
+                    pool,
+                    self.capacity,
+                    self.defer_evaluation,
+                ));
+            }
+            Err(error) => error,
+        };
+        let gadget = gadgets();
+        // A partition the gadgets cannot synthesize either is the input's fault, not the
+        // native witness's.
+        if gadget.is_ok() {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                log::warn!(
+                    "the native witness of partition {k} failed ({error:#}); partitions fall back to \
+                     the circuit's gadgets (slower, same proofs). Report this with cuzk --version."
+                )
+            });
+        }
+        gadget
+    }
 }
 
 /// One job's proof obligations, whatever its size and kind.

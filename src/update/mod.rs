@@ -13,7 +13,6 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
@@ -35,7 +34,7 @@ use crate::c1::SectorIdentity;
 use crate::proof_kind::CircuitId;
 use crate::r1cs::{self, R1cs, ShapeCounts};
 use crate::sector::{BindSectorError, Commitments, Sector, SectorCircuits, SynthesisPlan};
-use crate::synth::{synthesize_with_capacity, SynthesisProfile, SynthesizedPartition, WitnessPath};
+use crate::synth::{synthesize_with_capacity, SynthesizedPartition};
 use crate::witness;
 use crate::witness::check::WitnessCheck;
 use crate::witness::Witness;
@@ -214,27 +213,27 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
         k: usize,
         plan: &SynthesisPlan<'_>,
     ) -> Result<SynthesizedPartition> {
-        let circuit = self.circuit(k)?;
-        let mut native_error = None;
-        if let (Some((r1cs, pool)), true) = (plan.precompiled, plan.native_witness) {
-            match native_partition(&circuit, r1cs, pool, plan) {
-                Ok(partition) => return Ok(partition),
-                Err(error) => native_error = Some(error),
-            }
-        }
-        let gadget = match plan.precompiled {
-            Some((r1cs, pool)) => {
-                r1cs.synthesize(circuit, pool, plan.capacity, plan.defer_evaluation)
-            }
-            None => synthesize_with_capacity(circuit, plan.capacity).map_err(Into::into),
-        }
-        .with_context(|| format!("synthesizing update partition {k}"));
-        // A partition the gadgets cannot synthesize either is the input's fault, not the
-        // native witness's.
-        if let (Some(error), Ok(_)) = (&native_error, &gadget) {
-            crate::porep::warn_native_fallback(k, error);
-        }
-        gadget
+        plan.native_or_gadgets(
+            k,
+            |pool, expected, capacity| {
+                witness::update::partition_witness(
+                    &self.circuit(k)?,
+                    pool,
+                    Some(expected),
+                    capacity,
+                )
+            },
+            || {
+                let circuit = self.circuit(k)?;
+                match plan.precompiled {
+                    Some((r1cs, pool)) => {
+                        r1cs.synthesize(circuit, pool, plan.capacity, plan.defer_evaluation)
+                    }
+                    None => synthesize_with_capacity(circuit, plan.capacity).map_err(Into::into),
+                }
+                .with_context(|| format!("synthesizing update partition {k}"))
+            },
+        )
     }
 
     fn record_constraints(&self, threads: usize) -> Result<R1cs> {
@@ -293,32 +292,6 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SectorCircuits for S
         let capacity = expected.map_or(0, |(_, aux)| aux);
         witness::update::partition_witness(&self.circuit(k)?, pool, expected, capacity)
     }
-}
-
-/// Partition `circuit` with its witness computed natively and checked against the recorded
-/// circuit's counts.
-fn native_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    circuit: &EmptySectorUpdateCircuit<Tree>,
-    r1cs: &Arc<R1cs>,
-    pool: &rayon::ThreadPool,
-    plan: &SynthesisPlan<'_>,
-) -> Result<SynthesizedPartition> {
-    let started = Instant::now();
-    let counts = r1cs.counts();
-    let (witness, cpu_ms) = witness::update::partition_witness(
-        circuit,
-        pool,
-        Some((counts.inputs as usize, counts.aux as usize)),
-        plan.capacity.aux,
-    )?;
-    r1cs.check_witness(&witness)?;
-    let profile = SynthesisProfile {
-        witness_ms: started.elapsed().as_secs_f64() * 1e3,
-        witness_cpu_ms: cpu_ms,
-        witness_path: WitnessPath::Native,
-        ..SynthesisProfile::default()
-    };
-    Ok(r1cs.assemble(witness, profile, pool, plan.capacity, plan.defer_evaluation))
 }
 
 fn cache_identifier<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

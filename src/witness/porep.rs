@@ -8,8 +8,6 @@
 //! the insertions that order a path's children (a few selections per level) and the
 //! encoding (one addition). Challenges are independent and computed in parallel.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::num::AllocatedNum;
@@ -20,7 +18,6 @@ use filecoin_hashers::{
     Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_16, POSEIDON_CONSTANTS_2,
     POSEIDON_CONSTANTS_4, POSEIDON_CONSTANTS_8,
 };
-use rayon::prelude::*;
 use storage_proofs_core::gadgets::encode::encode;
 use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
@@ -93,78 +90,18 @@ pub fn partition_witness<Tree: 'static + MerkleTreeTrait>(
     let shared = Shared {
         replica_id: replica_id_words,
     };
-    let cpu_us = AtomicU64::new(0);
-    let timed = |i: usize, run: &mut dyn FnMut() -> Result<()>| {
-        let started = thread_cpu_ms();
-        let result = run().with_context(|| format!("challenge {i}"));
-        cpu_us.fetch_add(
-            ((thread_cpu_ms() - started) * 1e3) as u64,
-            Ordering::Relaxed,
-        );
-        result
-    };
-    let mut aux = head.take_aux();
-    let mut inputs = head.inputs;
-    match expected {
-        // Every challenge has the same variables: each writes its share of the vector.
-        Some((_, expected_aux)) => {
-            let per = expected_aux
-                .checked_sub(aux.len())
-                .filter(|rest| rest % proofs.len() == 0)
-                .map(|rest| rest / proofs.len())
-                .with_context(|| {
-                    format!(
-                        "{expected_aux} aux variables do not split into a prologue of {} and {} equal challenges",
-                        aux.len(),
-                        proofs.len()
-                    )
-                })?;
-            let prologue = aux.len();
-            aux.reserve_exact(capacity.max(expected_aux) - prologue);
-            super::advise_huge_pages(&mut aux);
-            let slots = &mut aux.spare_capacity_mut()[..expected_aux - prologue];
-            let challenge_inputs: Vec<Vec<Fr>> = pool.install(|| {
-                slots
-                    .par_chunks_mut(per)
-                    .zip(proofs.par_iter())
-                    .enumerate()
-                    .map(|(i, (slots, proof))| {
-                        let mut sink = Sink::in_slots(prologue + i * per, 0, slots);
-                        timed(i, &mut || challenge::<Tree>(&mut sink, proof, &shared))?;
-                        ensure!(
-                            sink.filled_exactly(),
-                            "challenge {i} has {} aux variables, not {per}",
-                            sink.aux_len()
-                        );
-                        Ok(std::mem::take(&mut sink.inputs))
-                    })
-                    .collect::<Result<_>>()
-            })?;
-            // SAFETY: the slots from `prologue` to `expected_aux` are the chunks above, and
-            // every chunk was filled exactly (or this returned early).
-            unsafe { aux.set_len(expected_aux) };
-            inputs.extend(challenge_inputs.into_iter().flatten());
-        }
-        None => {
-            let challenges: Vec<(Vec<Fr>, Vec<Fr>)> = pool.install(|| {
-                proofs
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, proof)| {
-                        // Indices inside this sink start at 0: only values are kept.
-                        let mut sink = Sink::new(0, 0, 1 << 20);
-                        timed(i, &mut || challenge::<Tree>(&mut sink, proof, &shared))?;
-                        Ok((sink.take_aux(), std::mem::take(&mut sink.inputs)))
-                    })
-                    .collect::<Result<_>>()
-            })?;
-            for (challenge_aux, challenge_inputs) in challenges {
-                aux.extend_from_slice(&challenge_aux);
-                inputs.extend(challenge_inputs);
-            }
-        }
-    }
-    let cpu_ms = thread_cpu_ms() - cpu_started + cpu_us.into_inner() as f64 / 1e3;
+    let mut inputs = std::mem::take(&mut head.inputs);
+    let made = super::challenges_in_parallel(
+        head.take_aux(),
+        proofs,
+        pool,
+        expected.map(|(_, aux)| aux),
+        capacity,
+        |sink, _, proof| challenge::<Tree>(sink, proof, &shared),
+    )?;
+    inputs.extend(made.inputs);
+    let aux = made.aux;
+    let cpu_ms = thread_cpu_ms() - cpu_started + made.cpu_ms;
     Ok((Witness { inputs, aux }, cpu_ms))
 }
 

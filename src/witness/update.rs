@@ -9,15 +9,12 @@
 //! and the apex leaf's selection (a few selections each). Every challenge uses the prologue's
 //! variables and its own, so challenges are computed in parallel, each in its own slots.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use anyhow::{bail, ensure, Context, Result};
 use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
 use filecoin_hashers::{
     POSEIDON_CONSTANTS_16, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_4, POSEIDON_CONSTANTS_8,
 };
-use rayon::prelude::*;
 use storage_proofs_core::gadgets::insertion::{insert, select};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::circuit::ChallengeProof;
@@ -213,76 +210,18 @@ pub fn partition_witness<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
         generated: generated_bits.chunks(bits_per_challenge).collect(),
     };
 
-    let cpu_us = AtomicU64::new(0);
-    let timed = |i: usize, run: &mut dyn FnMut() -> Result<()>| {
-        let started = thread_cpu_ms();
-        let result = run().with_context(|| format!("challenge {i}"));
-        cpu_us.fetch_add(
-            ((thread_cpu_ms() - started) * 1e3) as u64,
-            Ordering::Relaxed,
-        );
-        result
-    };
-    let mut aux = head.take_aux();
-    let inputs = head.inputs;
-    match expected {
-        // Every challenge has the same variables: each writes its share of the vector.
-        Some((_, expected_aux)) => {
-            let per = expected_aux
-                .checked_sub(aux.len())
-                .filter(|rest| rest % proofs.len() == 0)
-                .map(|rest| rest / proofs.len())
-                .with_context(|| {
-                    format!(
-                        "{expected_aux} aux variables do not split into a prologue of {} and {} equal challenges",
-                        aux.len(),
-                        proofs.len()
-                    )
-                })?;
-            let prologue = aux.len();
-            aux.reserve_exact(capacity.max(expected_aux) - prologue);
-            super::advise_huge_pages(&mut aux);
-            let slots = &mut aux.spare_capacity_mut()[..expected_aux - prologue];
-            pool.install(|| {
-                slots
-                    .par_chunks_mut(per)
-                    .zip(proofs.par_iter())
-                    .enumerate()
-                    .try_for_each(|(i, (slots, proof))| {
-                        let mut sink = Sink::in_slots(prologue + i * per, inputs.len(), slots);
-                        timed(i, &mut || challenge(&mut sink, i, proof, &shared))?;
-                        ensure!(
-                            sink.filled_exactly() && sink.inputs.is_empty(),
-                            "challenge {i} has {} aux variables, not {per}",
-                            sink.aux_len()
-                        );
-                        Ok(())
-                    })
-            })?;
-            // SAFETY: the slots from `prologue` to `expected_aux` are the chunks above, and
-            // every chunk was filled exactly (or this returned early).
-            unsafe { aux.set_len(expected_aux) };
-        }
-        None => {
-            let challenges: Vec<Vec<Fr>> = pool.install(|| {
-                proofs
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, proof)| {
-                        // Indices inside this sink start at 0: only values are kept.
-                        let mut sink = Sink::new(0, inputs.len(), 1 << 20);
-                        timed(i, &mut || challenge(&mut sink, i, proof, &shared))?;
-                        ensure!(sink.inputs.is_empty(), "challenge {i} made public inputs");
-                        Ok(sink.take_aux())
-                    })
-                    .collect::<Result<_>>()
-            })?;
-            for challenge_aux in challenges {
-                aux.extend_from_slice(&challenge_aux);
-            }
-        }
-    }
-    let cpu_ms = thread_cpu_ms() - cpu_started + cpu_us.into_inner() as f64 / 1e3;
+    let inputs = std::mem::take(&mut head.inputs);
+    let made = super::challenges_in_parallel(
+        head.take_aux(),
+        proofs,
+        pool,
+        expected.map(|(_, aux)| aux),
+        capacity,
+        |sink, i, proof| challenge(sink, i, proof, &shared),
+    )?;
+    ensure!(made.inputs.is_empty(), "the challenges made public inputs");
+    let aux = made.aux;
+    let cpu_ms = thread_cpu_ms() - cpu_started + made.cpu_ms;
     Ok((Witness { inputs, aux }, cpu_ms))
 }
 
