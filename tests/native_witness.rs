@@ -4,8 +4,8 @@
 //! here). Two-partition sectors are checked in multi_partition.rs, and every proof the
 //! default (native) synthesis makes is checked by `verify_seal` throughout the suite.
 //! Update partitions likewise, whole: the real 2KiB updates of two miners, and shape
-//! partitions of 8MiB, 512MiB and 32GiB (a sub-tree level in TreeR); every update proof the
-//! suite makes is checked by `verify_empty_sector_update_proof`.
+//! partitions of 8MiB, 512MiB, 32GiB and 64GiB (sub- and top-tree levels in TreeR); every
+//! update proof the suite makes is checked by `verify_empty_sector_update_proof`.
 
 mod common;
 
@@ -144,9 +144,11 @@ fn update_shape_partitions_have_identical_witnesses() {
 }
 
 #[test]
-fn a_32gib_update_shape_partition_has_identical_witnesses() {
-    // TreeR with a sub-tree level; 86 challenges, about 30 CPU seconds through the gadgets.
+fn production_update_shape_partitions_have_identical_witnesses() {
+    // TreeR with a sub-tree level (32GiB) and a top-tree level too (64GiB); 86 challenges,
+    // about 20 CPU seconds each through the gadgets.
     assert_identical(&update_shape(32 << 30, 10), 11, None, "32GiB update shape");
+    assert_identical(&update_shape(64 << 30, 11), 15, None, "64GiB update shape");
 }
 
 #[test]
