@@ -11,7 +11,8 @@
 //! as a partition for the cuda backend (which evaluates the constraints on its GPU);
 //! `native` and `native-deferred` are the same with the witness computed natively.
 //! Besides the totals, each row splits the time into the circuit pass (the witness) and the
-//! matrices' evaluation. scripts/bench-synthesis.sh runs the paths and prints the table.
+//! matrices' evaluation. With `--update`, partitions of a shape update instead of a C2.
+//! scripts/bench-synthesis.sh runs the paths and prints the table.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,6 +40,9 @@ struct Args {
     /// Threads evaluating pre-compiled constraints.
     #[arg(long, default_value_t = 2)]
     threads: usize,
+    /// Partitions of a shape SnapDeals update instead of a C2.
+    #[arg(long)]
+    update: bool,
 }
 
 fn main() -> Result<()> {
@@ -48,10 +52,25 @@ fn main() -> Result<()> {
         sector_num: 1,
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    let output = cuzk::shape::synthetic_c1(args.sector_size, identity, &mut rng)?;
-    let bytes = cuzk::shape::wrap_benchmark_c1(&output, identity)?;
-    let c1 = parse_c1(std::path::Path::new("s-t01000-1.json"), &bytes)?;
-    let sector = bind(c1, identity)?;
+    let name = std::path::Path::new("s-t01000-1.json");
+    let (sector, circuit) = if args.update {
+        let bytes = cuzk::shape::synthetic_update(args.sector_size, identity, &mut rng)?;
+        let cuzk::input::JobInput::Update(update) = cuzk::input::parse_job_input(name, &bytes)?
+        else {
+            anyhow::bail!("a shape update did not read as an update");
+        };
+        (
+            cuzk::update::bind(update, Some(identity))?,
+            cuzk::proof_kind::CircuitId::update(args.sector_size),
+        )
+    } else {
+        let output = cuzk::shape::synthetic_c1(args.sector_size, identity, &mut rng)?;
+        let bytes = cuzk::shape::wrap_benchmark_c1(&output, identity)?;
+        (
+            bind(parse_c1(name, &bytes)?, identity)?,
+            cuzk::proof_kind::CircuitId::seal(args.sector_size),
+        )
+    };
     // The parameter file's counts where it exists (counting a 32GiB circuit takes a minute).
     let capacity = match cuzk::footprint::Footprint::of_file(&sector.circuits.params_path()?) {
         Ok(f) => Capacity {
@@ -60,8 +79,7 @@ fn main() -> Result<()> {
             inputs: f.inputs as usize,
         },
         Err(_) => {
-            let counts =
-                cuzk::circuits::count_shape(cuzk::proof_kind::CircuitId::seal(args.sector_size))?;
+            let counts = cuzk::circuits::count_shape(circuit)?;
             Capacity {
                 abc: counts.domain() as usize,
                 aux: counts.aux as usize,
@@ -126,8 +144,9 @@ fn main() -> Result<()> {
     let n = args.partitions as f64;
     let per = |ms: f64| ms / 1e3 / n;
     println!(
-        "| {} | {} | {:.2} | {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {} | {} |",
+        "| {}{} | {} | {:.2} | {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {} | {} |",
         cuzk::c1::SectorSizeName(args.sector_size),
+        if args.update { " update" } else { "" },
         args.path,
         started.elapsed().as_secs_f64() / n,
         (cuzk::bench::process_cpu_seconds() - cpu) / n,

@@ -6,6 +6,7 @@
 # of its own (peak memory). The circuit pass column is the witness: gadget against native.
 #
 #   scripts/bench-synthesis.sh [SIZES] [PARTITIONS]     # default "2KiB 512MiB", 3
+#   UPDATE=1 scripts/bench-synthesis.sh ...             # SnapDeals update partitions
 #
 # Writes each size's shape parameters into a scratch benchmark directory (`cuzk bench
 # --prepare-only`: the recorded constraints are keyed by their verifying key) and records its
@@ -22,11 +23,13 @@ cargo build --quiet --bin cuzk --example synthesis_bench
 bin="${CARGO_TARGET_DIR:-target}/debug"
 echo "| size | path | wall s/partition | CPU s/partition | circuit pass wall / CPU s | evaluation wall / CPU s | partition holds | peak memory |"
 echo "|---|---|---|---|---|---|---|---|"
+update=()
+[ -z "${UPDATE:-}" ] || update=(--update)
 for size in $sizes; do
-  "$bin/cuzk" bench --sector-size "$size" --dir "$bench_dir" --sectors 1 --prepare-only >&2
-  "$bin/cuzk" params constraints --sector-size "$size" >&2
+  "$bin/cuzk" bench --sector-size "$size" --dir "$bench_dir" --sectors 1 --prepare-only "${update[@]}" >&2
+  "$bin/cuzk" params constraints --sector-size "$size" "${update[@]}" >&2
   for path in full precompiled native deferred native-deferred; do
     "$bin/examples/synthesis_bench" --sector-size "$size" --path "$path" \
-      --partitions "$partitions" --threads "$(nproc)"
+      --partitions "$partitions" --threads "$(nproc)" "${update[@]}"
   done
 done
