@@ -67,6 +67,16 @@ fn assert_identical(
     (check.inputs, check.aux)
 }
 
+/// Checks partition 0 whole, and that it has the recorded circuit's counts.
+fn assert_whole_and_recorded(sector: &Sector, what: &str, recorded: &cuzk::r1cs::R1csCounts) {
+    let (inputs, aux) = assert_identical(sector, 0, None, what);
+    assert_eq!(
+        (inputs as u64, aux as u64),
+        (recorded.inputs, recorded.aux),
+        "{what}: the whole partition has the recorded circuit's counts"
+    );
+}
+
 #[test]
 fn real_2kib_sectors_of_two_miners_have_identical_witnesses_with_the_recorded_counts() {
     let recorded = real("s-t01000-1.json")
@@ -75,13 +85,7 @@ fn real_2kib_sectors_of_two_miners_have_identical_witnesses_with_the_recorded_co
         .expect("record")
         .counts();
     for name in ["s-t01000-1.json", "s-t01000-2.json", "s-t02000-7.json"] {
-        let sector = real(name);
-        let (inputs, aux) = assert_identical(&sector, 0, None, name);
-        assert_eq!(
-            (inputs as u64, aux as u64),
-            (recorded.inputs, recorded.aux),
-            "{name}: the whole partition has the recorded circuit's counts"
-        );
+        assert_whole_and_recorded(&real(name), name, &recorded);
     }
 }
 
@@ -126,13 +130,7 @@ fn real_2kib_updates_of_two_miners_have_identical_witnesses_with_the_recorded_co
         .expect("record")
         .counts();
     for name in ["s-t01000-11.json", "s-t02000-12.json"] {
-        let sector = real_update(name);
-        let (inputs, aux) = assert_identical(&sector, 0, None, name);
-        assert_eq!(
-            (inputs as u64, aux as u64),
-            (recorded.inputs, recorded.aux),
-            "{name}: the whole partition has the recorded circuit's counts"
-        );
+        assert_whole_and_recorded(&real_update(name), name, &recorded);
     }
 }
 
