@@ -208,7 +208,7 @@ fn main() -> Result<()> {
             let partition = synthesize(circuit.clone())?;
             let (on_gpu, timings) = cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO, None)?;
             let partition = synthesize(circuit.clone())?;
-            let on_cpu = prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+            let on_cpu = prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
             ensure!(
                 on_gpu == on_cpu,
                 "cuda {path}: the GPU's proof differs from the CPU's"
@@ -262,7 +262,7 @@ fn main() -> Result<()> {
                 "partition {k}: only the first witness goes up in its own call ({timings})"
             );
             let partition = synthesize(circuits[k % circuits.len()].clone())?;
-            let on_cpu = prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+            let on_cpu = prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
             ensure!(
                 on_gpu == on_cpu,
                 "cuda evaluating: partition {k}'s proof differs from the CPU's"
@@ -286,8 +286,15 @@ fn main() -> Result<()> {
             let circuit = circuits[k % circuits.len()].clone();
             let partition = r1cs.synthesize(circuit.clone(), &pool, Default::default(), true)?;
             let (on_gpu, _) = cuda.prove(partition, set, Fr::ZERO, Fr::ZERO, None)?;
-            let on_cpu =
-                prove_partition(synthesize(circuit)?, &params, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+            let on_cpu = prove_partition(
+                synthesize(circuit)?,
+                &params,
+                None,
+                Fr::ZERO,
+                Fr::ZERO,
+                &mut cpu,
+            )?
+            .0;
             ensure!(
                 on_gpu == on_cpu,
                 "two sets kept: proof {k} differs from the CPU's"
@@ -323,6 +330,7 @@ fn main() -> Result<()> {
                 let on_cpu = prove_partition(
                     synthesize(circuit.clone())?,
                     &params,
+                    None,
                     Fr::ZERO,
                     Fr::ZERO,
                     &mut cpu,
@@ -350,7 +358,7 @@ fn main() -> Result<()> {
         for circuit in circuits.iter().take(2) {
             let deterministic = |kernels: &mut ProverKernels| -> Result<_> {
                 let partition = synthesize(circuit.clone())?;
-                Ok(prove_partition(partition, &params, Fr::ZERO, Fr::ZERO, kernels)?.0)
+                Ok(prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, kernels)?.0)
             };
             let on_gpu = deterministic(&mut gpu)?;
             let on_cpu = deterministic(&mut cpu)?;
@@ -407,6 +415,7 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
     let on_cpu = prove_partition(
         sector.circuits.synthesize_partition(0, &plan)?,
         &params,
+        None,
         Fr::ZERO,
         Fr::ZERO,
         &mut ProverKernels::cpu(0),

@@ -27,7 +27,7 @@ fn transcript(args: &[&str], cwd: &Path, params: &Path) -> String {
 #[test]
 fn help_of_every_command() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let commands: [&[&str]; 14] = [
+    let commands: [&[&str]; 15] = [
         &["--help"],
         &["serve", "--help"],
         &["damocles-c2", "--help"],
@@ -41,6 +41,7 @@ fn help_of_every_command() {
         &["params", "path", "--help"],
         &["params", "check", "--help"],
         &["params", "constraints", "--help"],
+        &["params", "coset-h", "--help"],
         &["completions", "--help"],
     ];
     for args in commands {

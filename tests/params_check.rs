@@ -237,7 +237,7 @@ fn params_prune_removes_constraints_no_current_circuit_uses() {
     let out = cuzk(&["params", "prune"], dir.path(), &envs);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("3 recorded constraints file(s)"), "{text}");
+    assert!(text.contains("3 derived file(s)"), "{text}");
     assert!(current.exists(), "the current circuit's constraints stay");
     assert!(!stale.exists() && !orphan.exists(), "{text}");
     assert!(cache.join(&params).exists() && cache.join(&vk).exists());

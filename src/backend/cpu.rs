@@ -9,11 +9,18 @@ use ec_gpu_gen::multiexp_cpu::QueryDensity;
 use ec_gpu_gen::threadpool::Worker;
 
 use super::msm::{self, AffinePoint, TooFewBasesError};
-use super::quotient::{self, Domain};
+use super::quotient::{self, Domain, QuotientForm};
 
-/// The quotient `h = (a*b - c) / Z` over `domain`, in Montgomery form.
-pub fn quotient(worker: &Worker, domain: &Domain, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Vec<Fr> {
-    quotient::on_cpu(worker, domain, a, b, c)
+/// The quotient `h = (a*b - c) / Z` over `domain` in `form`, in Montgomery form.
+pub fn quotient(
+    worker: &Worker,
+    domain: &Domain,
+    a: Vec<Fr>,
+    b: Vec<Fr>,
+    c: Vec<Fr>,
+    form: QuotientForm,
+) -> Vec<Fr> {
+    quotient::on_cpu(worker, domain, a, b, c, form)
 }
 
 /// `sum_i exps[i] * bases[i]` over the bases `density` selects.

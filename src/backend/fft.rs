@@ -1,4 +1,6 @@
-//! Radix-2 NTTs over the scalar field on the CPU, for the quotient ([`super::quotient`]).
+//! Radix-2 NTTs on the CPU, over the scalar field for the quotient ([`super::quotient`]) and
+//! over G1 points for the H query's coset evaluation form (`params::coset_h`): the same
+//! transform, its elements any [`Element`] multiplied by scalar twiddles.
 //!
 //! Two in-place transforms that need no bit-reversal between them: [`dif`] takes values in
 //! natural order and leaves the transform in bit-reversed order, [`dit`] takes bit-reversed
@@ -11,14 +13,42 @@
 //! roots' size above [`FLAT_TWIDDLES`] entries); the inverse transform reads the same table
 //! (`ω^-e = -ω^(n/2 - e)`).
 
-use blstrs::Scalar as Fr;
+use std::ops::{Add, AddAssign, Sub};
+
+use blstrs::{G1Projective, Scalar as Fr};
 use ff::Field;
 use rayon::prelude::*;
 
+/// What a transform runs over: values added, subtracted and multiplied by scalars.
+pub trait Element:
+    Copy + Send + Sync + Add<Output = Self> + Sub<Output = Self> + AddAssign
+{
+    /// Halves and butterfly passes of at least this many elements run in parallel: a
+    /// point's multiplication costs thousands of a scalar's, so points spread much sooner.
+    const PARALLEL: usize;
+
+    /// `self · by`.
+    fn times(self, by: &Fr) -> Self;
+}
+
+impl Element for Fr {
+    const PARALLEL: usize = 1 << 14;
+
+    fn times(self, by: &Fr) -> Fr {
+        self * by
+    }
+}
+
+impl Element for G1Projective {
+    const PARALLEL: usize = 1 << 4;
+
+    fn times(self, by: &Fr) -> G1Projective {
+        self * by
+    }
+}
+
 /// Sub-transforms of at most this many elements run as loops, in cache.
 const BASE: usize = 1 << 10;
-/// Halves of at least this many elements run in parallel.
-const PARALLEL: usize = 1 << 14;
 /// Twiddle tables up to this many entries are flat; beyond, two levels.
 const FLAT_TWIDDLES: usize = 1 << 23;
 
@@ -106,18 +136,28 @@ fn twiddle(tw: &Twiddles, direction: Direction, e: usize) -> Fr {
     }
 }
 
+/// `x · ω^(±e)`, skipping the multiplication by `ω^0 = 1` (a whole stage of every
+/// transform, and a point's multiplication is not cheap).
+fn twiddled<T: Element>(x: T, tw: &Twiddles, direction: Direction, e: usize) -> T {
+    if e == 0 {
+        x
+    } else {
+        x.times(&twiddle(tw, direction, e))
+    }
+}
+
 /// Decimation in frequency: `v` in natural order becomes its transform in bit-reversed
 /// order. `v.len()` must be the size `tw` was made for.
-pub fn dif(v: &mut [Fr], tw: &Twiddles, direction: Direction) {
+pub fn dif<T: Element>(v: &mut [T], tw: &Twiddles, direction: Direction) {
     dif_rec(v, tw, direction, 1);
 }
 
 /// Decimation in time: `v` in bit-reversed order becomes its transform in natural order.
-pub fn dit(v: &mut [Fr], tw: &Twiddles, direction: Direction) {
+pub fn dit<T: Element>(v: &mut [T], tw: &Twiddles, direction: Direction) {
     dit_rec(v, tw, direction, 1);
 }
 
-fn dif_rec(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
+fn dif_rec<T: Element>(v: &mut [T], tw: &Twiddles, dir: Direction, stride: usize) {
     let n = v.len();
     if n <= BASE {
         dif_base(v, tw, dir, stride);
@@ -126,11 +166,11 @@ fn dif_rec(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
     let (lo, hi) = v.split_at_mut(n / 2);
     butterflies(lo, hi, |j, u, w| {
         let sum = *u + *w;
-        *w = (*u - *w) * twiddle(tw, dir, j * stride);
+        *w = twiddled(*u - *w, tw, dir, j * stride);
         *u = sum;
     });
     halves(
-        n >= PARALLEL,
+        n >= T::PARALLEL,
         || dif_rec(lo, tw, dir, stride * 2),
         || dif_rec(hi, tw, dir, stride * 2),
     );
@@ -146,7 +186,7 @@ fn halves(parallel: bool, lo: impl FnOnce() + Send, hi: impl FnOnce() + Send) {
     }
 }
 
-fn dit_rec(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
+fn dit_rec<T: Element>(v: &mut [T], tw: &Twiddles, dir: Direction, stride: usize) {
     let n = v.len();
     if n <= BASE {
         dit_base(v, tw, dir, stride);
@@ -154,21 +194,21 @@ fn dit_rec(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
     }
     let (lo, hi) = v.split_at_mut(n / 2);
     halves(
-        n >= PARALLEL,
+        n >= T::PARALLEL,
         || dit_rec(lo, tw, dir, stride * 2),
         || dit_rec(hi, tw, dir, stride * 2),
     );
     butterflies(lo, hi, |j, u, w| {
-        let t = *w * twiddle(tw, dir, j * stride);
+        let t = twiddled(*w, tw, dir, j * stride);
         *w = *u - t;
         *u += t;
     });
 }
 
 /// `f(j, lo[j], hi[j])` for every `j`, in parallel chunks when long.
-fn butterflies(lo: &mut [Fr], hi: &mut [Fr], f: impl Fn(usize, &mut Fr, &mut Fr) + Sync) {
+fn butterflies<T: Element>(lo: &mut [T], hi: &mut [T], f: impl Fn(usize, &mut T, &mut T) + Sync) {
     const CHUNK: usize = 1 << 12;
-    if lo.len() >= PARALLEL {
+    if lo.len() >= T::PARALLEL {
         lo.par_chunks_mut(CHUNK)
             .zip(hi.par_chunks_mut(CHUNK))
             .enumerate()
@@ -185,7 +225,7 @@ fn butterflies(lo: &mut [Fr], hi: &mut [Fr], f: impl Fn(usize, &mut Fr, &mut Fr)
 }
 
 /// The stages of a small DIF, as loops: half-sizes `n/2` down to 1.
-fn dif_base(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
+fn dif_base<T: Element>(v: &mut [T], tw: &Twiddles, dir: Direction, stride: usize) {
     let n = v.len();
     let mut m = n / 2;
     while m >= 1 {
@@ -194,7 +234,7 @@ fn dif_base(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
             let (lo, hi) = block.split_at_mut(m);
             for (j, (u, w)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
                 let sum = *u + *w;
-                *w = (*u - *w) * twiddle(tw, dir, j * step);
+                *w = twiddled(*u - *w, tw, dir, j * step);
                 *u = sum;
             }
         }
@@ -203,7 +243,7 @@ fn dif_base(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
 }
 
 /// The stages of a small DIT, as loops: half-sizes 1 up to `n/2`.
-fn dit_base(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
+fn dit_base<T: Element>(v: &mut [T], tw: &Twiddles, dir: Direction, stride: usize) {
     let n = v.len();
     let mut m = 1;
     while m < n {
@@ -211,7 +251,7 @@ fn dit_base(v: &mut [Fr], tw: &Twiddles, dir: Direction, stride: usize) {
         for block in v.chunks_exact_mut(2 * m) {
             let (lo, hi) = block.split_at_mut(m);
             for (j, (u, w)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                let t = *w * twiddle(tw, dir, j * step);
+                let t = twiddled(*w, tw, dir, j * step);
                 *w = *u - t;
                 *u += t;
             }
@@ -231,7 +271,7 @@ pub fn bit_reversed_powers(x: Fr, scale: Fr, n: usize) -> Vec<Fr> {
         // The first half holds the even exponents, the second the odd ones: one more bit.
         let h = x.pow_vartime([(n / (2 * len)) as u64]);
         let (done, _) = out.split_at(len);
-        let next: Vec<Fr> = if len >= PARALLEL {
+        let next: Vec<Fr> = if len >= Fr::PARALLEL {
             done.par_iter().map(|p| *p * h).collect()
         } else {
             done.iter().map(|p| *p * h).collect()
@@ -243,7 +283,7 @@ pub fn bit_reversed_powers(x: Fr, scale: Fr, n: usize) -> Vec<Fr> {
 }
 
 /// Permutes `v` (of power-of-two length) from bit-reversed to natural order, or back.
-pub fn bit_reverse(v: &mut [Fr]) {
+pub fn bit_reverse<T>(v: &mut [T]) {
     let n = v.len();
     if n <= 2 {
         return;
@@ -350,6 +390,23 @@ mod tests {
         for e in [0, 1, 255, 256, 257, 4097, half - 1] {
             assert_eq!(two.forward(e), flat.forward(e), "e = {e}");
             assert_eq!(two.inverse(e), flat.inverse(e), "e = {e}");
+        }
+    }
+
+    #[test]
+    fn the_transform_over_points_is_the_transform_of_their_scalars() {
+        use group::Group;
+        let n = 64;
+        let g = G1Projective::generator();
+        let v = random(n, 5);
+        let tw = Twiddles::new(root(n), n);
+        for direction in [Direction::Forward, Direction::Inverse] {
+            let mut scalars = v.clone();
+            dif(&mut scalars, &tw, direction);
+            let mut points: Vec<G1Projective> = v.iter().map(|s| g * s).collect();
+            dif(&mut points, &tw, direction);
+            let expected: Vec<G1Projective> = scalars.iter().map(|s| g * s).collect();
+            assert_eq!(points, expected, "{direction:?}");
         }
     }
 

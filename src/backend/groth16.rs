@@ -16,7 +16,9 @@
 //! ```
 //!
 //! where `h` is the quotient `(a*b - c) / Z` computed over the evaluation domain
-//! ([`quotient`](crate::backend::quotient)).
+//! ([`quotient`](crate::backend::quotient)). With the H query in coset evaluation form
+//! (`params::coset_h`), `sum_j h_j H_j` is taken as `sum_j e_j H'_j` over the quotient's
+//! coset evaluations `e`, the same point without the last transform.
 
 use std::ops::{AddAssign, Mul};
 use std::sync::Arc;
@@ -32,8 +34,9 @@ use group::{prime::PrimeCurveAffine, Curve};
 use log::debug;
 
 use super::kernels::{to_exponents, MultiexpError, ProverKernels};
-use super::quotient::{Domain, DomainTooLarge};
+use super::quotient::{Domain, DomainTooLarge, QuotientForm};
 use crate::event::ProveTimings;
+use crate::params::coset_h::CosetH;
 use crate::synth::SynthesizedPartition;
 
 /// Why cuzk's Groth16 could not prove a partition.
@@ -48,6 +51,14 @@ pub enum Groth16Error {
     /// A multiexp failed.
     #[error("groth16 multiexp failed: {0}")]
     Multiexp(#[from] MultiexpError),
+    /// The coset H query loaded with the parameters is for another domain.
+    #[error("the coset H query has {bases} points for a domain of {domain} (hint: delete it and run `cuzk params coset-h` again)")]
+    CosetHLength {
+        /// Its points.
+        bases: usize,
+        /// The partition's domain.
+        domain: usize,
+    },
     /// Parameters with `delta = 0` would let anyone forge proofs.
     #[error("the parameters' delta is the point at infinity (a subverted setup); refusing to prove (hint: fetch or generate the parameters again)")]
     IdentityDelta,
@@ -56,10 +67,12 @@ pub enum Groth16Error {
 /// Proves one synthesized partition with randomness `r`, `s` on `kernels`.
 ///
 /// The partition is consumed: its A/B/C evaluations are freed as soon as `h` is known, which
-/// halves the memory held while the multiexps run.
+/// halves the memory held while the multiexps run. `coset_h`, the parameters' H query in
+/// coset evaluation form when it is kept, replaces their own.
 pub fn prove_partition<P: ParameterSource<Bls12>>(
     partition: SynthesizedPartition,
     params: P,
+    coset_h: Option<&CosetH>,
     r: Fr,
     s: Fr,
     kernels: &mut ProverKernels,
@@ -86,7 +99,11 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
 
     let started = Instant::now();
     let domain = Domain::for_constraints(a.len())?;
-    let h = kernels.quotient(&worker, &domain, a, b, c);
+    let form = match coset_h {
+        Some(_) => QuotientForm::CosetEvaluations,
+        None => QuotientForm::Coefficients,
+    };
+    let h = kernels.quotient(&worker, &domain, a, b, c, form);
     timings.fft_ms = ms_since(started);
 
     let started = Instant::now();
@@ -104,8 +121,19 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
         b_input_density.get_total_density(),
         b_aux_density.get_total_density(),
     )?;
-    // sum_j h_j H_j, with H_j = tau^j t(tau) / delta.
-    let h_g1 = kernels.multiexp_quotient(&worker, params.get_h(h.len())?, h)?;
+    // sum_j h_j H_j, with H_j = tau^j t(tau) / delta; or sum_j e_j H'_j, its equal.
+    let h_g1 = match coset_h {
+        Some(bases) => {
+            if bases.len() != h.len() {
+                return Err(Groth16Error::CosetHLength {
+                    bases: bases.len(),
+                    domain: h.len(),
+                });
+            }
+            kernels.multiexp_quotient(&worker, (bases.clone(), 0), h)?
+        }
+        None => kernels.multiexp_quotient(&worker, params.get_h(h.len())?, h)?,
+    };
     // sum_aux w_i L_i, with L_i = (beta A_i + alpha B_i + C_i)(tau) / delta.
     let l_g1 = kernels.multiexp(&worker, params.get_l(aux.len())?, FullDensity, aux.clone())?;
     // sum_i w_i A_i(tau): every input is in A (input constraints), aux only where used.
@@ -220,7 +248,8 @@ mod tests {
         .expect("synthesis");
         let (r, s) = fresh_randomness();
         let (proof, _) =
-            prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
+            prove_partition(partition, &params, None, r, s, &mut ProverKernels::cpu(0))
+                .expect("prove");
         assert!(verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
         assert!(!verify_proof(&pvk, &proof, &[Fr::from(36u64)]).expect("verify"));
     }
@@ -236,6 +265,7 @@ mod tests {
         let ours = prove_partition(
             synthesize(circuit.clone()).expect("synthesis"),
             &params,
+            None,
             Fr::ZERO,
             Fr::ZERO,
             &mut ProverKernels::cpu(0),
@@ -275,7 +305,7 @@ mod tests {
             partition
         };
         let prove = |partition, r, s| {
-            prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0))
+            prove_partition(partition, &params, None, r, s, &mut ProverKernels::cpu(0))
                 .expect("prove")
                 .0
         };
@@ -292,6 +322,54 @@ mod tests {
     }
 
     #[test]
+    fn the_coset_h_query_proves_what_the_parameters_own_does() {
+        use crate::synth::tests::BitsCircuit;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let circuit = BitsCircuit {
+            value: Some(0x0123_4567_89ab_cdef),
+        };
+        let params = generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)
+            .expect("parameters");
+        let coset_h =
+            std::sync::Arc::new(crate::params::coset_h::derive(&params.h).expect("derive"));
+        let prove = |coset_h: Option<&CosetH>, r, s| {
+            let partition = synthesize(circuit.clone()).expect("synthesis");
+            prove_partition(
+                partition,
+                &params,
+                coset_h,
+                r,
+                s,
+                &mut ProverKernels::cpu(0),
+            )
+            .expect("prove")
+            .0
+        };
+        // Six transforms and H' give the seven transforms' proof, byte for byte.
+        assert_eq!(
+            prove(Some(&coset_h), Fr::ZERO, Fr::ZERO),
+            prove(None, Fr::ZERO, Fr::ZERO)
+        );
+        let (r, s) = fresh_randomness();
+        let pvk = prepare_verifying_key(&params.vk);
+        let value = Fr::from(0x0123_4567_89ab_cdefu64);
+        assert!(verify_proof(&pvk, &prove(Some(&coset_h), r, s), &[value]).expect("verify"));
+        // A query of another domain is refused, not used.
+        let short = std::sync::Arc::new(coset_h[1..].to_vec());
+        let partition = synthesize(circuit.clone()).expect("synthesis");
+        let err = prove_partition(
+            partition,
+            &params,
+            Some(&short),
+            r,
+            s,
+            &mut ProverKernels::cpu(0),
+        )
+        .expect_err("another domain");
+        assert!(matches!(err, Groth16Error::CosetHLength { .. }), "{err}");
+    }
+
+    #[test]
     fn tampered_witness_does_not_verify() {
         let params = params();
         let pvk = prepare_verifying_key(&params.vk);
@@ -302,7 +380,8 @@ mod tests {
         partition.aux_assignment[0] += Fr::ONE;
         let (r, s) = fresh_randomness();
         let (proof, _) =
-            prove_partition(partition, &params, r, s, &mut ProverKernels::cpu(0)).expect("prove");
+            prove_partition(partition, &params, None, r, s, &mut ProverKernels::cpu(0))
+                .expect("prove");
         assert!(!verify_proof(&pvk, &proof, &[Fr::from(35u64)]).expect("verify"));
     }
 }

@@ -27,7 +27,7 @@ use super::gpu::env::GpuEnv;
 use super::gpu::free_memory::GpuDescription;
 use super::gpu::GpuSelection;
 use super::msm;
-use super::quotient::Domain;
+use super::quotient::{Domain, QuotientForm};
 
 /// Exponents of a multiexp, in the representation the kernels take.
 pub type Exponents = Arc<Vec<<Fr as PrimeField>::Repr>>;
@@ -174,7 +174,7 @@ impl ProverKernels {
         let _ = (resident_budget, stream_chunk);
     }
 
-    /// The quotient `h = (a*b - c) / Z` over `domain` ([`quotient`]).
+    /// The quotient `h = (a*b - c) / Z` over `domain` in `form` ([`quotient`]).
     ///
     /// On a GPU `h` stays there for [`ProverKernels::multiexp_quotient`]. The GPU only reads
     /// `a`, `b`, `c`, so when it fails they are whole and the CPU computes `h` instead.
@@ -185,15 +185,18 @@ impl ProverKernels {
         a: Vec<Fr>,
         b: Vec<Fr>,
         c: Vec<Fr>,
+        form: QuotientForm,
     ) -> QuotientExponents {
+        // ec-gpu's quotient ends in coefficients; coset evaluations come from the CPU (a
+        // GPU prover's parameters are loaded without the coset H query, so never here).
         #[cfg(feature = "cuda")]
-        if let Some(gpu) = &mut self.gpu {
+        if let (Some(gpu), QuotientForm::Coefficients) = (&mut self.gpu, form) {
             match gpu.quotient(domain, &a, &b, &c) {
                 Ok(n) => return QuotientExponents::OnGpu(n),
                 Err(err) => self.fall_back("quotient", &err),
             }
         }
-        QuotientExponents::Host(to_exponents(cpu::quotient(worker, domain, a, b, c)))
+        QuotientExponents::Host(to_exponents(cpu::quotient(worker, domain, a, b, c, form)))
     }
 
     /// `sum_j h_j H_j` over the quotient's exponents, wherever they are.

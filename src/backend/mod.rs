@@ -47,7 +47,8 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::Bls12;
 
 use crate::event::ProveTimings;
-use crate::params::load::{read_parameters, ParamsLayout};
+use crate::params::coset_h::{self, CosetH, CosetHError};
+use crate::params::load::{read_parameters, ParamsLayout, G1_BYTES};
 use crate::synth::SynthesizedPartition;
 use crate::util::panic_message;
 use gpu::env::GpuEnv;
@@ -107,8 +108,13 @@ impl clap::ValueEnum for BackendChoice {
 /// What kind of parameters a prover needs loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamsKind {
-    /// bellperson's `Parameters`, in ordinary memory.
-    Groth16,
+    /// bellperson's `Parameters`, in ordinary memory; with `coset_h`, the H query in coset
+    /// evaluation form replaces the file's own where one is kept beside it (the CPU's
+    /// kernels take it; ec-gpu's quotient ends in coefficients on its GPU).
+    Groth16 {
+        /// Whether the provers take the coset H query.
+        coset_h: bool,
+    },
     /// SupraSeal's SRS, in pinned memory, and its own buffers for calls of `batch`
     /// partitions ([`supraseal::host_buffers`]).
     Supraseal {
@@ -128,9 +134,12 @@ impl ParamsKind {
     /// per file and run.
     pub fn load(self, path: &Path) -> Result<ProverParams, String> {
         match self {
-            ParamsKind::Groth16 => read_parameters(path)
-                .map(|params| ProverParams::Groth16(Arc::new(params)))
-                .map_err(|e| e.to_string()),
+            ParamsKind::Groth16 { coset_h } => {
+                let params = read_parameters(path).map_err(|e| e.to_string())?;
+                Ok(ProverParams::Groth16(Arc::new(
+                    Groth16Params::with_coset_h(params, path, coset_h),
+                )))
+            }
             #[cfg(feature = "supraseal")]
             ParamsKind::Supraseal { .. } => {
                 supraseal::SuprasealParams::load(path).map(ProverParams::Supraseal)
@@ -153,7 +162,10 @@ impl ParamsKind {
     /// the cuda backend the verifying key and the bases no GPU has room for.
     pub fn host_bytes(self, layout: &ParamsLayout) -> u64 {
         match self {
-            ParamsKind::Groth16 => layout.memory_bytes(),
+            // The coset H query replaces the file's own, one point longer.
+            ParamsKind::Groth16 { coset_h } => {
+                layout.memory_bytes() + if coset_h { G1_BYTES } else { 0 }
+            }
             ParamsKind::Supraseal { batch } => supraseal::host_bytes(layout, batch),
             ParamsKind::Resident { device_bytes } => {
                 cuda::residency::host_bytes(layout, device_bytes)
@@ -173,7 +185,7 @@ impl ParamsKind {
     /// when the host must evaluate them.
     pub fn gpu_room_for_constraints(self, layout: &ParamsLayout) -> Option<u64> {
         match self {
-            ParamsKind::Groth16 | ParamsKind::Supraseal { .. } => None,
+            ParamsKind::Groth16 { .. } | ParamsKind::Supraseal { .. } => None,
             ParamsKind::Resident { device_bytes } => {
                 cuda::residency::room_for_constraints(layout, device_bytes)
             }
@@ -181,11 +193,53 @@ impl ParamsKind {
     }
 }
 
+/// bellperson's parameters in ordinary memory, with the H query in coset evaluation form
+/// in place of their own when it is kept beside them and wanted.
+pub struct Groth16Params {
+    /// The parameters (their `h` empty when `coset_h` replaces it).
+    pub params: Parameters<Bls12>,
+    /// The H query in coset evaluation form ([`coset_h`](crate::params::coset_h)).
+    pub coset_h: Option<CosetH>,
+}
+
+impl Groth16Params {
+    /// `params`, read from `path`, with the coset H query kept beside them when `wanted`
+    /// and there: it replaces their own H query, which is dropped. A file that is there but
+    /// cannot be used is named in a warning, and the parameters' own query used.
+    pub fn with_coset_h(mut params: Parameters<Bls12>, path: &Path, wanted: bool) -> Self {
+        if !wanted {
+            return Groth16Params {
+                params,
+                coset_h: None,
+            };
+        }
+        let coset_h = match coset_h::load(path, params.h.len() + 1) {
+            Ok(points) => {
+                log::info!(
+                    "{}: the H query in coset evaluation form is kept beside it; the quotient takes six transforms",
+                    path.display()
+                );
+                params.h = Arc::new(Vec::new());
+                Some(points)
+            }
+            Err(err @ CosetHError::Missing { .. }) => {
+                log::debug!("{err}");
+                None
+            }
+            Err(err) => {
+                log::warn!("{err}; the parameters' own H query is used");
+                None
+            }
+        };
+        Groth16Params { params, coset_h }
+    }
+}
+
 /// A parameter set loaded in the form its backend proves with.
 #[derive(Clone)]
 pub enum ProverParams {
     /// bellperson's parameters in ordinary memory (the CPU and ec-gpu backends).
-    Groth16(Arc<Parameters<Bls12>>),
+    Groth16(Arc<Groth16Params>),
     /// SupraSeal's SRS in pinned memory.
     #[cfg(feature = "supraseal")]
     Supraseal(supraseal::SuprasealParams),
@@ -293,7 +347,9 @@ impl Prover {
     /// The parameters it needs.
     pub fn params_kind(&self) -> ParamsKind {
         match self {
-            Prover::Kernels(_) => ParamsKind::Groth16,
+            Prover::Kernels(kernels) => ParamsKind::Groth16 {
+                coset_h: !kernels.is_gpu(),
+            },
             Prover::Supraseal(prover) => ParamsKind::Supraseal {
                 batch: prover.batch_size(),
             },
@@ -394,7 +450,14 @@ impl Prover {
                     let (r, s) = groth16::fresh_randomness();
                     // A panic inside a kernel fails this partition, not the run.
                     catch_unwind(AssertUnwindSafe(|| {
-                        groth16::prove_partition(partition, &**params, r, s, kernels)
+                        groth16::prove_partition(
+                            partition,
+                            &params.params,
+                            params.coset_h.as_ref(),
+                            r,
+                            s,
+                            kernels,
+                        )
                     }))
                     .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))?
                     .map_err(ProveError::from)
@@ -420,6 +483,21 @@ impl Prover {
                     .collect()
             }
         }
+    }
+}
+
+/// The parameters a run's `provers` need, loaded once for all of them: the first one's
+/// kind, with the coset H query only when every prover takes it (no prover runs without
+/// parameters it can prove with). No prover: the CPU's.
+pub fn params_kind_of(provers: &[Prover]) -> ParamsKind {
+    let every_takes_coset_h = provers
+        .iter()
+        .all(|p| matches!(p.params_kind(), ParamsKind::Groth16 { coset_h: true }));
+    match provers.first().map(Prover::params_kind) {
+        Some(ParamsKind::Groth16 { .. }) | None => ParamsKind::Groth16 {
+            coset_h: every_takes_coset_h,
+        },
+        Some(kind) => kind,
     }
 }
 
@@ -588,7 +666,10 @@ mod tests {
         assert_eq!(plan.provers.len(), 1);
         assert_eq!(plan.provers[0].name(), "cpu-0");
         assert!(!plan.provers[0].is_gpu());
-        assert_eq!(plan.provers[0].params_kind(), ParamsKind::Groth16);
+        assert_eq!(
+            plan.provers[0].params_kind(),
+            ParamsKind::Groth16 { coset_h: true }
+        );
         assert_eq!(plan.cpu_reason.as_deref(), Some("--backend cpu"));
         assert!(plan.notes.is_empty(), "{:?}", plan.notes);
         assert!(plan.gpus.is_empty(), "no GPU to watch");

@@ -5,7 +5,9 @@
 //! Interpolate them (iFFT), evaluate on the coset `g * roots`, where `Z(x) = x^m - 1` is the
 //! non-zero constant `g^m - 1` (coset FFT), combine and divide pointwise, then interpolate
 //! back (coset iFFT). `h` has degree `m - 2`, so its top coefficient is dropped, matching the
-//! `m - 1` bases of the H query.
+//! `m - 1` bases of the H query. Parameters whose H query is kept in coset evaluation form
+//! (`params::coset_h`) take the evaluations as they are: six transforms instead of seven
+//! ([`QuotientForm`]).
 //!
 //! This module runs the steps on the CPU; a prover's GPU runs the same steps on the same
 //! [`Domain`] without the vectors leaving the device (`backend/ec_gpu/device_quotient.rs`).
@@ -68,7 +70,17 @@ impl Domain {
     }
 }
 
-/// The steps on the CPU: `h`'s `m - 1` coefficients.
+/// What the H multiexp takes: the form of its bases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotientForm {
+    /// `h`'s `m - 1` coefficients, for the parameters' own H query.
+    Coefficients,
+    /// `(a*b - c) / Z` at the `m` coset points `g·ω^j` in natural order, for the H query in
+    /// coset evaluation form: the last transform is left out.
+    CosetEvaluations,
+}
+
+/// The steps on the CPU: `h` in `form`.
 ///
 /// Each interpolation runs as a DIF, leaving coefficients in bit-reversed order, where the
 /// coset shift multiplies them by `g^rev(j)`, and each evaluation as a DIT, which takes
@@ -79,6 +91,7 @@ pub fn on_cpu(
     mut a: Vec<Fr>,
     mut b: Vec<Fr>,
     mut c: Vec<Fr>,
+    form: QuotientForm,
 ) -> Vec<Fr> {
     let _ = worker;
     let m = domain.m;
@@ -102,6 +115,9 @@ pub fn on_cpu(
         .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
     drop(b);
     drop(c);
+    if form == QuotientForm::CosetEvaluations {
+        return a;
+    }
     // Coset iFFT: evaluations on the coset -> coefficients of h, back in natural order.
     fft::dif(&mut a, &twiddles, Direction::Inverse);
     scale(
@@ -148,12 +164,19 @@ mod tests {
         let worker = Worker::new();
         let ones = vec![Fr::ONE; 16];
         let c: Vec<Fr> = (0..16u64).map(|i| Fr::from(i * i + 3)).collect();
-        let h = on_cpu(&worker, &domain, ones.clone(), c.clone(), c.clone());
+        let h = on_cpu(
+            &worker,
+            &domain,
+            ones.clone(),
+            c.clone(),
+            c.clone(),
+            QuotientForm::Coefficients,
+        );
         assert_eq!(h.len(), 15);
         assert!(h.iter().all(|e| *e == Fr::ZERO));
         let mut off = c.clone();
         off[5] += Fr::ONE;
-        let h = on_cpu(&worker, &domain, ones, off, c);
+        let h = on_cpu(&worker, &domain, ones, off, c, QuotientForm::Coefficients);
         assert!(h.iter().any(|e| *e != Fr::ZERO));
     }
 }

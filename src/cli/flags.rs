@@ -475,12 +475,17 @@ pub enum ParamsCommand {
     /// Record a sector size's constraints beside its parameters now, so the first run does
     /// not (prove-dir records them on first use otherwise; 32GiB: two to three minutes, 9 GB).
     Constraints(ParamsSizeArgs),
+    /// Derive a sector size's H query in coset evaluation form beside its parameters, which
+    /// saves every proof on the CPU one of the quotient's seven transforms (a transform over
+    /// points: minutes for 2KiB on a few cores, hours for 32GiB; `gen` makes it at once).
+    CosetH(ParamsSizeArgs),
     /// Check the parameter cache against the digests in filecoin-proofs' parameters.json:
     /// ok, missing, corrupt, generated (by cuzk, intact) or unofficial, per file. Hashes
     /// every file: minutes for a 32GiB set.
     Check(ParamsCheckArgs),
-    /// Remove recorded constraints no current circuit uses (an older format, changed
-    /// parameters, parameters that are gone: 9 GB each at 32GiB), never one a run has mapped.
+    /// Remove recorded constraints and coset H queries no current circuit uses (an older
+    /// format, changed parameters, parameters that are gone: 9 and 13 GB at 32GiB), never one
+    /// a run has open.
     Prune(ParamsPruneArgs),
 }
 
@@ -490,7 +495,7 @@ pub struct ParamsPruneArgs {
     /// Say what would be removed, removing nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Print JSON for scripts: every recorded constraints file with its verdict.
+    /// Print JSON for scripts: every derived file with its verdict.
     #[arg(long)]
     pub json: bool,
 }
@@ -513,11 +518,11 @@ pub struct ParamsCheckArgs {
     pub json: bool,
 }
 
-/// The circuit argument of `cuzk params gen`, `path` and `constraints`.
+/// The circuit argument of `cuzk params gen`, `path`, `constraints` and `coset-h`.
 #[derive(Debug, Args)]
 pub struct ParamsSizeArgs {
-    /// Sector size: 2KiB, 8MiB or 512MiB for `gen`; also 32GiB and 64GiB for `path` and
-    /// `constraints`.
+    /// Sector size: 2KiB, 8MiB or 512MiB for `gen`; also 32GiB and 64GiB for `path`,
+    /// `constraints` and `coset-h`.
     #[arg(long, value_parser = parse_sector_size, default_value = DEFAULT_PARAMS_SECTOR_SIZE)]
     pub sector_size: u64,
     /// The SnapDeals update circuit's parameters (ProveReplicaUpdate2), not PoRep's.

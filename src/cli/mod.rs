@@ -201,6 +201,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Params(ParamsCommand::Gen(args)) => params::generate(args),
         Command::Params(ParamsCommand::Path(args)) => params::show_paths(args),
         Command::Params(ParamsCommand::Constraints(args)) => params::record_constraints(args),
+        Command::Params(ParamsCommand::CosetH(args)) => params::derive_coset_h(args),
         Command::Params(ParamsCommand::Check(args)) => params::check(args),
         Command::Params(ParamsCommand::Prune(args)) => params::prune(args),
         Command::DamoclesC2(args) => damocles::serve(crate::damocles::Stage::C2, args),

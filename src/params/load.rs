@@ -139,6 +139,20 @@ pub fn read_parameters(path: &Path) -> std::io::Result<Parameters<Bls12>> {
     })
 }
 
+/// Reads only the H query of the parameter file at `path`, with every core.
+pub fn read_h_query(path: &Path) -> std::io::Result<Vec<G1Affine>> {
+    let layout = ParamsLayout::read(path)?;
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if len != layout.file_bytes() {
+        return Err(invalid(&format!(
+            "the file has {len} bytes but its counts say {} (truncated or damaged)",
+            layout.file_bytes()
+        )));
+    }
+    read_points::<G1Affine, 96>(&file, layout.vk_bytes + 4, layout.h)
+}
+
 /// A point type with a fixed-size uncompressed encoding.
 pub trait Uncompressed: PrimeCurveAffine + Send + Sync {
     /// Decodes one point, or `None` when it is not on its curve.

@@ -1,7 +1,8 @@
 //! Groth16 parameter files: finds them in the standard Filecoin parameter cache, loads each
 //! set once per run and keeps it resident ([`ParamSets`]), reads files fast ([`load`]), checks
-//! them ([`check`]: cheaply before use, by digest on request), and generates insecure random
-//! test parameters for any circuit ([`random`], [`generate_with`]).
+//! them ([`check`]: cheaply before use, by digest on request), keeps the H query in the form
+//! that saves the quotient a transform beside them ([`coset_h`]), and generates insecure
+//! random test parameters for any circuit ([`random`], [`generate_with`]).
 //!
 //! It knows files, not circuits: which file a circuit's parameters are in, and the circuit
 //! to generate them from, come from the circuit rooms (`porep`, `update`) through
@@ -21,7 +22,9 @@ use crate::proof_kind::{CircuitId, ProofKind};
 
 mod cache;
 pub mod check;
+pub mod coset_h;
 pub mod load;
+pub mod prune;
 pub mod random;
 
 pub use cache::{LoadParamsError, ParamSets, ParamsLoader};

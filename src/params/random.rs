@@ -18,7 +18,9 @@
 //! makes each multiplication 32 mixed additions. The secrets are drawn from the rng in
 //! bellperson's order (`g1, g2, alpha, beta, gamma, delta, tau`), so a seeded rng gives
 //! byte-identical parameters to `bellperson::groth16::generate_random_parameters`
-//! (tested), and the result is written with bellperson's own writer.
+//! (tested), and the result is written with bellperson's own writer. Knowing `tau`, the
+//! generator also makes the H query in coset evaluation form (`coset_h`) as cheaply as the
+//! H query itself, and writes it beside the set.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -37,6 +39,7 @@ use group::{Curve, Group};
 use rand::RngCore;
 use rayon::prelude::*;
 
+use super::coset_h;
 use crate::r1cs::{decode_entry, Column, R1cs};
 use crate::synth::ConstraintMatrices;
 
@@ -70,11 +73,16 @@ impl Secrets {
     }
 }
 
+/// Random parameters and the H query in coset evaluation form that goes with them.
+pub struct RandomSet {
+    /// The parameters.
+    pub params: Parameters<Bls12>,
+    /// Their H query in coset evaluation form ([`super::coset_h`]).
+    pub coset_h: Vec<G1Affine>,
+}
+
 /// Random parameters for `circuit` (a blank one will do: no value is asked for).
-pub fn random_parameters<C: Circuit<Fr>>(
-    circuit: C,
-    rng: &mut impl RngCore,
-) -> Result<Parameters<Bls12>> {
+pub fn random_parameters<C: Circuit<Fr>>(circuit: C, rng: &mut impl RngCore) -> Result<RandomSet> {
     let secrets = Secrets::draw(rng);
     let started = Instant::now();
     let r1cs = R1cs::record(circuit).context("recording the circuit's constraints")?;
@@ -85,7 +93,7 @@ pub fn random_parameters<C: Circuit<Fr>>(
     parameters_for(&r1cs, &secrets)
 }
 
-fn parameters_for(r1cs: &R1cs, s: &Secrets) -> Result<Parameters<Bls12>> {
+fn parameters_for(r1cs: &R1cs, s: &Secrets) -> Result<RandomSet> {
     let counts = r1cs.counts();
     let (inputs, aux) = (counts.inputs as usize, counts.aux as usize);
     let domain = Domain::new(counts.constraints as usize)?;
@@ -124,6 +132,12 @@ fn parameters_for(r1cs: &R1cs, s: &Secrets) -> Result<Parameters<Bls12>> {
     let phase = Phase::start();
     let h = g1.multiply_all(&domain.h_scalars(s.tau, delta_inv));
     let phase = phase.next("H");
+    let coset_h = g1.multiply_all(&coset_h::scalars_at_tau(
+        domain.m,
+        s.tau,
+        domain.z(s.tau) * delta_inv,
+    )?);
+    let phase = phase.next("H in coset evaluation form");
     let ic = g1.multiply_all(&ext[..inputs]);
     let l = g1.multiply_all(&ext[inputs..]);
     drop(ext);
@@ -145,19 +159,23 @@ fn parameters_for(r1cs: &R1cs, s: &Secrets) -> Result<Parameters<Bls12>> {
         delta_g2: (g2 * s.delta).to_affine(),
         ic,
     };
-    Ok(Parameters {
-        vk,
-        h: Arc::new(h),
-        l: Arc::new(l),
-        a: Arc::new(a),
-        b_g1: Arc::new(b_g1),
-        b_g2: Arc::new(b_g2),
+    Ok(RandomSet {
+        params: Parameters {
+            vk,
+            h: Arc::new(h),
+            l: Arc::new(l),
+            a: Arc::new(a),
+            b_g1: Arc::new(b_g1),
+            b_g2: Arc::new(b_g2),
+        },
+        coset_h,
     })
 }
 
 /// Writes random parameters for the circuit `blank` makes (a blank one: no value is asked
-/// for) to `params_path` unless a file is there, and the `.vk` beside it from the `.params`
-/// file that is there (see [`write_set`]).
+/// for) to `params_path` unless a file is there, the `.vk` beside it from the `.params`
+/// file that is there (see [`write_set`]), and the coset H query beside them when these
+/// parameters are the ones there.
 pub fn generate_set<C: bellperson::Circuit<blstrs::Scalar>>(
     blank: impl FnOnce() -> C,
     params_path: &Path,
@@ -165,8 +183,10 @@ pub fn generate_set<C: bellperson::Circuit<blstrs::Scalar>>(
 ) -> Result<()> {
     if !params_path.is_file() {
         let started = std::time::Instant::now();
-        let params = random_parameters(blank(), &mut rand::rngs::OsRng)?;
-        write_set(&params, params_path, vk_path)?;
+        let set = random_parameters(blank(), &mut rand::rngs::OsRng)?;
+        if write_set(&set.params, params_path, vk_path)? {
+            coset_h::save(&set.coset_h, params_path)?;
+        }
         log::info!(
             "generated {} in {:.1} s",
             params_path.display(),
@@ -515,6 +535,7 @@ mod tests {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             random_parameters(Mixed { constraints }, &mut rng)
                 .expect("ours")
+                .params
                 .write(&mut ours)
                 .expect("write ours");
             let mut theirs = Vec::new();
@@ -537,6 +558,17 @@ mod tests {
                 "{constraints} constraints: first differing byte"
             );
         }
+    }
+
+    #[test]
+    fn the_coset_query_made_from_tau_is_the_one_derived_from_h() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let set = random_parameters(Mixed { constraints: 600 }, &mut rng).expect("set");
+        assert_eq!(set.coset_h.len(), set.params.h.len() + 1);
+        assert_eq!(
+            set.coset_h,
+            coset_h::derive(&set.params.h).expect("derived")
+        );
     }
 
     #[test]

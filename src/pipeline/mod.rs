@@ -36,9 +36,9 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use crossbeam_channel::{bounded, unbounded};
 
+use crate::backend;
 use crate::backend::gpu::activity::GpuActivity;
 use crate::backend::gpu::env::GpuEnv;
-use crate::backend::{self, ParamsKind, Prover};
 use crate::event::{Event, EventKind, EventSink, RunStartSettings, WorkerName};
 use crate::memory::{self, MemoryBudget};
 use crate::params::{self, ParamSets};
@@ -155,9 +155,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let (event_tx, event_rx) = unbounded();
     let events = EventSink::new(event_tx);
     let reporter = report::spawn(event_rx, timeline, observers);
-    let kind = provers
-        .first()
-        .map_or(ParamsKind::Groth16, Prover::params_kind);
+    let kind = backend::params_kind_of(&provers);
     let synth_jobs = settings.synth_jobs_for(kind);
     let partitions_at_provers = provers.iter().map(|p| p.batch_size() as u64 + 1).sum();
     events.emit(EventKind::RunStarted {

@@ -185,7 +185,7 @@ pub const DEFAULT_SYNTH_JOBS_RULE: &str = "one per core with the cuda backend, w
 pub fn default_synth_jobs(cores: usize, kind: ParamsKind) -> usize {
     match kind {
         ParamsKind::Resident { .. } => cores.max(1),
-        ParamsKind::Groth16 | ParamsKind::Supraseal { .. } => (cores / 4).max(1),
+        ParamsKind::Groth16 { .. } | ParamsKind::Supraseal { .. } => (cores / 4).max(1),
     }
 }
 

@@ -46,7 +46,6 @@ use recorder::Recorder;
 
 mod identity;
 mod lanes;
-pub mod prune;
 mod recorder;
 #[cfg(test)]
 mod tests;
@@ -54,9 +53,10 @@ mod tests;
 pub use identity::{CircuitIdentity, RECORDER_VERSION};
 pub use lanes::Units;
 
-/// The file format's magic and version.
+/// The file format's magic.
 const MAGIC: &[u8; 8] = b"CUZKR1CS";
-const VERSION: u32 = 1;
+/// The file format's version, in every file's header and name.
+pub const VERSION: u32 = 1;
 /// Marks an input column (aux columns are below it).
 const INPUT_BIT: u64 = 1 << 31;
 /// Rows evaluated per task.
@@ -95,7 +95,7 @@ enum Storage {
     Mapped {
         map: memmap2::Mmap,
         /// The file, its shared lock held while it is mapped, so that `cuzk params prune`
-        /// leaves it alone ([`prune`]).
+        /// leaves it alone (`params::prune`).
         _file: File,
         /// (row offsets start, entries start), in u64 words, for A, B and C.
         sections: [(usize, usize); 3],
