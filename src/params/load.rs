@@ -102,8 +102,8 @@ fn invalid(what: &str) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned())
 }
 
-/// Reads the parameter file at `path` with every core.
-pub fn read_parameters(path: &Path) -> std::io::Result<Parameters<Bls12>> {
+/// Opens the parameter file at `path` with its layout, checked against the file's length.
+fn open_whole(path: &Path) -> std::io::Result<(ParamsLayout, File)> {
     let layout = ParamsLayout::read(path)?;
     let file = File::open(path)?;
     let len = file.metadata()?.len();
@@ -113,6 +113,12 @@ pub fn read_parameters(path: &Path) -> std::io::Result<Parameters<Bls12>> {
             layout.file_bytes()
         )));
     }
+    Ok((layout, file))
+}
+
+/// Reads the parameter file at `path` with every core.
+pub fn read_parameters(path: &Path) -> std::io::Result<Parameters<Bls12>> {
+    let (layout, file) = open_whole(path)?;
     let vk = {
         let mut head = vec![0u8; layout.vk_bytes as usize];
         file.read_exact_at(&mut head, 0)?;
@@ -141,15 +147,7 @@ pub fn read_parameters(path: &Path) -> std::io::Result<Parameters<Bls12>> {
 
 /// Reads only the H query of the parameter file at `path`, with every core.
 pub fn read_h_query(path: &Path) -> std::io::Result<Vec<G1Affine>> {
-    let layout = ParamsLayout::read(path)?;
-    let file = File::open(path)?;
-    let len = file.metadata()?.len();
-    if len != layout.file_bytes() {
-        return Err(invalid(&format!(
-            "the file has {len} bytes but its counts say {} (truncated or damaged)",
-            layout.file_bytes()
-        )));
-    }
+    let (layout, file) = open_whole(path)?;
     read_points::<G1Affine, 96>(&file, layout.vk_bytes + 4, layout.h)
 }
 
