@@ -1,5 +1,6 @@
-//! Partition 0 of a real sector proved on the CPU with the parameters' own H query and with
-//! the H query in coset evaluation form kept beside them (`cuzk params coset-h`), both with
+//! The H query in coset evaluation form kept beside a real sector's parameters (`cuzk params
+//! coset-h`) checked against theirs by a random combination; then partition 0 of the sector
+//! proved on the CPU with the parameters' own H query and with the coset one, both with
 //! `r = s = 0`: the two proofs must be equal byte for byte. Then the whole sector with the
 //! coset H query and fresh randomness through filecoin-proofs' `verify_seal`. Prints how long
 //! each quotient took.
@@ -44,6 +45,16 @@ fn main() -> Result<()> {
     let params_path = sector.circuits.params_path()?;
     let params = cuzk::params::load::read_parameters(&params_path)?;
     let coset_h = coset_h::load(&params_path, params.h.len() + 1)?;
+    let started = Instant::now();
+    ensure!(
+        coset_h::matches(&params.h, &coset_h)?,
+        "the coset H query beside {} does not match its H query",
+        params_path.display()
+    );
+    println!(
+        "the coset H query matches the H query (one random combination, {:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
     let plan = SynthesisPlan::default();
     let prove = |partition: usize, coset_h: Option<&coset_h::CosetH>, r, s| -> Result<_> {
         let synthesized = sector.circuits.synthesize_partition(partition, &plan)?;

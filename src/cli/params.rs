@@ -144,9 +144,18 @@ pub(super) fn derive_coset_h(args: ParamsSizeArgs) -> Result<u8> {
     );
     let started = Instant::now();
     let progress = Spinner::start(format!("deriving the {circuit} coset H query"));
-    let derived = params::load::read_h_query(&params_path)
-        .with_context(|| format!("reading the H query of {}", params_path.display()))
-        .and_then(|h| coset_h::derive(&h));
+    let h = params::load::read_h_query(&params_path)
+        .with_context(|| format!("reading the H query of {}", params_path.display()));
+    let derived = h.and_then(|h| {
+        let derived = coset_h::derive(&h)?;
+        // One random combination of both queries, before anything is written.
+        anyhow::ensure!(
+            coset_h::matches(&h, &derived)?,
+            "the derived coset H query does not match the H query of {} (nothing written)",
+            params_path.display()
+        );
+        Ok(derived)
+    });
     progress.finish();
     let (file, is_written) = coset_h::save(&derived?, &params_path)?;
     if is_written {
