@@ -34,10 +34,13 @@ pub trait LendsAbc: Send + Sync {
 pub type GiveBack = Box<dyn FnOnce(Option<Reservation>) + Send>;
 
 /// Three vectors of `rows` values each, lent for one partition: written once by its
-/// evaluation, read by its proof, given back when dropped.
+/// evaluation, read by its proof, given back when dropped. The buffers may hold more
+/// (`capacity` values each: a set made for a larger circuit serves a smaller one rather than
+/// being replaced), and the set is counted whole.
 pub struct LentAbc {
     buffers: [NonNull<Fr>; 3],
     rows: usize,
+    capacity: usize,
     is_written: bool,
     reservation: Option<Reservation>,
     give_back: Option<GiveBack>,
@@ -50,20 +53,24 @@ unsafe impl Send for LentAbc {}
 unsafe impl Sync for LentAbc {}
 
 impl LentAbc {
-    /// A set over `buffers`, given back by `give_back` when dropped.
+    /// A set of `rows` values per vector over `buffers` of `capacity` values each, given
+    /// back by `give_back` when dropped.
     ///
     /// # Safety
-    /// Each buffer must hold `rows` values, aligned for [`Fr`], valid and used by nothing
-    /// else until `give_back` is called.
+    /// Each buffer must hold `capacity >= rows` values, aligned for [`Fr`], valid and used by
+    /// nothing else until `give_back` is called.
     pub unsafe fn new(
         buffers: [NonNull<Fr>; 3],
         rows: usize,
+        capacity: usize,
         reservation: Option<Reservation>,
         give_back: GiveBack,
     ) -> LentAbc {
+        debug_assert!(capacity >= rows);
         LentAbc {
             buffers,
             rows,
+            capacity: capacity.max(rows),
             is_written: false,
             reservation,
             give_back: Some(give_back),
@@ -75,9 +82,9 @@ impl LentAbc {
         self.rows
     }
 
-    /// Bytes of the three vectors.
+    /// Bytes the set holds: its three buffers whole.
     pub fn bytes(&self) -> u64 {
-        (3 * self.rows * std::mem::size_of::<Fr>()) as u64
+        (3 * self.capacity * std::mem::size_of::<Fr>()) as u64
     }
 
     /// The reservation the set came back with, for the partition it is lent to now.
@@ -163,7 +170,10 @@ pub mod heap {
         fn lend(&self, rows: usize) -> Option<LentAbc> {
             let reused = {
                 let mut idle = self.idle.lock().unwrap();
-                let at = idle.iter().position(|set| set.0.len() == rows);
+                // The smallest set that holds the rows.
+                let at = (0..idle.len())
+                    .filter(|&at| idle[at].0.len() >= rows)
+                    .min_by_key(|&at| idle[at].0.len());
                 at.map(|at| idle.swap_remove(at))
             };
             let (mut a, mut b, mut c, reservation) = match reused {
@@ -175,14 +185,15 @@ pub mod heap {
                 }
                 None => return None,
             };
+            let capacity = a.len();
             let buffers = [&mut a, &mut b, &mut c].map(|v| NonNull::new(v.as_mut_ptr()).unwrap());
             let idle = self.idle.clone();
             let give_back: GiveBack = Box::new(move |reservation| {
                 idle.lock().unwrap().push((a, b, c, reservation));
             });
-            // SAFETY: three vectors of `rows` values, moved into `give_back` (their heap
-            // memory does not move with them) and touched by nothing until it runs.
-            Some(unsafe { LentAbc::new(buffers, rows, reservation, give_back) })
+            // SAFETY: three vectors of `capacity >= rows` values, moved into `give_back`
+            // (their heap memory does not move with them) and touched by nothing until it runs.
+            Some(unsafe { LentAbc::new(buffers, rows, capacity, reservation, give_back) })
         }
     }
 }
@@ -230,5 +241,13 @@ mod tests {
             again.vectors().is_none(),
             "a set lent again is written again"
         );
+        drop(again);
+        // A smaller partition takes the larger set, which is counted whole.
+        let mut small = lender.lend(2).expect("the set serves fewer rows");
+        assert_eq!(small.rows(), 2);
+        assert_eq!(small.bytes(), 3 * 4 * 32);
+        assert_eq!(small.to_write()[0].len(), 2);
+        drop(small);
+        assert!(lender.lend(5).is_none(), "a larger one needs another set");
     }
 }

@@ -4,9 +4,12 @@
 //!
 //! Two sets per prover at most: the partition being proved and the next one, evaluated
 //! beside it. A third partition (a batch of more, or a call that never answered and kept
-//! its set) gets heap vectors as before. A set is made at the first partition of its size
-//! and kept with its budget reservation until the prover goes; one of another size is
-//! replaced while idle.
+//! its set) gets heap vectors as before. A set is made at the first partition it is too
+//! small for and kept with its budget reservation until the prover goes; a partition takes
+//! the smallest idle set that holds it, so where circuits of two sizes alternate (a PoRep and
+//! an update circuit) the sets grow to the larger once instead of being replaced at every
+//! switch (12.5 GB of pinned memory made in seconds beside a proof). An idle set too small
+//! is replaced.
 
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
@@ -87,16 +90,19 @@ impl LendsAbc for PinnedAbcSets {
 
     fn lend(&self, rows: usize) -> Option<LentAbc> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(at) = state.idle.iter().position(|set| set.rows == rows) {
+        let fitting = (0..state.idle.len())
+            .filter(|&at| state.idle[at].rows >= rows)
+            .min_by_key(|&at| state.idle[at].rows);
+        if let Some(at) = fitting {
             let set = state.idle.swap_remove(at);
             state.lent += 1;
             drop(state);
-            return Some(self.lend_set(set));
+            return Some(self.lend_set(set, rows));
         }
         if state.refused {
             return None;
         }
-        // An idle set of another size makes room for one of this size.
+        // An idle set too small makes room for one of this size.
         let replaced = if state.idle.len() + state.lent >= MOST_SETS {
             Some(state.idle.pop()?)
         } else {
@@ -108,7 +114,7 @@ impl LendsAbc for PinnedAbcSets {
         drop(state);
         drop(replaced);
         match self.allocate(rows) {
-            Some(set) => Some(self.lend_set(set)),
+            Some(set) => Some(self.lend_set(set, rows)),
             None => {
                 let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
                 state.lent -= 1;
@@ -120,8 +126,9 @@ impl LendsAbc for PinnedAbcSets {
 }
 
 impl PinnedAbcSets {
-    /// `set`, counted as lent already, as a [`LentAbc`] that goes back here when dropped.
-    fn lend_set(&self, set: PinnedSet) -> LentAbc {
+    /// `set`, counted as lent already, as a [`LentAbc`] of `wanted <= set.rows` rows that
+    /// goes back here, whole, when dropped.
+    fn lend_set(&self, set: PinnedSet, wanted: usize) -> LentAbc {
         let PinnedSet {
             mut buffers,
             rows,
@@ -141,10 +148,10 @@ impl PinnedAbcSets {
                 reservation,
             });
         });
-        // SAFETY: each buffer holds `rows` values of `Fr` (`allocate` made it so), pinned memory
-        // is page-aligned, and the buffers are moved into `give_back`, which nothing but the
-        // lent set's drop calls: their memory (which does not move with them) is the set's
-        // alone until then.
-        unsafe { LentAbc::new(pointers, rows, reservation, give_back) }
+        // SAFETY: each buffer holds `rows >= wanted` values of `Fr` (`allocate` made it so, and
+        // `lend` picks only a set that holds the rows wanted), pinned memory is page-aligned,
+        // and the buffers are moved into `give_back`, which nothing but the lent set's drop
+        // calls: their memory (which does not move with them) is the set's alone until then.
+        unsafe { LentAbc::new(pointers, wanted, rows, reservation, give_back) }
     }
 }
