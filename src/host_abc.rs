@@ -87,6 +87,13 @@ impl LentAbc {
         (3 * self.capacity * std::mem::size_of::<Fr>()) as u64
     }
 
+    /// Bytes the set holds beyond the partition's three vectors (a set made for a larger
+    /// circuit): the partition's reservation grows by them too, so the set goes back counted
+    /// whole.
+    pub fn spare_bytes(&self) -> u64 {
+        (3 * (self.capacity - self.rows) * std::mem::size_of::<Fr>()) as u64
+    }
+
     /// The reservation the set came back with, for the partition it is lent to now.
     pub fn take_reservation(&mut self) -> Option<Reservation> {
         self.reservation.take()
@@ -246,6 +253,7 @@ mod tests {
         let mut small = lender.lend(2).expect("the set serves fewer rows");
         assert_eq!(small.rows(), 2);
         assert_eq!(small.bytes(), 3 * 4 * 32);
+        assert_eq!(small.spare_bytes(), 3 * 2 * 32);
         assert_eq!(small.to_write()[0].len(), 2);
         drop(small);
         assert!(lender.lend(5).is_none(), "a larger one needs another set");

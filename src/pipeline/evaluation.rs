@@ -116,7 +116,9 @@ pub fn evaluate(
     if let Some(held) = held {
         msg.memory.absorb(held);
     }
-    let waited = msg.memory.grow_to(bytes, || job.is_cancelled());
+    // A set made for a larger circuit is counted whole.
+    let spare = lent.as_ref().map_or(0, LentAbc::spare_bytes);
+    let waited = msg.memory.grow_to(bytes + spare, || job.is_cancelled());
     if let Some(set) = lent
         .as_mut()
         .filter(|_| waited.is_some() || had_reservation)
