@@ -26,6 +26,8 @@ use std::time::Instant;
 use crate::backend::{Prover, ProverParams};
 use crate::event::{EventKind, EventSink, WorkerName};
 use crate::host_abc::{LendsAbc, LentAbc};
+use crate::memory::Reservation;
+use crate::synth::SynthesizedPartition;
 
 use super::job::SynthesizedMsg;
 
@@ -129,7 +131,8 @@ pub fn evaluate(
         return;
     };
     let started = Instant::now();
-    if lender.is_some_and(|lender| lender.takes_compact_witness()) {
+    let keeps_compact = lender.is_some_and(|lender| lender.takes_compact_witness());
+    if keeps_compact {
         msg.synthesized.evaluate_deferred_keeping_compact(lent);
     } else {
         msg.synthesized.evaluate_deferred_into(lent);
@@ -143,6 +146,23 @@ pub fn evaluate(
         ms: started.elapsed().as_secs_f64() * 1e3,
         bytes: msg.memory.bytes(),
     });
+    if keeps_compact {
+        shrink_to_what_is_held(&msg.synthesized, &mut msg.memory);
+    }
+}
+
+/// After the evaluation for a prover that takes the compact witness (the cuda backend's,
+/// which expands it on the GPU), `partition` holds less than its peak: the witness went back
+/// to its compact form (4.1 GB less for a 32GiB partition) and a, b and c are the rows, not
+/// the domain; those in a lent set are held by the set's own reservation. `memory` gives the
+/// rest back. (A prover that takes the partition whole, the CPU's, grows it to the peak again
+/// while it proves: its reservation stays.)
+fn shrink_to_what_is_held(partition: &SynthesizedPartition, memory: &mut Reservation) {
+    if partition.compact_aux.is_none() {
+        return;
+    }
+    let lent = partition.lent_abc.as_ref().map_or(0, LentAbc::bytes);
+    memory.shrink_to(partition.bytes_in_flight().saturating_sub(lent));
 }
 
 /// Runs `prove` while `next` (the partition the prover takes after) is evaluated beside it,
@@ -174,5 +194,52 @@ pub fn evaluate_beside<T>(
             }
         }),
         _ => prove(Some(next)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host_abc::heap::HeapLender;
+    use crate::memory::MemoryBudget;
+    use crate::synth::tests::BitsCircuit;
+
+    #[test]
+    fn a_partition_kept_compact_gives_back_what_its_evaluation_no_longer_holds() {
+        let circuit = BitsCircuit {
+            value: Some(0x00ff_00ff_00ff_00ff),
+        };
+        let r1cs = Arc::new(crate::r1cs::R1cs::record(circuit.clone()).expect("record"));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let lender = HeapLender {
+            most: 1,
+            ..HeapLender::default()
+        };
+        let budget = MemoryBudget::new(1 << 30, None);
+        let mut partition = r1cs
+            .synthesize(circuit, &pool, Default::default(), true)
+            .expect("deferred");
+        assert!(partition.compact_witness(), "a witness of bits");
+        let rows = partition.num_constraints();
+        // The peak: a, b and c over the domain and the witness whole.
+        let peak = 32 * (3 * rows.next_power_of_two() + 2 * partition.aux_len()) as u64;
+        let mut memory = budget.try_reserve(peak).expect("room");
+        let mut set = lender.lend(rows).expect("a set");
+        set.hold(memory.split_off(set.bytes()));
+        partition.evaluate_deferred_keeping_compact(Some(set));
+        assert!(partition.compact_aux.is_some() && partition.lent_abc.is_some());
+
+        shrink_to_what_is_held(&partition, &mut memory);
+        let set_bytes = 3 * 32 * rows as u64;
+        assert_eq!(
+            memory.bytes(),
+            partition.bytes_in_flight() - set_bytes,
+            "the partition holds its compact witness, the set its own"
+        );
+        assert!(memory.bytes() + set_bytes < peak);
+        assert_eq!(budget.in_use(), memory.bytes() + set_bytes);
     }
 }
