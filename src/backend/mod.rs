@@ -32,6 +32,7 @@ pub mod ec_gpu;
 pub mod fft;
 pub mod gpu;
 pub mod groth16;
+mod groth16_params;
 pub mod kernels;
 pub mod msm;
 pub mod quotient;
@@ -43,18 +44,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::Proof;
 use blstrs::Bls12;
 
 use crate::event::ProveTimings;
-use crate::params::coset_h::{self, CosetH, CosetHError};
-use crate::params::load::{read_h_query, read_parameters, ParamsLayout, G1_BYTES};
+use crate::params::load::{read_parameters, ParamsLayout, G1_BYTES};
 use crate::synth::SynthesizedPartition;
 use crate::util::panic_message;
 use gpu::env::GpuEnv;
 use gpu::free_memory::GpuDescription;
 use gpu::GpuSelection;
 use groth16::Groth16Error;
+pub use groth16_params::Groth16Params;
 use kernels::{KernelPlan, ProverKernels};
 use supraseal::{SuprasealError, SuprasealProver};
 
@@ -189,64 +190,6 @@ impl ParamsKind {
                 cuda::residency::room_for_constraints(layout, device_bytes)
             }
         }
-    }
-}
-
-/// bellperson's parameters in ordinary memory, with the H query in coset evaluation form
-/// in place of their own when it is kept beside them and wanted.
-pub struct Groth16Params {
-    /// The parameters (their `h` empty when `coset_h` replaces it).
-    pub params: Parameters<Bls12>,
-    /// The H query in coset evaluation form ([`coset_h`](crate::params::coset_h)).
-    pub coset_h: Option<CosetH>,
-}
-
-impl Groth16Params {
-    /// `params`, read from `path`, with the coset H query kept beside them when `wanted`
-    /// and there: it replaces their own H query, which is dropped first, so the two are
-    /// never held at once (13 GB each at 32GiB). A file that is there but cannot be used is
-    /// named in a warning, and the parameters' own query read again and used.
-    pub fn with_coset_h(
-        mut params: Parameters<Bls12>,
-        path: &Path,
-        wanted: bool,
-    ) -> Result<Self, String> {
-        if !wanted {
-            return Ok(Groth16Params {
-                params,
-                coset_h: None,
-            });
-        }
-        let m = params.h.len() + 1;
-        if let Err(err) = coset_h::locate(path, m) {
-            match err {
-                CosetHError::Missing { .. } => log::debug!("{err}"),
-                CosetHError::Unusable { .. } => {
-                    log::warn!("{err}; the parameters' own H query is used")
-                }
-            }
-            return Ok(Groth16Params {
-                params,
-                coset_h: None,
-            });
-        }
-        params.h = Arc::new(Vec::new());
-        let coset_h = match coset_h::load(path, m) {
-            Ok(points) => {
-                log::info!(
-                    "{}: the H query in coset evaluation form is kept beside it; the quotient takes six transforms",
-                    path.display()
-                );
-                Some(points)
-            }
-            Err(err) => {
-                log::warn!("{err}; the parameters' own H query is used");
-                let own = read_h_query(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                params.h = Arc::new(own);
-                None
-            }
-        };
-        Ok(Groth16Params { params, coset_h })
     }
 }
 
@@ -651,49 +594,6 @@ fn from_kernels(plan: KernelPlan, notes: Vec<String>) -> ProverPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_coset_h_query_replaces_the_own_one_and_a_damaged_one_gives_it_back() {
-        use rand::SeedableRng;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("v28-bits.params");
-        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-        let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
-            crate::synth::tests::BitsCircuit { value: None },
-            &mut rng,
-        )
-        .expect("parameters");
-        let mut bytes = Vec::new();
-        params.write(&mut bytes).expect("write");
-        std::fs::write(&path, &bytes).expect("params");
-        let mut vk = Vec::new();
-        params.vk.write(&mut vk).expect("vk");
-        std::fs::write(path.with_extension("vk"), &vk).expect("vk");
-        let own_h = params.h.clone();
-        let derived = coset_h::derive(&own_h).expect("derive");
-        let (file, _) = coset_h::save(&derived, &path).expect("save");
-
-        let load = || {
-            let params = read_parameters(&path).expect("read");
-            Groth16Params::with_coset_h(params, &path, true).expect("load")
-        };
-        let taken = load();
-        assert_eq!(taken.coset_h.as_deref(), Some(&derived));
-        assert!(taken.params.h.is_empty(), "the own H query is dropped");
-        let unwanted =
-            Groth16Params::with_coset_h(read_parameters(&path).expect("read"), &path, false)
-                .expect("load");
-        assert!(unwanted.coset_h.is_none() && unwanted.params.h == own_h);
-
-        // A point off its curve: found only when decoded, after the own query was dropped.
-        let mut damaged = std::fs::read(&file).expect("read");
-        let last = damaged.len() - 1;
-        damaged[last] ^= 0x01;
-        std::fs::write(&file, &damaged).expect("damage");
-        let fallen_back = load();
-        assert!(fallen_back.coset_h.is_none());
-        assert_eq!(fallen_back.params.h, own_h, "the own H query is read again");
-    }
 
     fn no_gpu(value: &str) -> GpuEnv {
         GpuEnv {
