@@ -100,6 +100,12 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     let started = Instant::now();
     let domain = Domain::for_constraints(a.len())?;
     let form = match coset_h {
+        Some(bases) if bases.len() != domain.m => {
+            return Err(Groth16Error::CosetHLength {
+                bases: bases.len(),
+                domain: domain.m,
+            })
+        }
         Some(_) => QuotientForm::CosetEvaluations,
         None => QuotientForm::Coefficients,
     };
@@ -123,15 +129,7 @@ pub fn prove_partition<P: ParameterSource<Bls12>>(
     )?;
     // sum_j h_j H_j, with H_j = tau^j t(tau) / delta; or sum_j e_j H'_j, its equal.
     let h_g1 = match coset_h {
-        Some(bases) => {
-            if bases.len() != h.len() {
-                return Err(Groth16Error::CosetHLength {
-                    bases: bases.len(),
-                    domain: h.len(),
-                });
-            }
-            kernels.multiexp_quotient(&worker, (bases.clone(), 0), h)?
-        }
+        Some(bases) => kernels.multiexp_quotient(&worker, (bases.clone(), 0), h)?,
         None => kernels.multiexp_quotient(&worker, params.get_h(h.len())?, h)?,
     };
     // sum_aux w_i L_i, with L_i = (beta A_i + alpha B_i + C_i)(tau) / delta.
