@@ -14,61 +14,12 @@
 
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::threadpool::Worker;
-use ff::{Field, PrimeField};
+use ff::Field;
 use rayon::prelude::*;
 
-use super::fft::{self, Direction, Twiddles};
+use crate::fft::{self, Direction, Twiddles};
 
-/// The evaluation domain of a partition and the constants its quotient needs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Domain {
-    /// Its size `m`, the constraints rounded up to a power of two.
-    pub m: usize,
-    /// `log2(m)`.
-    pub log_m: u32,
-    /// A primitive `m`-th root of unity.
-    pub omega: Fr,
-    /// Its inverse.
-    pub omega_inv: Fr,
-    /// `1/m`, folded into the first coset scaling.
-    pub m_inv: Fr,
-    /// The coset's shift, the field's multiplicative generator.
-    pub g: Fr,
-    /// Its inverse.
-    pub g_inv: Fr,
-    /// `1 / Z(g x) = 1 / (g^m - 1)`, the same at every point of the coset.
-    pub z_inv: Fr,
-}
-
-/// The domain is larger than the field's roots of unity allow.
-#[derive(Debug, thiserror::Error)]
-#[error("{0} constraints need an FFT domain larger than the scalar field supports")]
-pub struct DomainTooLarge(pub usize);
-
-impl Domain {
-    /// The smallest domain holding `constraints` evaluations.
-    pub fn for_constraints(constraints: usize) -> Result<Domain, DomainTooLarge> {
-        let m = constraints.max(1).next_power_of_two();
-        let log_m = m.trailing_zeros();
-        if log_m >= Fr::S {
-            return Err(DomainTooLarge(constraints));
-        }
-        let omega = (log_m..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square());
-        let g = Fr::MULTIPLICATIVE_GENERATOR;
-        Ok(Domain {
-            m,
-            log_m,
-            omega,
-            omega_inv: omega.invert().expect("a root of unity is non-zero"),
-            m_inv: Fr::from(m as u64).invert().expect("m is non-zero"),
-            g,
-            g_inv: g.invert().expect("the generator is non-zero"),
-            z_inv: (g.pow_vartime([m as u64]) - Fr::ONE)
-                .invert()
-                .expect("Z has no roots on the coset"),
-        })
-    }
-}
+pub use crate::fft::{Domain, DomainTooLarge};
 
 /// What the H multiexp takes: the form of its bases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +90,7 @@ fn scale(v: &mut [Fr], by: &[Fr]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ff::PrimeField;
 
     #[test]
     fn domain_rounds_up_and_its_constants_agree() {

@@ -45,9 +45,8 @@ use rayon::prelude::*;
 
 use super::load::{decode_points_into, G1_BYTES};
 use crate::atomic_file;
-use crate::backend::fft::{self, Direction, Twiddles};
-use crate::backend::msm;
-use crate::backend::quotient::Domain;
+use crate::fft::{self, Direction, Domain, Twiddles};
+use crate::msm;
 
 /// The first bytes of a coset-H file.
 const MAGIC: &[u8; 8] = b"cuzkCSH\0";
