@@ -31,7 +31,9 @@
 //! `cuzk.v1.ProvingEngine` API), through the spool's own inbox.
 //!
 //! [`memory`] is the run's budget of bytes: parameters and partitions reserve before they
-//! allocate what [`footprint`] says they take. [`status`] reports what a spool holds, and [`prometheus`] says it to Prometheus.
+//! allocate what [`footprint`] says they take. [`status`] reports what a spool holds, and
+//! [`prometheus`] says it to Prometheus. [`fft`] (NTTs and their domain) and [`msm`] (the
+//! CPU multiexp) are the arithmetic both the CPU prover and the parameter files use.
 //! [`params`] finds, checks, loads and generates Groth16 parameter files, knowing files,
 //! not circuits; [`reference`] runs filecoin-proofs' own provers for comparison;
 //! [`sealing`] seals random test sectors with the partition counts of [`test_sizes`];
