@@ -115,6 +115,7 @@ fn sppark_prover() {
         "split_msm.cuh",
         "beside_h.cuh",
         "partition_proof.cuh",
+        "coset_h.cuh",
     ] {
         println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
     }

@@ -5,6 +5,9 @@
 //! proof is deterministic, so the GPU's (bases resident, then streamed from the host) must
 //! equal the CPU's byte for byte. With `--c1 FILE`, the same for partition 0 of a real
 //! sector, and the cuda backend's proof of the whole sector must pass `verify_seal`.
+//! The parameters come with their H query in coset evaluation form; the cuda backend is
+//! compared with and without it (its quotient takes six transforms with it), the CPU with
+//! the file's own query.
 //!
 //! ```text
 //! cargo run --release --features cuda,supraseal --example backend_check -- --log-constraints 16 --partitions 4
@@ -15,9 +18,9 @@ use std::time::Instant;
 use anyhow::{ensure, Result};
 use bellperson::gadgets::boolean::AllocatedBit;
 use bellperson::gadgets::num::AllocatedNum;
-use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof};
+use bellperson::groth16::{prepare_verifying_key, verify_proof};
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
-use blstrs::{Bls12, Scalar as Fr};
+use blstrs::Scalar as Fr;
 use clap::Parser;
 #[cfg(feature = "cuda")]
 use cuzk::backend::cuda::{CudaProver, ResidentParams};
@@ -116,7 +119,10 @@ fn main() -> Result<()> {
     let steps = Chain::steps_for(args.log_constraints);
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
     let started = Instant::now();
-    let params = generate_random_parameters::<Bls12, _, _>(Chain { x: None, steps }, &mut rng)?;
+    // cuzk's generator draws bellperson's secrets in bellperson's order (the same parameters
+    // for a seed) and knows tau, so the coset H query comes with them.
+    let set = cuzk::params::random::random_parameters(Chain { x: None, steps }, &mut rng)?;
+    let params = set.params;
     eprintln!(
         "parameters for 2^{} constraints in {:.1} s",
         args.log_constraints,
@@ -124,9 +130,8 @@ fn main() -> Result<()> {
     );
     let dir = tempfile::tempdir()?;
     let path = path_of(&dir);
-    let mut bytes = Vec::new();
-    params.write(&mut bytes)?;
-    std::fs::write(&path, &bytes)?;
+    cuzk::params::random::write_set(&params, &path, &path.with_extension("vk"))?;
+    cuzk::params::coset_h::save(&set.coset_h, &path)?;
     let pvk = prepare_verifying_key(&params.vk);
     let circuits: Vec<Chain> = (0..args.partitions)
         .map(|i| Chain {
@@ -199,11 +204,41 @@ fn main() -> Result<()> {
         );
     }
 
+    // The coset H query derived on the GPU from the H query equals the one tau gives.
+    #[cfg(feature = "cuda")]
+    {
+        let started = Instant::now();
+        let derived = cuzk::backend::cuda::coset_h::derive(&params.h)?;
+        let seconds = started.elapsed().as_secs_f64();
+        ensure!(
+            derived == set.coset_h,
+            "the coset H query derived on the GPU differs from the one tau gives"
+        );
+        println!(
+            "cuda: the coset H query derived on the GPU ({} points in {seconds:.2} s) equals the one tau gives",
+            derived.len()
+        );
+    }
+
     let mut cpu = ProverKernels::cpu(0);
     #[cfg(feature = "cuda")]
-    for (path, device_bytes) in [("resident", u64::MAX), ("streamed", 0)] {
+    for (path, device_bytes, coset_h) in [
+        ("resident", u64::MAX, false),
+        ("streamed", 0, false),
+        ("resident, H on the coset", u64::MAX, true),
+        ("streamed, H on the coset", 0, true),
+    ] {
         let mut cuda = CudaProver::open(0, "cuda-0".into())?;
-        let resident = Arc::new(ResidentParams::load(&path_of(&dir), device_bytes)?);
+        let resident = Arc::new(ResidentParams::load_with(
+            &path_of(&dir),
+            device_bytes,
+            coset_h,
+        )?);
+        ensure!(
+            resident.h_on_coset() == coset_h,
+            "cuda {path}: the coset H query was {}taken",
+            if coset_h { "not " } else { "" }
+        );
         for circuit in circuits.iter().take(2) {
             let partition = synthesize(circuit.clone())?;
             let (on_gpu, timings) = cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO, None)?;
@@ -408,8 +443,13 @@ fn check_real_sector(path: &std::path::Path) -> Result<()> {
     let resident = Arc::new(ResidentParams::load(&params_path, u64::MAX)?);
     let mut cuda = CudaProver::open(0, "cuda-0".into())?;
     eprintln!(
-        "real sector: parameters loaded in {:.1} s",
-        started.elapsed().as_secs_f64()
+        "real sector: parameters loaded in {:.1} s, H's bases {}",
+        started.elapsed().as_secs_f64(),
+        if resident.h_on_coset() {
+            "on the coset"
+        } else {
+            "the file's own"
+        }
     );
     let started = Instant::now();
     let on_cpu = prove_partition(

@@ -18,7 +18,7 @@ use crate::c1::SectorIdentity;
 use crate::circuits;
 use crate::footprint::Footprint;
 use crate::memory::show_bytes;
-use crate::params::{self, load::ParamsLayout};
+use crate::params::{self, coset_h, load::ParamsLayout};
 use crate::pipeline::{self, RunSettings};
 use crate::proof_kind::{CircuitId, ProofKind};
 use crate::r1cs::ShapeCounts;
@@ -39,6 +39,9 @@ pub struct BenchPlan {
     pub run: RunSettings,
     /// Only write the parameters and the shape C1 files (to time other provers on them).
     pub is_prepare_only: bool,
+    /// Prove with H's bases in coset evaluation form beside the parameters (written if
+    /// missing); without it, a synthetic one left by an earlier run is removed.
+    pub coset_h: bool,
 }
 
 /// What a benchmark measured.
@@ -108,6 +111,7 @@ pub fn run(plan: &BenchPlan) -> Result<BenchReport> {
             started.elapsed().as_secs_f64()
         );
     }
+    set_coset_h(&params_path, &counts, plan.coset_h)?;
     let footprint = Footprint::of_file(&params_path)
         .with_context(|| format!("reading {}", params_path.display()))?;
 
@@ -277,6 +281,25 @@ pub fn render(report: &BenchReport, circuit: CircuitId) -> String {
     )
 }
 
+/// Puts H's bases in coset evaluation form beside the shape parameters when `wanted`, and
+/// takes them away when not, so a run measures the form it was asked for.
+fn set_coset_h(params_path: &Path, counts: &ShapeCounts, wanted: bool) -> Result<()> {
+    let path = coset_h::coset_h_path(params_path)?;
+    if wanted && !path.is_file() {
+        let started = Instant::now();
+        let mut rng = rand::rngs::StdRng::from_entropy();
+        shape::write_synthetic_coset_h(params_path, counts, &mut rng)?;
+        log::info!(
+            "wrote synthetic H bases in coset evaluation form to {} in {:.1} s",
+            path.display(),
+            started.elapsed().as_secs_f64()
+        );
+    } else if !wanted && path.is_file() {
+        fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// The circuit's counts, cached beside the shape parameters (counting 32GiB takes a minute).
 fn shape_counts(circuit: CircuitId, params_path: &Path) -> Result<ShapeCounts> {
     let cache = params_path.with_extension("shape.json");
@@ -382,6 +405,33 @@ pub fn peak_rss_bytes() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_coset_h_query_is_written_when_asked_and_removed_when_not() {
+        use crate::params::coset_h::CosetHError;
+        let dir = tempfile::tempdir().expect("tempdir");
+        shape::ensure_synthetic_dir(dir.path()).expect("marked as the bench's");
+        let params_path = dir.path().join("v28-shape.params");
+        fs::write(params_path.with_extension("vk"), b"a shape's verifying key").expect("vk");
+        let counts = ShapeCounts {
+            constraints: 1000,
+            ..Default::default()
+        };
+        set_coset_h(&params_path, &counts, true).expect("written");
+        let points = coset_h::load(&params_path, 1024).expect("a query of the domain's size");
+        assert_eq!(points.len(), 1024);
+        assert!(points.iter().all(|p| bool::from(p.is_on_curve())));
+        assert!(matches!(
+            coset_h::load(&params_path, 2048),
+            Err(CosetHError::Unusable { .. })
+        ));
+        set_coset_h(&params_path, &counts, true).expect("kept as it is");
+        set_coset_h(&params_path, &counts, false).expect("removed");
+        assert!(matches!(
+            coset_h::locate(&params_path, 1024),
+            Err(CosetHError::Missing { .. })
+        ));
+    }
 
     #[test]
     fn memory_in_use_is_total_less_available() {

@@ -43,6 +43,7 @@ use typenum::Unsigned;
 
 use crate::atomic_file;
 use crate::c1::{SectorIdentity, BENCHMARK_KEY};
+use crate::params::coset_h;
 use crate::porep::registered_proof_for;
 use crate::r1cs::ShapeCounts;
 
@@ -447,6 +448,36 @@ pub fn write_synthetic_params(
     };
     write(vk, false)?;
     write(params, true)
+}
+
+/// Writes the H query in coset evaluation form beside the shape parameters at `params`, as
+/// `cuzk params coset-h` keeps one beside real parameters: `m` random points, so the
+/// prover's work is that of real ones (its quotient one transform shorter). None is
+/// written over a file that is there. Refuses a directory that holds real parameters.
+pub fn write_synthetic_coset_h(
+    params: &Path,
+    counts: &ShapeCounts,
+    rng: &mut impl RngCore,
+) -> Result<PathBuf> {
+    let dir = params.parent().unwrap_or_else(|| Path::new("."));
+    ensure_synthetic_dir(dir)?;
+    let block: Vec<u8> = (0..DISTINCT_POINTS)
+        .flat_map(|_| {
+            (G1Projective::generator() * Fr::random(&mut *rng))
+                .to_affine()
+                .to_uncompressed()
+        })
+        .collect();
+    let (path, _) = coset_h::save_with(params, counts.domain(), |out| {
+        let mut left = counts.domain() as usize * 96;
+        while left > 0 {
+            let n = left.min(block.len());
+            out.write_all(&block[..n])?;
+            left -= n;
+        }
+        Ok(())
+    })?;
+    Ok(path)
 }
 
 /// A u32 count, then `count` points taken round-robin from `points`.

@@ -389,6 +389,11 @@ pub struct BenchArgs {
     /// them (their parameters directory goes in FIL_PROOFS_PARAMETER_CACHE).
     #[arg(long)]
     pub prepare_only: bool,
+    /// Prove with H's bases in coset evaluation form, as after `cuzk params coset-h` (random
+    /// points written beside the shape parameters, as large as the H query); without it the
+    /// run proves with the file's own H query.
+    #[arg(long)]
+    pub coset_h: bool,
     /// Print the report as JSON for scripts (seconds per sector, steady state, memory).
     #[arg(long)]
     pub json: bool,

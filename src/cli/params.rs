@@ -109,6 +109,38 @@ pub(super) fn record_constraints(args: ParamsSizeArgs) -> Result<u8> {
 /// build machine: 69 µs), for the estimate `cuzk params coset-h` prints.
 const POINT_MULTIPLICATION_SECS: f64 = 70e-6;
 
+/// The coset H query of `h`, checked against `h` by one random combination of both
+/// (`coset_h::matches`) before anything is written: derived on GPU 0 where cuzk is built
+/// with CUDA and one answers, else, or where that fails or fails the check, on the CPU.
+fn derive_checked(h: &[blstrs::G1Affine]) -> Result<Vec<blstrs::G1Affine>> {
+    use crate::params::coset_h;
+    #[cfg(feature = "cuda")]
+    if h.len() + 1 >= crate::backend::cuda::coset_h::SMALLEST_ON_GPU
+        && crate::backend::cuda::gpu_count() > 0
+    {
+        let started = Instant::now();
+        match crate::backend::cuda::coset_h::derive(h) {
+            Ok(derived) if coset_h::matches(h, &derived)? => {
+                log::info!(
+                    "derived on the GPU in {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(derived);
+            }
+            Ok(_) => log::warn!(
+                "the GPU's coset H query failed its check against the H query; deriving on the CPU"
+            ),
+            Err(err) => log::warn!("deriving on the GPU failed ({err}); deriving on the CPU"),
+        }
+    }
+    let derived = coset_h::derive(h)?;
+    anyhow::ensure!(
+        coset_h::matches(h, &derived)?,
+        "the derived query does not match the H query"
+    );
+    Ok(derived)
+}
+
 /// The top-level entry point for `cuzk params coset-h`.
 pub(super) fn derive_coset_h(args: ParamsSizeArgs) -> Result<u8> {
     use crate::params::coset_h::{self, CosetHError};
@@ -147,14 +179,12 @@ pub(super) fn derive_coset_h(args: ParamsSizeArgs) -> Result<u8> {
     let h = params::load::read_h_query(&params_path)
         .with_context(|| format!("reading the H query of {}", params_path.display()));
     let derived = h.and_then(|h| {
-        let derived = coset_h::derive(&h)?;
-        // One random combination of both queries, before anything is written.
-        anyhow::ensure!(
-            coset_h::matches(&h, &derived)?,
-            "the derived coset H query does not match the H query of {} (nothing written)",
-            params_path.display()
-        );
-        Ok(derived)
+        derive_checked(&h).with_context(|| {
+            format!(
+                "deriving the coset H query of {} (nothing written)",
+                params_path.display()
+            )
+        })
     });
     progress.finish();
     let (file, is_written) = coset_h::save(&derived?, &params_path)?;

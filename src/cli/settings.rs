@@ -266,6 +266,7 @@ impl BenchArgs {
             run: self.tuning.to_settings(layout)?,
             dir: self.dir,
             is_prepare_only: self.prepare_only,
+            coset_h: self.coset_h,
         })
     }
 }

@@ -209,7 +209,7 @@ pub fn matches(h: &[G1Affine], coset: &[G1Affine]) -> Result<bool> {
 }
 
 /// Affine forms of `points`, in parallel.
-fn normalize(points: &[G1Projective]) -> Vec<G1Affine> {
+pub fn normalize(points: &[G1Projective]) -> Vec<G1Affine> {
     let mut out = vec![G1Affine::identity(); points.len()];
     out.par_chunks_mut(POINTS_PER_TASK)
         .zip(points.par_chunks(POINTS_PER_TASK))
@@ -221,6 +221,21 @@ fn normalize(points: &[G1Projective]) -> Vec<G1Affine> {
 /// unless a file is there already (left as it is: another process may be reading it).
 /// Returns the file's path and whether this call wrote it.
 pub fn save(points: &[G1Affine], params_path: &Path) -> Result<(PathBuf, bool)> {
+    save_with(params_path, points.len() as u64, |out| {
+        for point in points {
+            out.write_all(&point.to_uncompressed())?;
+        }
+        Ok(())
+    })
+}
+
+/// [`save`] for `count` points that `write_points` writes, uncompressed, in order (the
+/// benchmark's shape parameters write theirs without holding them).
+pub fn save_with(
+    params_path: &Path,
+    count: u64,
+    write_points: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(PathBuf, bool)> {
     let path = coset_h_path(params_path)?;
     let digest = vk_digest_of(params_path)?;
     atomic_file::remove_stale_temporaries_of(&path);
@@ -229,11 +244,9 @@ pub fn save(points: &[G1Affine], params_path: &Path) -> Result<(PathBuf, bool)> 
         out.write_all(MAGIC)?;
         out.write_all(&VERSION.to_le_bytes())?;
         out.write_all(&0u32.to_le_bytes())?;
-        out.write_all(&(points.len() as u64).to_le_bytes())?;
+        out.write_all(&count.to_le_bytes())?;
         out.write_all(&digest)?;
-        for point in points {
-            out.write_all(&point.to_uncompressed())?;
-        }
+        write_points(&mut out)?;
         out.flush()?;
         Ok(())
     })?;

@@ -7,8 +7,9 @@ use std::ffi::c_char;
 use std::ptr::NonNull;
 
 use blst::{blst_fp, blst_fp2};
-use blstrs::{Fp, Fp2, G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Projective, Scalar as Fr};
 use ff::Field;
+use group::Group;
 
 use super::ffi;
 use super::residency::BaseSet;
@@ -308,6 +309,33 @@ impl CudaGpu {
         // SAFETY: a successful call wrote every field; zeroed before in any case.
         let results = results.assume_init();
         Ok((Multiexps::from(&results), ms))
+    }
+}
+
+impl CudaGpu {
+    /// The H query in coset evaluation form derived on this GPU from `h` (`m - 1` points),
+    /// as `m` Jacobian points in natural order; `scalars` are `g^-1`, `1/m` and `ω^-1`.
+    /// Takes 192 bytes of device memory per point for the call.
+    pub fn derive_coset_h(
+        &mut self,
+        h: &[G1Affine],
+        scalars: &[Fr; 3],
+    ) -> Result<Vec<G1Projective>, CudaError> {
+        let m = h.len() + 1;
+        let mut out = vec![G1Projective::identity(); m];
+        // SAFETY: a live handle; `h` holds m - 1 points and `out` m, blst's layouts (the
+        // device writes Jacobian points in Montgomery form, as blstrs holds them); both are
+        // used during the call only.
+        self.check(unsafe {
+            ffi::cuzk_gpu_derive_coset_h(
+                self.raw.as_ptr(),
+                h.as_ptr(),
+                m,
+                scalars.as_ptr(),
+                out.as_mut_ptr(),
+            )
+        })?;
+        Ok(out)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::ffi::c_char;
 
-use blstrs::Scalar as Fr;
+use blstrs::{G1Affine, G1Projective, Scalar as Fr};
 // groth16.cu calls sppark's device list (`ngpus()` and the like), which lives in the sppark
 // crate's static library: named here so a build without SupraSeal (whose crate otherwise
 // pulls sppark in) still links it.
@@ -162,6 +162,13 @@ extern "C" {
         matrices: *const Matrices,
         one_id: u32,
         minus_one_id: u32,
+    ) -> Status;
+    pub fn cuzk_gpu_derive_coset_h(
+        gpu: *mut Gpu,
+        h: *const G1Affine,
+        m: usize,
+        scalars: *const Fr,
+        out: *mut G1Projective,
     ) -> Status;
     pub fn cuzk_host_alloc(bytes: usize, out: *mut *mut u8) -> Status;
     pub fn cuzk_host_free(ptr: *mut u8);

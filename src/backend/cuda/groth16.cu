@@ -9,8 +9,9 @@
 // input before calling in.
 //
 // The file holds the handle and its entry points; beside it, included at their place:
-// kernels.cuh (the device kernels), split_msm.cuh (the multiexps and the bit split) and
-// partition_proof.cuh (the steps of one proof).
+// kernels.cuh (the device kernels), split_msm.cuh (the multiexps and the bit split),
+// beside_h.cuh (the queries' work beside H), coset_h.cuh (the H query in coset evaluation
+// form, derived once per parameter file) and partition_proof.cuh (the steps of one proof).
 //
 // Safety rules of the host side, stated once:
 // - Ownership. A `cuzk_gpu` owns every device buffer it uses: in each of its CUZK_SETS
@@ -605,6 +606,7 @@ bool injects(const char* fault, int device = -1)
 
 #include "split_msm.cuh"
 #include "beside_h.cuh"
+#include "coset_h.cuh"
 
 }  // namespace
 
@@ -752,6 +754,23 @@ cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, size_t slot, const cuzk_matric
         set.one_id = one_id;
         set.minus_one_id = minus_one_id;
         set.matrix_rows = m->rows;
+    });
+}
+
+// Derives the H query in coset evaluation form (coset_h.cuh) from `h`, the file's m - 1
+// points (affine, Montgomery, host memory), into `out`, m Jacobian points in blst's layout
+// (host memory); `scalars` = {g^-1, 1/m, ω^-1} in Montgomery form. Its device memory (192
+// bytes a point) goes back to the driver before it returns.
+cuzk_status cuzk_gpu_derive_coset_h(cuzk_gpu* g, const affine_t* h, size_t m,
+                                    const fr_t* scalars, void* out)
+{
+    return on_device(g, "deriving the coset H query", [&] {
+        g->gpu.select();
+        derive_coset_h(g->gpu, h, m, scalars, (jacobian_coords*)out);
+        g->gpu.sync();
+        cudaMemPool_t pool;
+        if (cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
+            (void)cudaMemPoolTrimTo(pool, 0);
     });
 }
 

@@ -28,6 +28,8 @@ pub mod residency;
 #[cfg(feature = "cuda")]
 mod abc_sets;
 #[cfg(feature = "cuda")]
+pub mod coset_h;
+#[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
 mod ffi;

@@ -1,6 +1,12 @@
 //! A parameter set as the cuda backend proves with it ([`ResidentParams`]): the verifying key
 //! and the file's layout on the host, the bases each GPU keeps (uploaded by each prover at
 //! its first partition of the set), and in pinned host memory the bases that do not fit.
+//!
+//! H's bases come from the H query in coset evaluation form when one is kept beside the
+//! file ([`crate::params::coset_h`]): `m` points, one more than the file's own `m - 1`, so
+//! the GPU tells the two apart by their count and its quotient skips the last inverse
+//! transform. Its points are checked when the set loads; a damaged file is named in a
+//! warning and the file's own query is used instead, so a run never fails on it.
 
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
@@ -9,8 +15,11 @@ use bellperson::groth16::VerifyingKey;
 use blstrs::{Bls12, G1Affine, G2Affine};
 use log::info;
 
+use log::warn;
+
 use super::device::{CudaError, PinnedBuffer};
 use super::residency::{plan_residency, set_extent, BaseSet};
+use crate::params::coset_h::{self, CosetHError, Located};
 use crate::params::load::{decode_points_into, ParamsLayout};
 
 /// Why a parameter set could not be made ready for the cuda backend.
@@ -38,12 +47,23 @@ pub enum ResidentParamsError {
     },
 }
 
+/// Where a set's points are read from: a file, the byte of its first point, and how many.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Extent<'a> {
+    pub path: &'a Path,
+    pub offset: u64,
+    pub count: u64,
+}
+
 /// A parameter set as the cuda backend proves with it: the verifying key and the file's
 /// layout on the host; the bases on each GPU, uploaded by each prover at first use.
 pub struct ResidentParams {
     pub(super) path: PathBuf,
     pub(super) layout: ParamsLayout,
     vk: VerifyingKey<Bls12>,
+    /// H's bases in coset evaluation form, when a checked file is kept beside the set;
+    /// else the file's own H query.
+    h_on_coset: Option<Located>,
     /// Bases kept on every GPU (a mask of [`BaseSet::bit`]s).
     pub(super) resident: u32,
     /// The others, in pinned host memory, streamed at each proof.
@@ -61,6 +81,16 @@ impl ResidentParams {
     /// given `device_bytes`, the least device memory any prover may take (free memory, or
     /// `--gpu-memory` when smaller). Bases left over are loaded into pinned host memory now.
     pub fn load(path: &Path, device_bytes: u64) -> Result<ResidentParams, ResidentParamsError> {
+        Self::load_with(path, device_bytes, true)
+    }
+
+    /// [`ResidentParams::load`], taking H's bases in coset evaluation form only when
+    /// `coset_h` (a prover compared against the file's own query takes `false`).
+    pub fn load_with(
+        path: &Path,
+        device_bytes: u64,
+        coset_h: bool,
+    ) -> Result<ResidentParams, ResidentParamsError> {
         let read = |source| ResidentParamsError::Read {
             path: path.to_owned(),
             source,
@@ -73,23 +103,31 @@ impl ResidentParams {
             VerifyingKey::<Bls12>::read(&head[..]).map_err(read)?
         };
         let resident = plan_residency(&layout, device_bytes);
-        let mut streamed = Vec::new();
+        let mut params = ResidentParams {
+            path: path.to_owned(),
+            layout,
+            vk,
+            h_on_coset: None,
+            resident,
+            streamed: Vec::new(),
+        };
+        if coset_h {
+            params.h_on_coset = params.checked_coset_h();
+        }
         for set in BaseSet::ALL {
             if resident & set.bit() != 0 {
                 continue;
             }
-            let (offset, count) = set_extent(&layout, set);
-            let mut buffer =
-                PinnedBuffer::new(count as usize * set.point_bytes()).map_err(|source| {
-                    ResidentParamsError::Pinned {
-                        path: path.to_owned(),
-                        set: set.name(),
-                        source,
-                    }
-                })?;
-            let file = std::fs::File::open(path).map_err(read)?;
-            decode_set(&file, set, offset, buffer.as_mut_slice()).map_err(read)?;
-            streamed.push((set, buffer));
+            let buffer = match params.stream(set) {
+                Err(ResidentParamsError::Read { source, .. })
+                    if set == BaseSet::H && params.h_on_coset.is_some() =>
+                {
+                    params.refuse_coset_h(&source.to_string());
+                    params.stream(set)?
+                }
+                other => other?,
+            };
+            params.streamed.push((set, buffer));
         }
         let names: Vec<&str> = BaseSet::ALL
             .iter()
@@ -104,13 +142,92 @@ impl ResidentParams {
                 names.join(", ")
             );
         }
-        Ok(ResidentParams {
-            path: path.to_owned(),
-            layout,
-            vk,
-            resident,
-            streamed,
-        })
+        if let Some(located) = &params.h_on_coset {
+            info!(
+                "{}: H's bases in coset evaluation form from {}; the quotient takes six transforms",
+                path.display(),
+                located.path.display()
+            );
+        }
+        Ok(params)
+    }
+
+    /// The coset H query kept beside the set, when its header fits the set and, where H is
+    /// resident (its points are decoded only at the upload), every point decodes.
+    fn checked_coset_h(&self) -> Option<Located> {
+        let m = (self.layout.h + 1).next_power_of_two() as usize;
+        let located = match coset_h::locate(&self.path, m) {
+            Ok(located) => located,
+            Err(CosetHError::Missing { .. }) => return None,
+            Err(err) => {
+                warn!("{err}; H's bases come from the parameter file's own query");
+                return None;
+            }
+        };
+        if self.resident & BaseSet::H.bit() != 0 {
+            if let Err(err) = check_points(&located) {
+                warn!(
+                    "{}: {err}; H's bases come from the parameter file's own query",
+                    located.path.display()
+                );
+                return None;
+            }
+        }
+        Some(located)
+    }
+
+    /// Gives up the coset H query for the file's own, naming why.
+    fn refuse_coset_h(&mut self, why: &str) {
+        if let Some(located) = self.h_on_coset.take() {
+            warn!(
+                "{}: {why}; H's bases come from the parameter file's own query",
+                located.path.display()
+            );
+        }
+    }
+
+    /// `set`'s points decoded into a new pinned buffer.
+    fn stream(&self, set: BaseSet) -> Result<PinnedBuffer, ResidentParamsError> {
+        let extent = self.extent(set);
+        let read = |source| ResidentParamsError::Read {
+            path: extent.path.to_owned(),
+            source,
+        };
+        let mut buffer =
+            PinnedBuffer::new(extent.count as usize * set.point_bytes()).map_err(|source| {
+                ResidentParamsError::Pinned {
+                    path: self.path.clone(),
+                    set: set.name(),
+                    source,
+                }
+            })?;
+        let file = std::fs::File::open(extent.path).map_err(read)?;
+        decode_set(&file, set, extent.offset, buffer.as_mut_slice()).map_err(read)?;
+        Ok(buffer)
+    }
+
+    /// Where `set`'s points are read from: H's from the coset file when the set takes it.
+    pub(super) fn extent(&self, set: BaseSet) -> Extent<'_> {
+        match (&self.h_on_coset, set) {
+            (Some(located), BaseSet::H) => Extent {
+                path: &located.path,
+                offset: located.offset,
+                count: located.count,
+            },
+            _ => {
+                let (offset, count) = set_extent(&self.layout, set);
+                Extent {
+                    path: &self.path,
+                    offset,
+                    count,
+                }
+            }
+        }
+    }
+
+    /// True when H's bases are in coset evaluation form.
+    pub fn h_on_coset(&self) -> bool {
+        self.h_on_coset.is_some()
     }
 
     /// Bytes this set keeps in host memory: the streamed bases (the verifying key is small).
@@ -134,6 +251,26 @@ impl ResidentParams {
             .find(|(s, _)| *s == set)
             .map_or(std::ptr::null(), |(_, b)| b.as_slice().as_ptr())
     }
+}
+
+/// Decodes every point of a coset H query, a piece at a time, keeping none.
+fn check_points(located: &Located) -> std::io::Result<()> {
+    const PIECE: usize = 1 << 20;
+    let file = std::fs::File::open(&located.path)?;
+    let mut scratch = vec![0u8; PIECE * BaseSet::H.point_bytes()];
+    let mut first = 0u64;
+    while first < located.count {
+        let take = PIECE.min((located.count - first) as usize);
+        let at = located.offset + first * BaseSet::H.file_point_bytes();
+        decode_set(
+            &file,
+            BaseSet::H,
+            at,
+            &mut scratch[..take * BaseSet::H.point_bytes()],
+        )?;
+        first += take as u64;
+    }
+    Ok(())
 }
 
 /// Decodes `set`'s points, starting at byte `offset` of `file`, into `out` (Montgomery

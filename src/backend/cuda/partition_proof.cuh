@@ -6,7 +6,8 @@
 // One partition's proof on a cuzk_gpu, in the order of the paper (cuzk_gpu_prove calls the
 // steps top to bottom). Two domain-sized device vectors, x and y, do the work:
 //   x = a, y = b; both to the coset; x *= y          (quotient, first half)
-//   y = c; to the coset; x = (x - y) / Z; x = h      (second half)
+//   y = c; to the coset; x = (x - y) / Z; x = h      (second half; with H's bases on the
+//                                                     coset, x stays the evaluations)
 //   y = aux; the queries split from it beside H (beside_h.cuh); H over x
 //   L, A, B: each query's tail and sums; or, for one not done beside H,
 //   L over y; x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
@@ -44,6 +45,13 @@ struct partition_proof {
           evaluate(partition->evaluate != 0)
     {}
 
+    // H's bases in coset evaluation form (params/coset_h.rs): n of them, H'_j for the
+    // quotient's evaluation at g·ω^j. A file's own query has n - 1, always odd, so the
+    // count tells the two apart. sum_j e_j H'_j equals sum_i h_i H_i for any e, so the
+    // quotient stops at the evaluations, one inverse transform short.
+    bool h_on_coset() const { return set.counts.h == n; }
+    size_t h_len() const { return h_on_coset() ? n : n - 1; }
+
     // The partition against the parameters on the device, and against the constraints
     // when they evaluate it.
     void check() const
@@ -53,6 +61,11 @@ struct partition_proof {
             counts.l != p->aux_len || counts.a != a_len || counts.b != b_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the parameters")};
+        // An even count other than n is a coset query of another domain: read as
+        // coefficients it would make a wrong proof.
+        if (counts.h % 2 == 0 && !h_on_coset())
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("H's bases on the coset are for another domain")};
         if (evaluate && set.matrix_rows != p->abc_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the uploaded constraints")};
@@ -206,8 +219,11 @@ struct partition_proof {
         to_coset(z);
         sub_scale<<<sms, 1024, 0, s0>>>(x, z, z_inverse_on_coset(p->lg_domain), n);
         CUDA_OK(cudaGetLastError());
-        NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NN,
-                          NTT::Direction::inverse, NTT::Type::coset);
+        // The coset NTTs above (RN) leave natural order: x[j] is the evaluation at g·ω^j,
+        // the order of H's bases on the coset, and sppark's coset shift is cuzk's g.
+        if (!h_on_coset())
+            NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NN,
+                              NTT::Direction::inverse, NTT::Type::coset);
         s0.sync();
     }
 
@@ -263,7 +279,7 @@ struct partition_proof {
         // The faults of the bit split's fallbacks exercise the steps after H.
         if (injects("beside-oom") || injects("split-oom") || injects("tail-oom"))
             return;
-        side.margin = pippenger_bytes(n - 1, sizeof(affine_t), sizeof(bucket_t::mem_t),
+        side.margin = pippenger_bytes(h_len(), sizeof(affine_t), sizeof(bucket_t::mem_t),
                                       !set.resident[CUZK_H], sms) + ((size_t)256 << 20);
         // Only streamed sets: a resident set's multiexp is kernels alone, which H's keep
         // busy, so beside H it would only take turns with them.
@@ -303,13 +319,13 @@ struct partition_proof {
         }
     }
 
-    // sum_j h_j H_j over x.
+    // sum_j h_j H_j over x: the coefficients, or on the coset the evaluations.
     void multiexp_h(point_t& out)
     {
         step = "the H multiexp";
-        count_streamed(set.resident[CUZK_H], n - 1, sizeof(affine_t));
+        count_streamed(set.resident[CUZK_H], h_len(), sizeof(affine_t));
         run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
-                          n - 1);
+                          h_len());
     }
 
     // sum_i w_i L_i over the aux witness: split, its scalars are mostly bits; from its work

@@ -16,8 +16,7 @@ use super::device::{CudaError, CudaGpu, PinnedBuffer};
 use super::ffi;
 use super::params::{decode_set, ResidentParams};
 use super::residency::{
-    evaluating_working_bytes, resident_bases_bytes, set_extent, slots_to_free, BaseSet, Density,
-    KeptSet,
+    evaluating_working_bytes, resident_bases_bytes, slots_to_free, BaseSet, Density, KeptSet,
 };
 use crate::backend::groth16::{self, ms_since, Groth16Error};
 use crate::backend::quotient::Domain;
@@ -312,8 +311,9 @@ impl CudaProver {
         let Some(slot) = self.sets.iter().position(Option::is_none) else {
             unreachable!("make_room leaves a slot free")
         };
+        // H's count tells the GPU its form: the file's own m - 1 points, or m on the coset.
         let counts = ffi::BaseCounts {
-            h: layout.h as usize,
+            h: params.extent(BaseSet::H).count as usize,
             l: layout.l as usize,
             a: layout.a as usize,
             b: layout.b as usize,
@@ -323,17 +323,18 @@ impl CudaProver {
             Some(staging) => staging,
             none => none.insert(PinnedBuffer::new(STAGING_BYTES)?),
         };
-        let bases = |source| CudaProveError::Bases {
-            path: params.path.clone(),
-            source,
-        };
-        let file = std::fs::File::open(&params.path).map_err(bases)?;
         let mut bytes = 0u64;
         for set in BaseSet::ALL {
             if params.resident & set.bit() == 0 {
                 continue;
             }
-            let (offset, count) = set_extent(layout, set);
+            let extent = params.extent(set);
+            let (offset, count) = (extent.offset, extent.count);
+            let bases = |source| CudaProveError::Bases {
+                path: extent.path.to_owned(),
+                source,
+            };
+            let file = std::fs::File::open(extent.path).map_err(bases)?;
             let size = set.point_bytes();
             let per_piece = STAGING_BYTES / size;
             let mut first = 0usize;
@@ -532,14 +533,18 @@ impl CudaProver {
         let layout = &params.layout;
         let a_len = (view.input_len + view.a_aux_total) as u64;
         let b_len = (view.b_input_total + view.b_aux_total) as u64;
-        if layout.h + 1 < domain.m as u64
-            || layout.l != view.aux_len as u64
-            || layout.a != a_len
-            || layout.b != b_len
-        {
+        let h_count = params.extent(BaseSet::H).count;
+        let h_fits = if params.h_on_coset() {
+            h_count == domain.m as u64
+        } else {
+            layout.h + 1 >= domain.m as u64
+        };
+        if !h_fits || layout.l != view.aux_len as u64 || layout.a != a_len || layout.b != b_len {
             return Err(CudaProveError::Mismatch(format!(
-                "{} constraints, {} aux, A {a_len}, B {b_len} against parameters with H {}, L {}, A {}, B {}",
-                view.abc_len, view.aux_len, layout.h, layout.l, layout.a, layout.b
+                "{} constraints (a domain of {}), {} aux, A {a_len}, B {b_len} against parameters with H {h_count}{}, L {}, A {}, B {}",
+                view.abc_len, domain.m, view.aux_len,
+                if params.h_on_coset() { " on the coset" } else { "" },
+                layout.l, layout.a, layout.b
             )));
         }
         let prepare_ms = ms_since(started);
