@@ -38,12 +38,21 @@ echo "== a real 2KiB sector"
 timed "$out/real.log" "$bin" params gen --sector-size 2KiB
 # The generator wrote the coset query from tau; derived again from the H query, on the GPU,
 # it must be the same file byte for byte.
-made=$(ls "$FIL_PROOFS_PARAMETER_CACHE"/cuzk-coset-h-v1-*.points | head -n 1)
-mv "$made" "$out/from-tau.points"
-timed "$out/real.log" "$bin" params coset-h --sector-size 2KiB
-grep -E "derived|GPU" "$out/real.log" | tail -n 3 | cut -c1-300
-cmp "$made" "$out/from-tau.points" && echo "the GPU's derivation equals the generator's, byte for byte"
-rm -f "$out/from-tau.points"
+stem=$(basename "$("$bin" params path --sector-size 2KiB 2>/dev/null | grep -o '[^ ]*\.params' | head -n 1)" .params)
+made=("$FIL_PROOFS_PARAMETER_CACHE"/cuzk-coset-h-v1-"$stem"-*.points)
+if [ -n "$stem" ] && [ ${#made[@]} -eq 1 ] && [ -f "${made[0]}" ]; then
+  mv "${made[0]}" "$out/from-tau.points"
+  timed "$out/real.log" "$bin" params coset-h --sector-size 2KiB
+  grep -E "derived|GPU" "$out/real.log" | tail -n 3 | cut -c1-300
+  if cmp "${made[0]}" "$out/from-tau.points"; then
+    echo "the GPU's derivation equals the generator's, byte for byte"
+    rm -f "$out/from-tau.points"
+  else
+    mv -f "$out/from-tau.points" "${made[0]}"   # the generator's stays
+  fi
+else
+  echo "no single coset H query of the 2KiB set (${made[*]}): the derivation is not compared"
+fi
 c1=$(ls "$here"/tests/fixtures/c1/*.json | head -n 1)
 timed "$out/real.log" "$checker" --c1 "$c1" --log-constraints 10 --partitions 1
 grep -E "^real sector|verify" "$out/real.log" | cut -c1-300

@@ -137,11 +137,12 @@ void derive_coset_h(const gpu_t& gpu, const affine_t* h, size_t m, const fr_t* s
             s.sync();   // the chunk is overwritten by the next copy
         }
     }
+    // Allocated before the stages, so that no lack of memory ends minutes of work.
+    pool_buffer<jacobian_coords> back{chunk_points, s};
     for (size_t half = m / 2; half >= 1; half /= 2) {
         coset_h_stage<<<grid, 256, 0, s>>>(P.ptr, m, half, scalars[2]);
         CUDA_OK(cudaGetLastError());
     }
-    pool_buffer<jacobian_coords> back{chunk_points, s};
     for (size_t first = 0; first < m; first += chunk_points) {
         size_t len = std::min(chunk_points, m - first);
         coset_h_gather<<<grid, 256, 0, s>>>(back.ptr, P.ptr, first, len, lg_m);

@@ -766,11 +766,22 @@ cuzk_status cuzk_gpu_derive_coset_h(cuzk_gpu* g, const affine_t* h, size_t m,
 {
     return on_device(g, "deriving the coset H query", [&] {
         g->gpu.select();
-        derive_coset_h(g->gpu, h, m, scalars, (jacobian_coords*)out);
-        g->gpu.sync();
-        cudaMemPool_t pool;
-        if (cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
-            (void)cudaMemPoolTrimTo(pool, 0);
+        // The pool keeps what it is given back: its 192 bytes a point go back to the
+        // driver whether the derivation ends or fails.
+        auto trim = [&] {
+            cudaMemPool_t pool;
+            if (cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
+                (void)cudaMemPoolTrimTo(pool, 0);
+        };
+        try {
+            derive_coset_h(g->gpu, h, m, scalars, (jacobian_coords*)out);
+            g->gpu.sync();
+        } catch (...) {
+            (void)cudaStreamSynchronize(g->gpu[0]);
+            trim();
+            throw;
+        }
+        trim();
     });
 }
 

@@ -55,6 +55,14 @@ pub(super) struct Extent<'a> {
     pub count: u64,
 }
 
+/// The coset H query a set takes: where it is, and the file held open under a shared lock
+/// for as long as the set lives, so `cuzk params prune` leaves it and every upload reads
+/// the points that were checked.
+struct CosetSource {
+    located: Located,
+    file: std::fs::File,
+}
+
 /// A parameter set as the cuda backend proves with it: the verifying key and the file's
 /// layout on the host; the bases on each GPU, uploaded by each prover at first use.
 pub struct ResidentParams {
@@ -63,7 +71,7 @@ pub struct ResidentParams {
     vk: VerifyingKey<Bls12>,
     /// H's bases in coset evaluation form, when a checked file is kept beside the set;
     /// else the file's own H query.
-    h_on_coset: Option<Located>,
+    h_on_coset: Option<CosetSource>,
     /// Bases kept on every GPU (a mask of [`BaseSet::bit`]s).
     pub(super) resident: u32,
     /// The others, in pinned host memory, streamed at each proof.
@@ -142,7 +150,7 @@ impl ResidentParams {
                 names.join(", ")
             );
         }
-        if let Some(located) = &params.h_on_coset {
+        if let Some(CosetSource { located, .. }) = &params.h_on_coset {
             info!(
                 "{}: H's bases in coset evaluation form from {}; the quotient takes six transforms",
                 path.display(),
@@ -154,7 +162,7 @@ impl ResidentParams {
 
     /// The coset H query kept beside the set, when its header fits the set and, where H is
     /// resident (its points are decoded only at the upload), every point decodes.
-    fn checked_coset_h(&self) -> Option<Located> {
+    fn checked_coset_h(&self) -> Option<CosetSource> {
         let m = (self.layout.h + 1).next_power_of_two() as usize;
         let located = match coset_h::locate(&self.path, m) {
             Ok(located) => located,
@@ -164,21 +172,38 @@ impl ResidentParams {
                 return None;
             }
         };
+        let refuse = |err: std::io::Error| {
+            warn!(
+                "{}: {err}; H's bases come from the parameter file's own query",
+                located.path.display()
+            );
+        };
+        let file = match std::fs::File::open(&located.path) {
+            Ok(file) => file,
+            Err(err) => {
+                refuse(err);
+                return None;
+            }
+        };
+        // A file system without locks only loses prune's guard.
+        if let Err(err) = file.lock_shared() {
+            log::debug!(
+                "{}: no shared lock ({err}); read all the same",
+                located.path.display()
+            );
+        }
         if self.resident & BaseSet::H.bit() != 0 {
-            if let Err(err) = check_points(&located) {
-                warn!(
-                    "{}: {err}; H's bases come from the parameter file's own query",
-                    located.path.display()
-                );
+            if let Err(err) = check_points(&file, &located) {
+                refuse(err);
                 return None;
             }
         }
-        Some(located)
+        Some(CosetSource { located, file })
     }
 
     /// Gives up the coset H query for the file's own, naming why.
     fn refuse_coset_h(&mut self, why: &str) {
-        if let Some(located) = self.h_on_coset.take() {
+        if let Some(CosetSource { located, .. }) = self.h_on_coset.take() {
             warn!(
                 "{}: {why}; H's bases come from the parameter file's own query",
                 located.path.display()
@@ -201,7 +226,7 @@ impl ResidentParams {
                     source,
                 }
             })?;
-        let file = std::fs::File::open(extent.path).map_err(read)?;
+        let file = self.open(set).map_err(read)?;
         decode_set(&file, set, extent.offset, buffer.as_mut_slice()).map_err(read)?;
         Ok(buffer)
     }
@@ -209,7 +234,7 @@ impl ResidentParams {
     /// Where `set`'s points are read from: H's from the coset file when the set takes it.
     pub(super) fn extent(&self, set: BaseSet) -> Extent<'_> {
         match (&self.h_on_coset, set) {
-            (Some(located), BaseSet::H) => Extent {
+            (Some(CosetSource { located, .. }), BaseSet::H) => Extent {
                 path: &located.path,
                 offset: located.offset,
                 count: located.count,
@@ -222,6 +247,15 @@ impl ResidentParams {
                     count,
                 }
             }
+        }
+    }
+
+    /// The file `set`'s points are read from ([`ResidentParams::extent`]): the coset H
+    /// query through the handle the set holds.
+    pub(super) fn open(&self, set: BaseSet) -> std::io::Result<std::fs::File> {
+        match (&self.h_on_coset, set) {
+            (Some(CosetSource { file, .. }), BaseSet::H) => file.try_clone(),
+            _ => std::fs::File::open(&self.path),
         }
     }
 
@@ -254,16 +288,15 @@ impl ResidentParams {
 }
 
 /// Decodes every point of a coset H query, a piece at a time, keeping none.
-fn check_points(located: &Located) -> std::io::Result<()> {
+fn check_points(file: &std::fs::File, located: &Located) -> std::io::Result<()> {
     const PIECE: usize = 1 << 20;
-    let file = std::fs::File::open(&located.path)?;
     let mut scratch = vec![0u8; PIECE * BaseSet::H.point_bytes()];
     let mut first = 0u64;
     while first < located.count {
         let take = PIECE.min((located.count - first) as usize);
         let at = located.offset + first * BaseSet::H.file_point_bytes();
         decode_set(
-            &file,
+            file,
             BaseSet::H,
             at,
             &mut scratch[..take * BaseSet::H.point_bytes()],

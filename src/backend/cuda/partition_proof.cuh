@@ -63,7 +63,7 @@ struct partition_proof {
                                std::string("the partition does not match the parameters")};
         // An even count other than n is a coset query of another domain: read as
         // coefficients it would make a wrong proof.
-        if (counts.h % 2 == 0 && !h_on_coset())
+        if (counts.h % 2 == 0 && counts.h != 0 && !h_on_coset())
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("H's bases on the coset are for another domain")};
         if (evaluate && set.matrix_rows != p->abc_len)

@@ -334,7 +334,7 @@ impl CudaProver {
                 path: extent.path.to_owned(),
                 source,
             };
-            let file = std::fs::File::open(extent.path).map_err(bases)?;
+            let file = params.open(set).map_err(bases)?;
             let size = set.point_bytes();
             let per_piece = STAGING_BYTES / size;
             let mut first = 0usize;
