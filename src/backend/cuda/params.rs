@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 
 use bellperson::groth16::VerifyingKey;
 use blstrs::{Bls12, G1Affine, G2Affine};
-use log::info;
-
-use log::warn;
+use log::{info, warn};
 
 use super::device::{CudaError, PinnedBuffer};
 use super::residency::{plan_residency, set_extent, BaseSet};
