@@ -469,13 +469,7 @@ pub fn write_synthetic_coset_h(
         })
         .collect();
     let (path, _) = coset_h::save_with(params, counts.domain(), |out| {
-        let mut left = counts.domain() as usize * 96;
-        while left > 0 {
-            let n = left.min(block.len());
-            out.write_all(&block[..n])?;
-            left -= n;
-        }
-        Ok(())
+        write_cycled(out, counts.domain() as usize * 96, &block)
     })?;
     Ok(path)
 }
@@ -490,7 +484,17 @@ fn write_repeated<'a>(
     out.write_all(&count32.to_be_bytes())?;
     let block: Vec<u8> = points.clone().flatten().copied().collect();
     let per_point = block.len() / points.count().max(1);
-    let mut left = count as usize * per_point;
+    write_cycled(out, count as usize * per_point, &block)?;
+    Ok(())
+}
+
+/// `bytes` bytes of `block` repeated (the last copy cut short).
+fn write_cycled(
+    out: &mut (impl Write + ?Sized),
+    bytes: usize,
+    block: &[u8],
+) -> std::io::Result<()> {
+    let mut left = bytes;
     while left > 0 {
         let n = left.min(block.len());
         out.write_all(&block[..n])?;
