@@ -131,6 +131,11 @@ impl Reservation {
         self.bytes
     }
 
+    /// The budget it holds its bytes from.
+    pub fn budget(&self) -> &MemoryBudget {
+        &self.budget
+    }
+
     /// Gives back what is held beyond `bytes` (a partition whose witness became smaller);
     /// holds on to everything when `bytes` is more.
     pub fn shrink_to(&mut self, bytes: u64) {

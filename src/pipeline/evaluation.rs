@@ -112,6 +112,9 @@ pub fn evaluate(
     // A lent set comes with the reservation of its bytes (but the first time): the
     // partition grows by the rest only, and the set goes back with its share.
     let rows = msg.synthesized.deferred.as_ref().map_or(0, |m| m.rows());
+    if let Some(lender) = lender {
+        lender.make_ahead(rows, msg.memory.budget());
+    }
     let mut lent = lender.and_then(|lender| lender.lend(rows));
     let held = lent.as_mut().and_then(LentAbc::take_reservation);
     let had_reservation = held.is_some();

@@ -11,7 +11,7 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 use log::{debug, info, warn};
 
-use super::abc_sets::PinnedAbcSets;
+use super::abc_sets::{PinnedAbcSets, PinnedMaker};
 use super::device::{CudaError, CudaGpu, PinnedBuffer};
 use super::ffi;
 use super::params::{decode_set, ResidentParams};
@@ -113,7 +113,7 @@ impl CudaProver {
             uses: 0,
             refused: None,
             staging: None,
-            abc_sets: Arc::new(PinnedAbcSets::new(&name)),
+            abc_sets: Arc::new(PinnedAbcSets::new(&name, PinnedMaker)),
         })
     }
 

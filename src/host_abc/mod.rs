@@ -10,13 +10,18 @@
 //! The memory budget counts a set all its life: a set carries the [`Reservation`] of its
 //! bytes, split off the partition it was written for ([`LentAbc::hold`]), back to its
 //! lender with it, and into the next partition's reservation when it is lent again.
+//!
+//! [`sets`] is the lender the cuda backend uses: two sets kept per prover, the second made
+//! ahead.
+
+pub mod sets;
 
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use blstrs::Scalar as Fr;
 
-use crate::memory::Reservation;
+use crate::memory::{MemoryBudget, Reservation};
 
 /// A prover's host memory for a, b and c.
 pub trait LendsAbc: Send + Sync {
@@ -28,6 +33,11 @@ pub trait LendsAbc: Send + Sync {
     fn takes_compact_witness(&self) -> bool {
         false
     }
+
+    /// Starts making a set of `rows` for a partition still to come, where a set would be
+    /// made then in its way, its bytes reserved from `budget` now (nothing is made when they
+    /// do not fit). Called before each [`LendsAbc::lend`]; the lender decides.
+    fn make_ahead(&self, _rows: usize, _budget: &MemoryBudget) {}
 }
 
 /// Gives a set's memory back to its lender, with the reservation it holds.
