@@ -116,6 +116,7 @@ fn sppark_prover() {
         "beside_h.cuh",
         "partition_proof.cuh",
         "coset_h.cuh",
+        "wide_msm.cuh",
     ] {
         println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
     }

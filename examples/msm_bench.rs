@@ -2,8 +2,15 @@
 //! uses, side by side in one run, on a dense quotient-like vector and a witness-like one
 //! (mostly bits), in G1 and G2. Both results are compared; the table shows seconds.
 //!
+//! With `--gpu` (a build with the cuda feature), the H multiexp on GPU 0 instead: sppark's
+//! Pippenger against cuzk's wide multiexp (`backend/cuda/wide_msm.cuh`) on the same random
+//! full-width scalars and resident bases, from 2^`--from` to 2^`--to` points, with points
+//! per second; the two results must agree, and at the smallest size equal the CPU's.
+//!
 //! ```text
 //! cargo run --release --example msm_bench -- --log-size 20
+//! CUZK_FEATURES=cuda scripts/build-cuda.sh --example msm_bench
+//! target/cuda/release/examples/msm_bench --gpu --from 20 --to 27
 //! ```
 
 use std::sync::Arc;
@@ -20,10 +27,23 @@ use rand::{Rng, SeedableRng};
 
 /// Time both multiexps.
 #[derive(Debug, Parser)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 struct Args {
     /// log2 of the number of G1 terms (G2 gets a quarter as many).
     #[arg(long, default_value_t = 20)]
     log_size: u32,
+    /// Time the H multiexp on GPU 0: sppark's Pippenger against the wide multiexp.
+    #[arg(long)]
+    gpu: bool,
+    /// With --gpu: log2 of the smallest size.
+    #[arg(long, default_value_t = 20)]
+    from: u32,
+    /// With --gpu: log2 of the largest size.
+    #[arg(long, default_value_t = 27)]
+    to: u32,
+    /// With --gpu: runs of each multiexp per size (the best counts).
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
 }
 
 /// Distinct points `g, 2g, 3g, ...` (cheap to make in bulk: one addition each).
@@ -78,8 +98,71 @@ fn time<G: AffinePoint>(bases: &[G], scalars: &[Fr]) -> Result<(f64, f64)> {
 /// A table row: its name, cuzk's and ec-gpu-gen's seconds, and how many terms.
 type Row = (&'static str, Result<(f64, f64)>, usize);
 
+/// The H multiexp on GPU 0, both ways, 2^from .. 2^to points.
+#[cfg(feature = "cuda")]
+fn gpu_table(args: &Args) -> Result<()> {
+    use cuzk::backend::cuda::CudaGpu;
+    use rayon::prelude::*;
+
+    ensure!(
+        args.from <= args.to && args.to <= 29,
+        "--from must not pass --to, at most 29"
+    );
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+    // Distinct bases, repeated on the device; random scalars in parallel, one stream each.
+    let bases = points::<G1Projective>(1 << args.from.min(16), &mut rng);
+    let largest = 1usize << args.to;
+    let mut scalars = vec![Fr::ZERO; largest];
+    scalars
+        .par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(1000 + i as u64);
+            for s in chunk {
+                *s = Fr::random(&mut rng);
+            }
+        });
+    let mut gpu = CudaGpu::open(0)?;
+    println!("{}\n", gpu.name());
+    println!("| points | sppark ms | sppark M points/s | wide ms | wide M points/s | speedup |");
+    println!("|---|---|---|---|---|---|");
+    for log in args.from..=args.to {
+        let n = 1usize << log;
+        let [sppark, wide] = gpu.msm_bench(&bases, &scalars[..n], args.rounds)?;
+        ensure!(
+            sppark.result == wide.result,
+            "2^{log}: the wide multiexp disagrees with sppark's"
+        );
+        if log == args.from {
+            let exps: Vec<_> = scalars[..n].iter().map(|s| s.to_repr()).collect();
+            let repeated: Vec<G1Affine> = bases.iter().copied().cycle().take(n).collect();
+            let cpu = msm::multiexp(&repeated, 0, &FullDensity, &exps)?;
+            ensure!(
+                cpu == wide.result,
+                "2^{log}: the GPU disagrees with the CPU"
+            );
+        }
+        let rate = |seconds: f64| n as f64 / seconds / 1e6;
+        println!(
+            "| 2^{log} | {:.1} | {:.0} | {:.1} | {:.0} | {:.2}x |",
+            sppark.seconds * 1e3,
+            rate(sppark.seconds),
+            wide.seconds * 1e3,
+            rate(wide.seconds),
+            sppark.seconds / wide.seconds
+        );
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
+    if args.gpu {
+        #[cfg(feature = "cuda")]
+        return gpu_table(&args);
+        #[cfg(not(feature = "cuda"))]
+        anyhow::bail!("--gpu needs a build with the cuda feature (scripts/build-cuda.sh)");
+    }
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
     let n = 1usize << args.log_size;
     let g1 = points::<G1Projective>(n, &mut rng);

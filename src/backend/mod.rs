@@ -219,7 +219,7 @@ pub enum ProveError {
     /// The cuda backend failed: the GPU (named), the bases' upload, the assembly.
     #[cfg(feature = "cuda")]
     #[error(transparent)]
-    Cuda(#[from] cuda::CudaProveError),
+    Cuda(Box<cuda::CudaProveError>),
     /// A kernel panicked: this partition fails, not the run.
     #[error("{0}")]
     Panicked(String),
@@ -241,13 +241,23 @@ pub enum ProveError {
     CallLost(String),
 }
 
+// Boxed: a cuda error is large, and every partition's result carries a ProveError.
+#[cfg(feature = "cuda")]
+impl From<cuda::CudaProveError> for ProveError {
+    fn from(error: cuda::CudaProveError) -> Self {
+        ProveError::Cuda(Box::new(error))
+    }
+}
+
 impl ProveError {
     /// True when the prover's device is lost (a sticky CUDA error broke its context): every
     /// later call fails, so the prover stops at once and its files go back, none blamed.
     pub fn is_device_lost(&self) -> bool {
         match self {
             #[cfg(feature = "cuda")]
-            ProveError::Cuda(cuda::CudaProveError::Gpu(error)) => error.is_device_lost,
+            ProveError::Cuda(error) => {
+                matches!(&**error, cuda::CudaProveError::Gpu(error) if error.is_device_lost)
+            }
             ProveError::InjectedLoss(_) | ProveError::CallLost(_) => true,
             _ => false,
         }
@@ -263,7 +273,7 @@ pub enum Prover {
     /// cuzk's CUDA Groth16 on one GPU, its parameters resident there; one partition at a
     /// time.
     #[cfg(feature = "cuda")]
-    Cuda(cuda::CudaProver, ParamsKind),
+    Cuda(Box<cuda::CudaProver>, ParamsKind),
 }
 
 impl fmt::Debug for Prover {

@@ -267,8 +267,8 @@ pub enum JobError {
     ProveFollowsFile {
         /// The partition.
         partition: usize,
-        /// What the backend said this time.
-        error: ProveError,
+        /// What the backend said this time (boxed: this variant is the error's largest).
+        error: Box<ProveError>,
         /// Device faults the file met before.
         faults: u32,
         /// The provers they happened on.

@@ -588,7 +588,7 @@ fn judged(
             let attempt = &job.attempt;
             let error = JobError::ProveFollowsFile {
                 partition,
-                error,
+                error: Box::new(error),
                 faults: attempt.device_faults,
                 provers: attempt.fault_provers.join(", "),
                 prover: worker.to_string(),

@@ -337,6 +337,47 @@ impl CudaGpu {
         })?;
         Ok(out)
     }
+
+    /// H's multiexp by sppark's Pippenger and by the wide multiexp on the same inputs:
+    /// `bases` repeated up to `scalars.len()` points on the device, each run `rounds` times.
+    /// Takes about 128 bytes of device memory per scalar for the call.
+    pub fn msm_bench(
+        &mut self,
+        bases: &[G1Affine],
+        scalars: &[Fr],
+        rounds: u32,
+    ) -> Result<[MultiexpTiming; 2], CudaError> {
+        let mut out = [G1Projective::identity(); 2];
+        let mut ms = [0f64; 2];
+        // SAFETY: a live handle; `bases` and `scalars` hold the counts passed, in blst's
+        // layouts (Montgomery form), and `out` and `ms` two each; all used during the call
+        // only.
+        self.check(unsafe {
+            ffi::cuzk_gpu_msm_bench(
+                self.raw.as_ptr(),
+                bases.as_ptr(),
+                bases.len(),
+                scalars.as_ptr(),
+                scalars.len(),
+                rounds,
+                out.as_mut_ptr(),
+                ms.as_mut_ptr(),
+            )
+        })?;
+        Ok([0, 1].map(|i| MultiexpTiming {
+            result: out[i],
+            seconds: ms[i] / 1e3,
+        }))
+    }
+}
+
+/// One multiexp's result and its best wall time ([`CudaGpu::msm_bench`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MultiexpTiming {
+    /// The multiexp's value.
+    pub result: G1Projective,
+    /// Its best wall time, the device synchronized.
+    pub seconds: f64,
 }
 
 impl Drop for CudaGpu {

@@ -170,6 +170,16 @@ extern "C" {
         scalars: *const Fr,
         out: *mut G1Projective,
     ) -> Status;
+    pub fn cuzk_gpu_msm_bench(
+        gpu: *mut Gpu,
+        bases: *const G1Affine,
+        nbases: usize,
+        scalars: *const Fr,
+        n: usize,
+        rounds: u32,
+        out: *mut G1Projective,
+        ms: *mut f64,
+    ) -> Status;
     pub fn cuzk_host_alloc(bytes: usize, out: *mut *mut u8) -> Status;
     pub fn cuzk_host_free(ptr: *mut u8);
     pub fn cuzk_gpu_prove(

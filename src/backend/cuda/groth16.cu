@@ -10,7 +10,8 @@
 //
 // The file holds the handle and its entry points; beside it, included at their place:
 // kernels.cuh (the device kernels), split_msm.cuh (the multiexps and the bit split),
-// beside_h.cuh (the queries' work beside H), coset_h.cuh (the H query in coset evaluation
+// beside_h.cuh (the queries' work beside H), wide_msm.cuh (H's multiexp at wide windows
+// over resident bases), coset_h.cuh (the H query in coset evaluation
 // form, derived once per parameter file) and partition_proof.cuh (the steps of one proof).
 //
 // Safety rules of the host side, stated once:
@@ -81,6 +82,7 @@ typedef fr_t scalar_t;
 #undef batch_addition
 #undef sort
 #include <ntt/ntt.cuh>
+#include <cub/device/device_scan.cuh>
 
 extern "C" {
 
@@ -607,6 +609,7 @@ bool injects(const char* fault, int device = -1)
 #include "split_msm.cuh"
 #include "beside_h.cuh"
 #include "coset_h.cuh"
+#include "wide_msm.cuh"
 
 }  // namespace
 
@@ -778,6 +781,65 @@ cuzk_status cuzk_gpu_derive_coset_h(cuzk_gpu* g, const affine_t* h, size_t m,
             g->gpu.sync();
         } catch (...) {
             (void)cudaStreamSynchronize(g->gpu[0]);
+            trim();
+            throw;
+        }
+        trim();
+    });
+}
+
+// H's multiexp both ways on the same inputs, for examples/msm_bench: `bases` (nbases affine
+// points, host memory) repeated up to n on the device, `scalars` (n, Montgomery, host
+// memory). Each runs `rounds` times; ms[0] and out[0] are sppark's Pippenger's best wall
+// time and result, ms[1] and out[1] the wide multiexp's (Jacobian points, blst's layout).
+cuzk_status cuzk_gpu_msm_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases,
+                               const fr_t* scalars, size_t n, uint32_t rounds, void* out,
+                               double* ms)
+{
+    return on_device(g, "timing the H multiexps", [&] {
+        using clock = std::chrono::steady_clock;
+        g->gpu.select();
+        if (nbases == 0 || n == 0)
+            throw sppark_error{cudaErrorInvalidValue, std::string("nothing to multiply")};
+        stream_t& s = g->gpu[0];
+        auto trim = [&] {
+            cudaMemPool_t pool;
+            if (cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
+                (void)cudaMemPoolTrimTo(pool, 0);
+        };
+        try {
+            pool_buffer<affine_t> d_bases{n, s};
+            pool_buffer<fr_t> d_scalars{n, s};
+            size_t given = std::min(nbases, n);
+            CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine_t),
+                                    cudaMemcpyHostToDevice, s));
+            for (size_t have = given; have < n; have *= 2)
+                CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
+                                        std::min(have, n - have) * sizeof(affine_t),
+                                        cudaMemcpyDeviceToDevice, s));
+            CUDA_OK(cudaMemcpyAsync(d_scalars.ptr, scalars, n * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, s));
+            s.sync();
+            point_t* results = static_cast<point_t*>(out);
+            for (int engine = 0; engine < 2; engine++) {
+                double best = 1e300;
+                for (uint32_t r = 0; r < std::max(rounds, 1u); r++) {
+                    auto t0 = clock::now();
+                    if (engine == 0)
+                        run_msm<bucket_t>(g->gpu, results[0], d_bases.ptr,
+                                          (const affine_t*)nullptr, d_scalars.ptr, n);
+                    else
+                        wide_msm::multiexp(g->gpu, results[1],
+                                           reinterpret_cast<const affine_t::mem_t*>(d_bases.ptr),
+                                           d_scalars.ptr, n, SIZE_MAX);
+                    g->gpu.sync();
+                    double took = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+                    best = std::min(best, took);
+                }
+                ms[engine] = best;
+            }
+        } catch (...) {
+            (void)cudaStreamSynchronize(s);
             trim();
             throw;
         }

@@ -39,7 +39,7 @@ mod params;
 mod prover;
 
 #[cfg(feature = "cuda")]
-pub use device::{gpu_count, CudaError, CudaGpu, PinnedBuffer};
+pub use device::{gpu_count, CudaError, CudaGpu, MultiexpTiming, PinnedBuffer};
 #[cfg(feature = "cuda")]
 pub use params::{ResidentParams, ResidentParamsError};
 #[cfg(feature = "cuda")]
@@ -105,7 +105,10 @@ pub fn plan(
     };
     let described = gpu::gpu_descriptions();
     Ok(Some(ProverPlan {
-        provers: provers.into_iter().map(|p| Prover::Cuda(p, kind)).collect(),
+        provers: provers
+            .into_iter()
+            .map(|p| Prover::Cuda(Box::new(p), kind))
+            .collect(),
         notes,
         cpu_reason: None,
         gpus: described

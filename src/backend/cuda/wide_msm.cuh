@@ -1,0 +1,421 @@
+// The H multiexp at wide windows (wide_msm): sum_i s_i P_i over full-width scalars and
+// bases resident on the device. Included by groth16.cu inside its anonymous namespace,
+// after pool_buffer; not a standalone header.
+//
+// Why: sppark's Pippenger caps its window at 18 bits, so a 2^27-point H multiexp adds every
+// base into a bucket 15 times. Here the window grows with the size, to about 64 bases a
+// bucket (12 windows of 21 and 22 bits at 2^27): a fifth fewer additions, the work that
+// sets the multiexp's time.
+//
+// How, per group of windows (up to four, as many as the device memory allows):
+// - count: each scalar's signed digits (a carry rippling up from window 0: digits in
+//   (-2^(c-1), 2^(c-1)] at c bits, so a window needs 2^(c-1) buckets), one counter per
+//   bucket of each window in the group (atomics: the buckets are many, the digits random);
+// - place: an exclusive sum turns the counts into where each bucket's run starts, and each
+//   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
+//   counting sort, no digits kept;
+// - accumulate: each thread adds an equal share of the sorted entries, one a step (mixed
+//   XYZZ additions; the next base loads while this one adds), however the digits fall
+//   among the buckets; the pieces of buckets cut between threads are joined after;
+// - reduce, window by window: sum_b b S_b by running sums over segments of 32 buckets (a
+//   segment's offset times its plain sum added by double-and-add), then the segments
+//   summed by block trees.
+// The windows' sums come back to the host, which joins them by doublings.
+//
+// Device memory (from the stream's pool, given back before the call returns): per window
+// of a group, a counter and a start per bucket (8 bytes), its XYZZ sum (192 bytes) and an
+// entry per base (4 bytes): 0.96 GB a window at 2^27, 3.8 GB with four. The prover gives
+// it what its plan holds for sppark's Pippenger (1.9 GB at 2^27: two windows a group).
+// Bases and scalars are the caller's.
+
+namespace wide_msm {
+
+constexpr uint32_t SIGN = 0x80000000u;
+constexpr uint32_t SEGMENT = 32;            // buckets per thread in the reduction
+constexpr uint32_t TREE_THREADS = 256;      // a block tree's threads (48 KB of XYZZ points)
+constexpr int MAX_GROUP = 4;
+constexpr int ACCUMULATE_THREADS = 256;
+
+// The windows for n bases: about 64 bases a bucket at c bits, ceil(256 / c) windows whose
+// widths share the scalar's 256 bits evenly (the first `extra` one bit wider). Even widths
+// keep every window's buckets about equally full: a top window of a few bits (255 = 11 * 22
+// + 13 at 2^27) would put all n digits in a few buckets, one thread's work. Their bits cover
+// 256 and scalars are below 2^255, so the top window never carries out.
+struct plan_t {
+    int windows, base, extra;
+
+    explicit plan_t(size_t n)
+    {
+        int lg = 0;
+        while (((size_t)1 << (lg + 1)) <= n)
+            lg++;
+        int c = std::min(std::max(lg - 5, 11), 22);
+        windows = (256 + c - 1) / c;
+        base = 256 / windows;
+        extra = 256 - windows * base;
+    }
+
+    __host__ __device__ int width(int w) const { return base + (w < extra ? 1 : 0); }
+    // Window w's buckets: one per digit magnitude 1 .. 2^(width - 1).
+    __host__ __device__ uint32_t buckets(int w) const { return 1u << (width(w) - 1); }
+
+    // Buckets of windows first .. end, laid out one window after the other.
+    size_t slots(int first, int end) const
+    {
+        size_t total = 0;
+        for (int w = first; w < end; w++)
+            total += buckets(w);
+        return total;
+    }
+
+    // Device bytes one window of a group takes at most for n bases.
+    size_t window_bytes(size_t n) const
+    {
+        size_t widest = buckets(0);
+        return n * sizeof(uint32_t) + widest * (2 * sizeof(uint32_t) + sizeof(bucket_t::mem_t)) +
+               (widest / SEGMENT) * sizeof(bucket_t::mem_t);
+    }
+};
+
+// Calls f(slot, negative) for each non-zero signed digit of windows first .. end of the
+// canonical scalar `s` (its 32-bit limbs, least significant first), `slot` being its
+// bucket among the buckets of those windows (plan_t::slots' layout). Every window below
+// `first` is gone through too, for its carry.
+template<class F>
+__device__ __forceinline__ void for_each_digit(const fr_t& s, const plan_t& plan, int first,
+                                               int end, F f)
+{
+    uint32_t carry = 0, slot = 0;
+    int bit0 = 0;
+    for (int w = 0; w < end; w++) {
+        const int c = plan.width(w);
+        const uint32_t full = 1u << c, half = full >> 1;
+        int i = bit0 / 32, shift = bit0 % 32;
+        uint64_t v = s[i];
+        if (i + 1 < 8)
+            v |= (uint64_t)s[i + 1] << 32;
+        uint32_t raw = ((uint32_t)(v >> shift) & (full - 1)) + carry;
+        uint32_t magnitude;
+        bool negative = raw > half;     // raw - 2^c, with a carry into the next window
+        if (negative) {
+            magnitude = full - raw;     // 0 where raw is 2^c: a digit of 0
+            carry = 1;
+        } else {
+            magnitude = raw;
+            carry = 0;
+        }
+        if (w >= first) {
+            if (magnitude)
+                f(slot + magnitude - 1, negative);
+            slot += half;
+        }
+        bit0 += c;
+    }
+}
+
+// counts[slot] += 1 for each digit of windows first .. end.
+__global__ void count_digits(uint32_t* counts, const fr_t* scalars, size_t n, plan_t plan,
+                             int first, int end)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        fr_t s = scalars[i];
+        s.from();
+        for_each_digit(s, plan, first, end, [&](uint32_t slot, bool) {
+            atomicAdd(&counts[slot], 1u);
+        });
+    }
+}
+
+// Each digit's entry (the base's index, the sign in the top bit) at its bucket's next place.
+__global__ void place_digits(uint32_t* cursors, uint32_t* entries, const fr_t* scalars,
+                             size_t n, plan_t plan, int first, int end)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        fr_t s = scalars[i];
+        s.from();
+        for_each_digit(s, plan, first, end, [&](uint32_t slot, bool negative) {
+            uint32_t at = atomicAdd(&cursors[slot], 1u);
+            entries[at] = (uint32_t)i | (negative ? SIGN : 0u);
+        });
+    }
+}
+
+// No bucket: a thread's range began at a bucket's start.
+constexpr uint32_t NO_BUCKET = 0xffffffffu;
+
+// The buckets' sums: thread t of T adds entries [t E, (t + 1) E) of the sorted entries,
+// E = ceil(total / T), one addition a step, so every thread does the same work however the
+// digits fall (a bucket may hold any share of them: equal scalars all land in one). A
+// bucket that starts in its range goes to sums[k] (its first piece, where it runs on); the
+// piece of a bucket that started before its range goes to head_sum[t], its bucket to
+// head_bucket[t] (join_pieces adds those). sums is zero (every XYZZ point the identity).
+__launch_bounds__(ACCUMULATE_THREADS) __global__
+void accumulate_buckets(bucket_t::mem_t* sums, uint32_t* head_bucket, bucket_t::mem_t* head_sum,
+                        const uint32_t* starts, const uint32_t* entries,
+                        const affine_t::mem_t* bases, uint32_t nbuckets)
+{
+    const uint32_t threads = gridDim.x * blockDim.x;
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t total = starts[nbuckets];
+    const uint64_t per = (total + (uint64_t)threads - 1) / threads;
+    const uint64_t from = t * per, to = from + per;
+    const uint32_t lo = from < total ? (uint32_t)from : total;
+    const uint32_t hi = to < total ? (uint32_t)to : total;
+    head_bucket[t] = NO_BUCKET;
+    if (lo >= hi)
+        return;
+    // The bucket of entry lo: the last k with starts[k] <= lo (starts[0] = 0).
+    uint32_t k = 0, above = nbuckets;
+    while (above - k > 1) {
+        uint32_t mid = k + (above - k) / 2;
+        if (starts[mid] <= lo)
+            k = mid;
+        else
+            above = mid;
+    }
+    bool is_head = starts[k] < lo;
+    uint32_t run_end = starts[k + 1];
+    bucket_t acc;
+    acc.inf();
+    uint32_t at = lo, e = entries[at];
+    affine_t p = bases[e & ~SIGN];
+    while (at < hi) {
+        uint32_t next = at + 1, e_next = 0;
+        affine_t p_next;
+        if (next < hi) {
+            e_next = entries[next];
+            p_next = bases[e_next & ~SIGN];
+        }
+        acc.add(p, (e & SIGN) != 0);
+        at = next;
+        e = e_next;
+        p = p_next;
+        if (at == run_end || at == hi) {    // this piece of bucket k ends
+            if (is_head) {
+                head_bucket[t] = k;
+                head_sum[t] = acc;
+                is_head = false;
+            } else {
+                sums[k] = acc;
+            }
+            acc.inf();
+            if (at < hi) {                  // the next bucket with entries
+                do
+                    run_end = starts[++k + 1];
+                while (run_end == at);
+            }
+        }
+    }
+}
+
+// Adds the pieces of each bucket cut by the threads' ranges: thread t owns bucket k when
+// thread t + 1's head piece is k's and its own is not (k started in t's range); it adds the
+// head pieces of k of t + 1, t + 2, ... in order.
+__global__ void join_pieces(bucket_t::mem_t* sums, const uint32_t* head_bucket,
+                            const bucket_t::mem_t* head_sum, uint32_t threads)
+{
+    for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t + 1 < threads;
+         t += gridDim.x * blockDim.x) {
+        const uint32_t k = head_bucket[t + 1];
+        if (k == NO_BUCKET || head_bucket[t] == k)
+            continue;
+        bucket_t acc = sums[k];
+        for (uint32_t j = t + 1; j < threads && head_bucket[j] == k; j++) {
+            bucket_t piece = head_sum[j];
+            acc.add(piece);
+        }
+        sums[k] = acc;
+    }
+}
+
+// p * k for a small k, by double-and-add from its top bit.
+__device__ __forceinline__ bucket_t times_small(const bucket_t& p, uint32_t k)
+{
+    bucket_t acc;
+    acc.inf();
+    for (int bit = 31 - __clz(k | 1); bit >= 0; bit--) {
+        acc.add(acc);   // sppark's XYZZ addition doubles equal points
+        if ((k >> bit) & 1)
+            acc.add(p);
+    }
+    return acc;
+}
+
+// partial[j] = sum over segment j's buckets b of (b + 1) S_b, segments of SEGMENT buckets
+// in windows of `buckets` (bucket b holds digit magnitude b + 1).
+__global__ void reduce_segments(bucket_t::mem_t* partial, const bucket_t::mem_t* sums,
+                                uint32_t buckets, size_t nsegments)
+{
+    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < nsegments;
+         j += (size_t)gridDim.x * blockDim.x) {
+        const bucket_t::mem_t* row = sums + j * SEGMENT;
+        uint32_t lo = (uint32_t)((j * SEGMENT) % buckets);
+        bucket_t run, total;
+        run.inf();
+        total.inf();
+        // From the top: S_b lands in `total` once per bucket from b down to the segment's
+        // first, (b - lo + 1) times; lo times the plain sum makes up the rest.
+        for (uint32_t b = SEGMENT; b-- > 0;) {
+            bucket_t s = row[b];
+            run.add(s);
+            total.add(run);
+        }
+        if (lo)
+            total.add(times_small(run, lo));
+        partial[j] = total;
+    }
+}
+
+// out[j] = the sum of in[j * len .. (j + 1) * len): a block each, its threads' strided
+// shares summed in shared memory by a tree.
+__launch_bounds__(TREE_THREADS) __global__
+void sum_runs(bucket_t::mem_t* out, const bucket_t::mem_t* in, uint32_t len)
+{
+    extern __shared__ uint4 scratch_[];
+    auto* share = reinterpret_cast<bucket_t::mem_t*>(scratch_);
+    const bucket_t::mem_t* run = in + (size_t)blockIdx.x * len;
+    bucket_t acc;
+    acc.inf();
+    for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
+        bucket_t p = run[i];
+        acc.add(p);
+    }
+    share[threadIdx.x] = acc;
+    __syncthreads();
+    for (uint32_t half = blockDim.x / 2; half; half /= 2) {
+        if (threadIdx.x < half) {
+            bucket_t a = share[threadIdx.x], b = share[threadIdx.x + half];
+            a.add(b);
+            share[threadIdx.x] = a;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        out[blockIdx.x] = share[0];
+}
+
+// Whether H's multiexp over n resident bases takes this one: only where
+// CUZK_H_MULTIEXP=wide asks for it (until it is measured against sppark's Pippenger on a
+// GPU, sppark's stays the default), and from 2^12 bases (below, a window too narrow to gain).
+inline bool wanted(size_t n)
+{
+    static const char* choice = std::getenv("CUZK_H_MULTIEXP");
+    return n >= ((size_t)1 << 12) && choice && std::strcmp(choice, "wide") == 0;
+}
+
+// out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
+// (Montgomery) on the device, taking at most `max_bytes` of device memory (the prover
+// passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
+// Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits, before any
+// work.
+void multiexp(const gpu_t& gpu, point_t& out, const affine_t::mem_t* bases,
+              const fr_t* scalars, size_t n, size_t max_bytes)
+{
+    out.inf();
+    if (n == 0)
+        return;
+    if (n >= ((size_t)1 << 30))
+        throw sppark_error{cudaErrorInvalidValue,
+                           std::string("the wide multiexp takes under 2^30 bases")};
+    stream_t& s = gpu[0];
+    const plan_t plan{n};
+    // Free device memory, counting what the stream's pool keeps reserved and unused.
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, gpu.cid()) == cudaSuccess) {
+        uint64_t reserved = 0, used = 0;
+        if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
+                cudaSuccess &&
+            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess &&
+            reserved > used)
+            free_bytes += reserved - used;
+    }
+    (void)cudaGetLastError();
+    size_t margin = (size_t)256 << 20;
+    size_t room = std::min(free_bytes > margin ? free_bytes - margin : 0, max_bytes);
+    size_t fit = room / plan.window_bytes(n);
+    int group = (int)std::min<size_t>({(size_t)MAX_GROUP, (size_t)plan.windows, fit});
+    if (group < 1)
+        throw cuda_error{-cudaErrorMemoryAllocation,
+                         std::string("no room for one window of the wide multiexp")};
+
+    // Buffers for the widest group (the first windows are the widest).
+    const size_t slots = plan.slots(0, group);
+    const uint32_t widest = plan.buckets(0);
+    pool_buffer<uint32_t> counts{slots + 1, s}, starts{slots + 1, s};
+    pool_buffer<uint32_t> entries{(size_t)group * n, s};
+    pool_buffer<bucket_t::mem_t> sums{slots, s};
+    pool_buffer<bucket_t::mem_t> partial{widest / SEGMENT, s};
+    pool_buffer<bucket_t::mem_t> partial_2{std::max<uint32_t>(widest / SEGMENT / 1024, 1), s};
+    pool_buffer<bucket_t::mem_t> window_sums{(size_t)plan.windows, s};
+    size_t scan_bytes = 0;
+    CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
+                                          (int)(slots + 1), s));
+    pool_buffer<uint8_t> scan_space{std::max<size_t>(scan_bytes, 1), s};
+
+    const int grid = (int)gpu.sm_count() * 8;
+    int resident_blocks = 0;
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, accumulate_buckets,
+                                                          ACCUMULATE_THREADS, 0));
+    const uint32_t accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
+    const uint32_t threads = accumulate_blocks * ACCUMULATE_THREADS;
+    pool_buffer<uint32_t> head_bucket{threads, s};
+    pool_buffer<bucket_t::mem_t> head_sum{threads, s};
+    const size_t tree_shared = TREE_THREADS * sizeof(bucket_t::mem_t);
+    static_assert(TREE_THREADS * sizeof(bucket_t::mem_t) <= 48 * 1024,
+                  "sum_runs' shared memory within the default limit");
+    for (int first = 0; first < plan.windows; first += group) {
+        int end = std::min(first + group, plan.windows);
+        uint32_t nbuckets = (uint32_t)plan.slots(first, end);
+        CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
+        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
+                                              starts.ptr, (int)(nbuckets + 1), s));
+        CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
+                                cudaMemcpyDeviceToDevice, s));
+        place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
+                                          end);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaMemsetAsync(sums.ptr, 0, nbuckets * sizeof(bucket_t::mem_t), s));
+        accumulate_buckets<<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
+            sums.ptr, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
+        CUDA_OK(cudaGetLastError());
+        join_pieces<<<grid, 256, 0, s>>>(sums.ptr, head_bucket.ptr, head_sum.ptr, threads);
+        CUDA_OK(cudaGetLastError());
+        // Each window's sum: its segments, then block trees over them.
+        size_t at = 0;
+        for (int w = first; w < end; w++) {
+            const uint32_t buckets = plan.buckets(w);
+            const uint32_t segments = buckets / SEGMENT;
+            const uint32_t run = std::min<uint32_t>(segments, 1024);
+            reduce_segments<<<grid, 128, 0, s>>>(partial.ptr, sums.ptr + at, buckets, segments);
+            CUDA_OK(cudaGetLastError());
+            sum_runs<<<segments / run, TREE_THREADS, tree_shared, s>>>(partial_2.ptr,
+                                                                       partial.ptr, run);
+            CUDA_OK(cudaGetLastError());
+            sum_runs<<<1, TREE_THREADS, tree_shared, s>>>(window_sums.ptr + w, partial_2.ptr,
+                                                          segments / run);
+            CUDA_OK(cudaGetLastError());
+            at += buckets;
+        }
+    }
+    std::vector<bucket_t> host(plan.windows);
+    CUDA_OK(cudaMemcpyAsync(host.data(), window_sums.ptr, plan.windows * sizeof(bucket_t),
+                            cudaMemcpyDeviceToHost, s));
+    s.sync();
+    // Horner over the windows from the top: window w starts width(w) bits below w + 1.
+    for (int w = plan.windows; w-- > 0;) {
+        for (int i = 0; i < plan.width(w); i++)
+            out.dbl();
+        point_t sum = host[w];
+        // (Jacobian addition gives the identity for equal points; a window's sum equal
+        // to the running total is as likely as guessing a discrete log, as in sppark's.)
+        out.add(sum);
+    }
+}
+
+}  // namespace wide_msm
