@@ -182,7 +182,11 @@ impl<M: SetMaker> LendsAbc for AbcSets<M> {
         drop(state);
         let (maker, shared, name) = (self.maker.clone(), self.shared.clone(), self.name.clone());
         std::thread::spawn(move || {
-            let set = make_set(&*maker, &name, rows);
+            // A panic is a failed set: `lend` must not wait for this one forever.
+            let set = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                make_set(&*maker, &name, rows)
+            }))
+            .unwrap_or(None);
             let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
             state.making -= 1;
             match set {
@@ -252,13 +256,14 @@ mod tests {
 
     use super::*;
 
-    /// Makes heap buffers, counting them; fails past `fail_after`; with `overlap`, each
-    /// make waits (up to two seconds) until `overlap` makes run at once, and notes that
-    /// they did.
+    /// Makes heap buffers, counting them; fails past `fail_after`, or panics; with
+    /// `overlap`, each make waits (up to two seconds) until `overlap` makes run at once,
+    /// and notes that they did.
     #[derive(Default)]
     struct HeapMaker {
         made: AtomicUsize,
         fail_after: Option<usize>,
+        panics: bool,
         overlap: usize,
         running: Mutex<usize>,
         changed: Condvar,
@@ -288,6 +293,7 @@ mod tests {
                 drop(running);
             }
             let made = self.made.fetch_add(1, Ordering::SeqCst);
+            assert!(!self.panics, "a maker that panics");
             if self.fail_after.is_some_and(|most| made >= most) {
                 return Err("no more".into());
             }
@@ -351,10 +357,22 @@ mod tests {
 
     #[test]
     fn a_set_that_fails_sends_its_partitions_to_the_heap_and_gives_its_bytes_back() {
-        let (lender, maker) = sets(HeapMaker {
-            fail_after: Some(0),
-            ..HeapMaker::default()
-        });
+        for maker in [
+            HeapMaker {
+                fail_after: Some(0),
+                ..HeapMaker::default()
+            },
+            HeapMaker {
+                panics: true,
+                ..HeapMaker::default()
+            },
+        ] {
+            fails_to_the_heap(maker);
+        }
+    }
+
+    fn fails_to_the_heap(maker: HeapMaker) {
+        let (lender, maker) = sets(maker);
         let budget = MemoryBudget::new(10 * SET_BYTES, None);
         lender.make_ahead(ROWS, &budget);
         assert!(lender.lend(ROWS).is_none(), "its own set failed");
