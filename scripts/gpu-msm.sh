@@ -27,13 +27,7 @@ mkdir -p "$out"
 export FIL_PROOFS_PARAMETER_CACHE="${FIL_PROOFS_PARAMETER_CACHE:-/tmp/cuzk-params}"
 export RUST_LOG="${RUST_LOG:-cuzk=info}"
 
-timed() { # timed LOG CMD...: run, append the wall time and exit code to LOG, print that line
-  local log="$1"; shift
-  local started=$SECONDS
-  "$@" >> "$log" 2>&1
-  echo "exit $? after $((SECONDS - started)) s: $*" >> "$log"
-  tail -n 1 "$log"
-}
+. "$(dirname "$0")/timed.sh"
 
 for step in "${steps[@]}"; do
   case "$step" in
