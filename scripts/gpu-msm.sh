@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H multiexp at wide windows (backend/cuda/wide_msm.cuh) against sppark's Pippenger, run
+# The multiexp at wide windows (backend/cuda/wide_msm.cuh) against sppark's Pippenger, run
 # on the GPU machine with a CUDA build of cuzk and its examples beside it
 # (scripts/build-cuda.sh --bins --example backend_check --example msm_bench); no Rust
 # toolchain needed there.
@@ -9,13 +9,13 @@
 # table: examples/msm_bench --gpu from 2^FROM to 2^TO points (default 12, 27): both
 #        multiexps on the same inputs, points per second, results compared (and with the
 #        CPU's at the smallest size).
-# check: backend_check at 2^LOG constraints (default 20) with CUZK_H_MULTIEXP=wide: the
-#        cuda proofs (H by the wide multiexp where its bases are resident) equal the CPU's
-#        at r = s = 0.
+# check: backend_check at 2^LOG constraints (default 20) with CUZK_MULTIEXP=wide: the
+#        cuda proofs (every multiexp over device bases by the wide one: H where resident,
+#        the splits' tails) equal the CPU's at r = s = 0.
 # real:  a real 2KiB sector (tests/fixtures/c1), the same way: the cuda proof of partition 0
 #        equals the CPU's, the sector's proof passes verify_seal.
 # bench: `cuzk bench --sector-size SIZE --sectors N` (default 32GiB, 3) with
-#        CUZK_H_MULTIEXP=wide and then with sppark's Pippenger (the default), one bench
+#        CUZK_MULTIEXP=wide and then with sppark's Pippenger (the default), one bench
 #        directory.
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
@@ -39,14 +39,14 @@ for step in "${steps[@]}"; do
     ;;
   check)
     echo "== backend_check at 2^${LOG:-20}"
-    CUZK_H_MULTIEXP=wide timed "$out/check.log" "$examples/backend_check" --log-constraints "${LOG:-20}" --partitions 2
+    CUZK_MULTIEXP=wide timed "$out/check.log" "$examples/backend_check" --log-constraints "${LOG:-20}" --partitions 2
     grep -E "^(cuda|Cuda)|Error|disagree" "$out/check.log" | cut -c1-300
     ;;
   real)
     echo "== a real 2KiB sector"
     timed "$out/real.log" "$bin" params gen --sector-size 2KiB
     c1=$(ls "$here"/tests/fixtures/c1/*.json | head -n 1)
-    CUZK_H_MULTIEXP=wide timed "$out/real.log" "$examples/backend_check" --c1 "$c1" --log-constraints 10 --partitions 1
+    CUZK_MULTIEXP=wide timed "$out/real.log" "$examples/backend_check" --c1 "$c1" --log-constraints 10 --partitions 1
     grep -E "^real sector|verify|Error" "$out/real.log" | cut -c1-300
     ;;
   bench)
@@ -54,7 +54,7 @@ for step in "${steps[@]}"; do
     echo "== cuzk bench $size, the wide multiexp against sppark's"
     for engine in wide sppark; do
       log="$out/bench-$engine.log"
-      if [ "$engine" = wide ]; then export CUZK_H_MULTIEXP=wide; else unset CUZK_H_MULTIEXP; fi
+      if [ "$engine" = wide ]; then export CUZK_MULTIEXP=wide; else unset CUZK_MULTIEXP; fi
       timed "$log" timeout "${BENCH_TIMEOUT:-420}" "$bin" bench --sector-size "$size" \
         --sectors "${SECTORS:-3}" --dir /tmp/cuzk-bench-msm
       run=$(ls -td /tmp/cuzk-bench-msm/runs/*/ | head -n 1)
@@ -64,7 +64,7 @@ for step in "${steps[@]}"; do
       grep -E "^(wall time|per partition|steady)" "$log"
       grep -E "^verdict|kernels by step" -A2 "$out/waterfall-$engine.txt" | cut -c1-300
     done
-    unset CUZK_H_MULTIEXP
+    unset CUZK_MULTIEXP
     ;;
   *) echo "unknown step $step" >&2 ;;
   esac

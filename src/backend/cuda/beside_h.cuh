@@ -22,31 +22,6 @@
 // Batch addition keeps a work counter per id: the bit split on the main thread uses 0, this
 // one 1, and the two never run at once (the main thread joins this one first).
 
-// Bytes sppark's Pippenger allocates for `n` points of `point_bytes` (buckets of
-// `bucket_bytes`) with the scalars on the device: its buckets and histogram, and the digits,
-// the sort's space and, from host bases, a chunk's points twice (msm_t in pippenger.cuh).
-size_t pippenger_bytes(size_t n, size_t point_bytes, size_t bucket_bytes, bool host_bases,
-                       size_t sms)
-{
-    if (n == 0)
-        return 0;
-    auto lg2 = [](size_t v) { int r = 0; while (v >>= 1) r++; return r; };
-    size_t np = (n + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
-    int wbits = 10;
-    if (np > 192)
-        wbits = std::max(std::min(lg2(np + np / 2) - 8, 18), 10);
-    size_t nwins = (scalar_t::bit_length() - 1) / wbits + 1;
-    size_t row = (size_t)1 << (wbits - 1);
-    size_t buckets = (nwins * row + sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ) * bucket_bytes +
-                     nwins * row * sizeof(uint32_t);
-    int lg = lg2(n + n / 2);
-    size_t batch = ((size_t)1 << (std::max(lg, wbits) - wbits)) >> 6;
-    batch = batch ? batch : 1;
-    size_t stride = ((n + batch - 1) / batch + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
-    size_t points = host_bases ? (batch > 1 ? 2 : 1) * stride * point_bytes : 0;
-    return buckets + stride * 2 * sizeof(uint2) + nwins * stride * sizeof(uint32_t) + points;
-}
-
 struct beside_h {
     using clock = std::chrono::steady_clock;
 

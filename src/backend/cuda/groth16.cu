@@ -9,9 +9,9 @@
 // input before calling in.
 //
 // The file holds the handle and its entry points; beside it, included at their place:
-// kernels.cuh (the device kernels), split_msm.cuh (the multiexps and the bit split),
-// beside_h.cuh (the queries' work beside H), wide_msm.cuh (H's multiexp at wide windows
-// over resident bases), coset_h.cuh (the H query in coset evaluation
+// kernels.cuh (the device kernels), wide_msm.cuh (cuzk's multiexp at wide windows over
+// device bases), split_msm.cuh (the multiexps and the bit split), beside_h.cuh (the
+// queries' work beside H), coset_h.cuh (the H query in coset evaluation
 // form, derived once per parameter file) and partition_proof.cuh (the steps of one proof).
 //
 // Safety rules of the host side, stated once:
@@ -606,10 +606,10 @@ bool injects(const char* fault, int device = -1)
     return *at != '@' || device < 0 || std::atoi(at + 1) == device;
 }
 
+#include "wide_msm.cuh"
 #include "split_msm.cuh"
 #include "beside_h.cuh"
 #include "coset_h.cuh"
-#include "wide_msm.cuh"
 
 }  // namespace
 
@@ -827,9 +827,9 @@ cuzk_status cuzk_gpu_msm_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases
                     auto t0 = clock::now();
                     if (engine == 0)
                         run_msm<bucket_t>(g->gpu, results[0], d_bases.ptr,
-                                          (const affine_t*)nullptr, d_scalars.ptr, n);
+                                          (const affine_t*)nullptr, d_scalars.ptr, n, false);
                     else
-                        wide_msm::multiexp(g->gpu, results[1],
+                        wide_msm::multiexp<bucket_t>(g->gpu, results[1],
                                            reinterpret_cast<const affine_t::mem_t*>(d_bases.ptr),
                                            d_scalars.ptr, n, SIZE_MAX);
                     g->gpu.sync();

@@ -324,23 +324,6 @@ struct partition_proof {
     {
         step = "the H multiexp";
         count_streamed(set.resident[CUZK_H], h_len(), sizeof(affine_t));
-        if (set.resident[CUZK_H] && wide_msm::wanted(h_len())) {
-            try {
-                // No more device memory than the plan holds for sppark's Pippenger.
-                size_t held = pippenger_bytes(h_len(), sizeof(affine_t),
-                                              sizeof(bucket_t::mem_t), false, sms) +
-                              ((size_t)256 << 20);
-                wide_msm::multiexp(gpu, out,
-                                   reinterpret_cast<const affine_t::mem_t*>(set.h.ptr), x,
-                                   h_len(), held);
-                return;
-            } catch (const cuda_error& e) {
-                // Short of memory for even one window: sppark's, which needs less.
-                if (error_of(e) != cudaErrorMemoryAllocation)
-                    throw;
-                (void)cudaGetLastError();
-            }
-        }
         run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
                           h_len());
     }

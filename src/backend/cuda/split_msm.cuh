@@ -1,7 +1,33 @@
-// The multiexps of groth16.cu: sppark's Pippenger on device or host bases (run_msm), and
+// The multiexps of groth16.cu: sppark's Pippenger on device or host bases, or the wide
+// multiexp (wide_msm.cuh) on device bases where it is turned on (run_msm), and
 // the split of a query whose scalars are mostly bits into a batch addition of the ones'
 // bases and a Pippenger over the rest (bit_split). Included by groth16.cu inside its
 // anonymous namespace, after pool_buffer and the kernels; not a standalone header.
+
+// Bytes sppark's Pippenger allocates for `n` points of `point_bytes` (buckets of
+// `bucket_bytes`) with the scalars on the device: its buckets and histogram, and the digits,
+// the sort's space and, from host bases, a chunk's points twice (msm_t in pippenger.cuh).
+size_t pippenger_bytes(size_t n, size_t point_bytes, size_t bucket_bytes, bool host_bases,
+                       size_t sms)
+{
+    if (n == 0)
+        return 0;
+    auto lg2 = [](size_t v) { int r = 0; while (v >>= 1) r++; return r; };
+    size_t np = (n + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
+    int wbits = 10;
+    if (np > 192)
+        wbits = std::max(std::min(lg2(np + np / 2) - 8, 18), 10);
+    size_t nwins = (scalar_t::bit_length() - 1) / wbits + 1;
+    size_t row = (size_t)1 << (wbits - 1);
+    size_t buckets = (nwins * row + sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ) * bucket_bytes +
+                     nwins * row * sizeof(uint32_t);
+    int lg = lg2(n + n / 2);
+    size_t batch = ((size_t)1 << (std::max(lg, wbits) - wbits)) >> 6;
+    batch = batch ? batch : 1;
+    size_t stride = ((n + batch - 1) / batch + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
+    size_t points = host_bases ? (batch > 1 ? 2 : 1) * stride * point_bytes : 0;
+    return buckets + stride * 2 * sizeof(uint2) + nwins * stride * sizeof(uint32_t) + points;
+}
 
 // Owns a heap-allocated sppark msm_t, whose destructor syncs the device through calls that
 // throw once a sticky error broke the context (a throwing destructor is std::terminate): it
@@ -22,13 +48,30 @@ struct msm_owner {
     }
 };
 
+// out = sum_i scalars[i] bases[i]: by the wide multiexp where the bases are on the device
+// and CUZK_MULTIEXP=wide asks for it (within the device memory sppark's would take; where
+// that is too little for it, sppark's after all), else by sppark's Pippenger.
 template<class bucket, class point, class affine>
 void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
-             const fr_t* device_scalars, size_t n)
+             const fr_t* device_scalars, size_t n, bool may_widen = true)
 {
     if (n == 0) {
         out.inf();
         return;
+    }
+    if (device_bases && may_widen && wide_msm::wanted(n)) {
+        try {
+            size_t held = pippenger_bytes(n, sizeof(affine), sizeof(typename bucket::mem_t),
+                                          false, gpu.sm_count()) + ((size_t)64 << 20);
+            wide_msm::multiexp<bucket>(gpu, out,
+                                       reinterpret_cast<const typename affine::mem_t*>(device_bases),
+                                       device_scalars, n, held);
+            return;
+        } catch (const cuda_error& e) {
+            if (error_of(e) != cudaErrorMemoryAllocation)
+                throw;
+            (void)cudaGetLastError();
+        }
     }
     using msm_type = msm_t<bucket, point, affine, scalar_t>;
     msm_owner<msm_type> owner{gpu, new msm_type{nullptr, n, sizeof(affine), gpu.id()}};

@@ -1,11 +1,15 @@
-// The H multiexp at wide windows (wide_msm): sum_i s_i P_i over full-width scalars and
-// bases resident on the device. Included by groth16.cu inside its anonymous namespace,
-// after pool_buffer; not a standalone header.
+// cuzk's multiexp at wide windows (wide_msm): sum_i s_i P_i over full-width scalars and
+// bases on the device, in G1 or G2 (templates over sppark's XYZZ bucket type). run_msm
+// (split_msm.cuh) takes it for every multiexp over device bases (H where its bases are
+// resident, the splits' tails over their gathered bases) where CUZK_MULTIEXP=wide turns it
+// on. Included by groth16.cu inside its anonymous namespace, after pool_buffer; not a
+// standalone header.
 //
 // Why: sppark's Pippenger caps its window at 18 bits, so a 2^27-point H multiexp adds every
 // base into a bucket 15 times. Here the window grows with the size, to about 64 bases a
 // bucket (12 windows of 21 and 22 bits at 2^27): a fifth fewer additions, the work that
-// sets the multiexp's time.
+// sets the multiexp's time. And where sppark sums each window's buckets on the host, here
+// only one point per window comes back, which counts at small sizes (2KiB: 2^22 points).
 //
 // How, per group of windows (up to four, as many as the device memory allows):
 // - count: each scalar's signed digits (a carry rippling up from window 0: digits in
@@ -32,7 +36,7 @@ namespace wide_msm {
 
 constexpr uint32_t SIGN = 0x80000000u;
 constexpr uint32_t SEGMENT = 32;            // buckets per thread in the reduction
-constexpr uint32_t TREE_THREADS = 256;      // a block tree's threads (48 KB of XYZZ points)
+constexpr uint32_t TREE_THREADS = 128;      // a block tree's threads (48 KB of G2 XYZZ points)
 constexpr int MAX_GROUP = 4;
 constexpr int ACCUMULATE_THREADS = 256;
 
@@ -68,12 +72,13 @@ struct plan_t {
         return total;
     }
 
-    // Device bytes one window of a group takes at most for n bases.
-    size_t window_bytes(size_t n) const
+    // Device bytes one window of a group takes at most for n bases, its buckets' sums
+    // `bucket_bytes` each.
+    size_t window_bytes(size_t n, size_t bucket_bytes) const
     {
         size_t widest = buckets(0);
-        return n * sizeof(uint32_t) + widest * (2 * sizeof(uint32_t) + sizeof(bucket_t::mem_t)) +
-               (widest / SEGMENT) * sizeof(bucket_t::mem_t);
+        return n * sizeof(uint32_t) + widest * (2 * sizeof(uint32_t) + bucket_bytes) +
+               (widest / SEGMENT) * bucket_bytes;
     }
 };
 
@@ -151,11 +156,14 @@ constexpr uint32_t NO_BUCKET = 0xffffffffu;
 // bucket that starts in its range goes to sums[k] (its first piece, where it runs on); the
 // piece of a bucket that started before its range goes to head_sum[t], its bucket to
 // head_bucket[t] (join_pieces adds those). sums is zero (every XYZZ point the identity).
+template<class bucket>
 __launch_bounds__(ACCUMULATE_THREADS) __global__
-void accumulate_buckets(bucket_t::mem_t* sums, uint32_t* head_bucket, bucket_t::mem_t* head_sum,
-                        const uint32_t* starts, const uint32_t* entries,
-                        const affine_t::mem_t* bases, uint32_t nbuckets)
+void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
+                        typename bucket::mem_t* head_sum, const uint32_t* starts,
+                        const uint32_t* entries, const typename bucket::affine_t::mem_t* bases,
+                        uint32_t nbuckets)
 {
+    using affine = typename bucket::affine_t;
     const uint32_t threads = gridDim.x * blockDim.x;
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     const uint32_t total = starts[nbuckets];
@@ -177,13 +185,13 @@ void accumulate_buckets(bucket_t::mem_t* sums, uint32_t* head_bucket, bucket_t::
     }
     bool is_head = starts[k] < lo;
     uint32_t run_end = starts[k + 1];
-    bucket_t acc;
+    bucket acc;
     acc.inf();
     uint32_t at = lo, e = entries[at];
-    affine_t p = bases[e & ~SIGN];
+    affine p = bases[e & ~SIGN];
     while (at < hi) {
         uint32_t next = at + 1, e_next = 0;
-        affine_t p_next;
+        affine p_next;
         if (next < hi) {
             e_next = entries[next];
             p_next = bases[e_next & ~SIGN];
@@ -213,17 +221,18 @@ void accumulate_buckets(bucket_t::mem_t* sums, uint32_t* head_bucket, bucket_t::
 // Adds the pieces of each bucket cut by the threads' ranges: thread t owns bucket k when
 // thread t + 1's head piece is k's and its own is not (k started in t's range); it adds the
 // head pieces of k of t + 1, t + 2, ... in order.
-__global__ void join_pieces(bucket_t::mem_t* sums, const uint32_t* head_bucket,
-                            const bucket_t::mem_t* head_sum, uint32_t threads)
+template<class bucket>
+__global__ void join_pieces(typename bucket::mem_t* sums, const uint32_t* head_bucket,
+                            const typename bucket::mem_t* head_sum, uint32_t threads)
 {
     for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t + 1 < threads;
          t += gridDim.x * blockDim.x) {
         const uint32_t k = head_bucket[t + 1];
         if (k == NO_BUCKET || head_bucket[t] == k)
             continue;
-        bucket_t acc = sums[k];
+        bucket acc = sums[k];
         for (uint32_t j = t + 1; j < threads && head_bucket[j] == k; j++) {
-            bucket_t piece = head_sum[j];
+            bucket piece = head_sum[j];
             acc.add(piece);
         }
         sums[k] = acc;
@@ -231,9 +240,10 @@ __global__ void join_pieces(bucket_t::mem_t* sums, const uint32_t* head_bucket,
 }
 
 // p * k for a small k, by double-and-add from its top bit.
-__device__ __forceinline__ bucket_t times_small(const bucket_t& p, uint32_t k)
+template<class bucket>
+__device__ __forceinline__ bucket times_small(const bucket& p, uint32_t k)
 {
-    bucket_t acc;
+    bucket acc;
     acc.inf();
     for (int bit = 31 - __clz(k | 1); bit >= 0; bit--) {
         acc.add(acc);   // sppark's XYZZ addition doubles equal points
@@ -245,20 +255,22 @@ __device__ __forceinline__ bucket_t times_small(const bucket_t& p, uint32_t k)
 
 // partial[j] = sum over segment j's buckets b of (b + 1) S_b, segments of SEGMENT buckets
 // in windows of `buckets` (bucket b holds digit magnitude b + 1).
-__global__ void reduce_segments(bucket_t::mem_t* partial, const bucket_t::mem_t* sums,
-                                uint32_t buckets, size_t nsegments)
+template<class bucket>
+__global__ void reduce_segments(typename bucket::mem_t* partial,
+                                const typename bucket::mem_t* sums, uint32_t buckets,
+                                size_t nsegments)
 {
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < nsegments;
          j += (size_t)gridDim.x * blockDim.x) {
-        const bucket_t::mem_t* row = sums + j * SEGMENT;
+        const typename bucket::mem_t* row = sums + j * SEGMENT;
         uint32_t lo = (uint32_t)((j * SEGMENT) % buckets);
-        bucket_t run, total;
+        bucket run, total;
         run.inf();
         total.inf();
         // From the top: S_b lands in `total` once per bucket from b down to the segment's
         // first, (b - lo + 1) times; lo times the plain sum makes up the rest.
         for (uint32_t b = SEGMENT; b-- > 0;) {
-            bucket_t s = row[b];
+            bucket s = row[b];
             run.add(s);
             total.add(run);
         }
@@ -270,23 +282,25 @@ __global__ void reduce_segments(bucket_t::mem_t* partial, const bucket_t::mem_t*
 
 // out[j] = the sum of in[j * len .. (j + 1) * len): a block each, its threads' strided
 // shares summed in shared memory by a tree.
+template<class bucket>
 __launch_bounds__(TREE_THREADS) __global__
-void sum_runs(bucket_t::mem_t* out, const bucket_t::mem_t* in, uint32_t len)
+void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uint32_t len)
 {
+    using bucket_h = typename bucket::mem_t;
     extern __shared__ uint4 scratch_[];
-    auto* share = reinterpret_cast<bucket_t::mem_t*>(scratch_);
-    const bucket_t::mem_t* run = in + (size_t)blockIdx.x * len;
-    bucket_t acc;
+    auto* share = reinterpret_cast<bucket_h*>(scratch_);
+    const bucket_h* run = in + (size_t)blockIdx.x * len;
+    bucket acc;
     acc.inf();
     for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
-        bucket_t p = run[i];
+        bucket p = run[i];
         acc.add(p);
     }
     share[threadIdx.x] = acc;
     __syncthreads();
     for (uint32_t half = blockDim.x / 2; half; half /= 2) {
         if (threadIdx.x < half) {
-            bucket_t a = share[threadIdx.x], b = share[threadIdx.x + half];
+            bucket a = share[threadIdx.x], b = share[threadIdx.x + half];
             a.add(b);
             share[threadIdx.x] = a;
         }
@@ -296,12 +310,12 @@ void sum_runs(bucket_t::mem_t* out, const bucket_t::mem_t* in, uint32_t len)
         out[blockIdx.x] = share[0];
 }
 
-// Whether H's multiexp over n resident bases takes this one: only where
-// CUZK_H_MULTIEXP=wide asks for it (until it is measured against sppark's Pippenger on a
-// GPU, sppark's stays the default), and from 2^12 bases (below, a window too narrow to gain).
+// Whether a multiexp of n bases on the device takes this one: only where
+// CUZK_MULTIEXP=wide asks for it (until it is measured against sppark's Pippenger on a GPU,
+// sppark's stays the default), and from 2^12 bases (below, a window too narrow to gain).
 inline bool wanted(size_t n)
 {
-    static const char* choice = std::getenv("CUZK_H_MULTIEXP");
+    static const char* choice = std::getenv("CUZK_MULTIEXP");
     return n >= ((size_t)1 << 12) && choice && std::strcmp(choice, "wide") == 0;
 }
 
@@ -310,9 +324,11 @@ inline bool wanted(size_t n)
 // passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
 // Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits, before any
 // work.
-void multiexp(const gpu_t& gpu, point_t& out, const affine_t::mem_t* bases,
+template<class bucket, class point>
+void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem_t* bases,
               const fr_t* scalars, size_t n, size_t max_bytes)
 {
+    using bucket_h = typename bucket::mem_t;
     out.inf();
     if (n == 0)
         return;
@@ -336,7 +352,7 @@ void multiexp(const gpu_t& gpu, point_t& out, const affine_t::mem_t* bases,
     (void)cudaGetLastError();
     size_t margin = (size_t)256 << 20;
     size_t room = std::min(free_bytes > margin ? free_bytes - margin : 0, max_bytes);
-    size_t fit = room / plan.window_bytes(n);
+    size_t fit = room / plan.window_bytes(n, sizeof(bucket_h));
     int group = (int)std::min<size_t>({(size_t)MAX_GROUP, (size_t)plan.windows, fit});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
@@ -347,10 +363,10 @@ void multiexp(const gpu_t& gpu, point_t& out, const affine_t::mem_t* bases,
     const uint32_t widest = plan.buckets(0);
     pool_buffer<uint32_t> counts{slots + 1, s}, starts{slots + 1, s};
     pool_buffer<uint32_t> entries{(size_t)group * n, s};
-    pool_buffer<bucket_t::mem_t> sums{slots, s};
-    pool_buffer<bucket_t::mem_t> partial{widest / SEGMENT, s};
-    pool_buffer<bucket_t::mem_t> partial_2{std::max<uint32_t>(widest / SEGMENT / 1024, 1), s};
-    pool_buffer<bucket_t::mem_t> window_sums{(size_t)plan.windows, s};
+    pool_buffer<bucket_h> sums{slots, s};
+    pool_buffer<bucket_h> partial{widest / SEGMENT, s};
+    pool_buffer<bucket_h> partial_2{std::max<uint32_t>(widest / SEGMENT / 1024, 1), s};
+    pool_buffer<bucket_h> window_sums{(size_t)plan.windows, s};
     size_t scan_bytes = 0;
     CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
                                           (int)(slots + 1), s));
@@ -358,14 +374,14 @@ void multiexp(const gpu_t& gpu, point_t& out, const affine_t::mem_t* bases,
 
     const int grid = (int)gpu.sm_count() * 8;
     int resident_blocks = 0;
-    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, accumulate_buckets,
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, accumulate_buckets<bucket>,
                                                           ACCUMULATE_THREADS, 0));
     const uint32_t accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
     const uint32_t threads = accumulate_blocks * ACCUMULATE_THREADS;
     pool_buffer<uint32_t> head_bucket{threads, s};
-    pool_buffer<bucket_t::mem_t> head_sum{threads, s};
-    const size_t tree_shared = TREE_THREADS * sizeof(bucket_t::mem_t);
-    static_assert(TREE_THREADS * sizeof(bucket_t::mem_t) <= 48 * 1024,
+    pool_buffer<bucket_h> head_sum{threads, s};
+    const size_t tree_shared = TREE_THREADS * sizeof(bucket_h);
+    static_assert(TREE_THREADS * sizeof(bucket_h) <= 48 * 1024,
                   "sum_runs' shared memory within the default limit");
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
@@ -380,11 +396,11 @@ void multiexp(const gpu_t& gpu, point_t& out, const affine_t::mem_t* bases,
         place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
                                           end);
         CUDA_OK(cudaGetLastError());
-        CUDA_OK(cudaMemsetAsync(sums.ptr, 0, nbuckets * sizeof(bucket_t::mem_t), s));
-        accumulate_buckets<<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
+        CUDA_OK(cudaMemsetAsync(sums.ptr, 0, nbuckets * sizeof(bucket_h), s));
+        accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
             sums.ptr, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
-        join_pieces<<<grid, 256, 0, s>>>(sums.ptr, head_bucket.ptr, head_sum.ptr, threads);
+        join_pieces<bucket><<<grid, 256, 0, s>>>(sums.ptr, head_bucket.ptr, head_sum.ptr, threads);
         CUDA_OK(cudaGetLastError());
         // Each window's sum: its segments, then block trees over them.
         size_t at = 0;
@@ -392,26 +408,26 @@ void multiexp(const gpu_t& gpu, point_t& out, const affine_t::mem_t* bases,
             const uint32_t buckets = plan.buckets(w);
             const uint32_t segments = buckets / SEGMENT;
             const uint32_t run = std::min<uint32_t>(segments, 1024);
-            reduce_segments<<<grid, 128, 0, s>>>(partial.ptr, sums.ptr + at, buckets, segments);
+            reduce_segments<bucket><<<grid, 128, 0, s>>>(partial.ptr, sums.ptr + at, buckets, segments);
             CUDA_OK(cudaGetLastError());
-            sum_runs<<<segments / run, TREE_THREADS, tree_shared, s>>>(partial_2.ptr,
+            sum_runs<bucket><<<segments / run, TREE_THREADS, tree_shared, s>>>(partial_2.ptr,
                                                                        partial.ptr, run);
             CUDA_OK(cudaGetLastError());
-            sum_runs<<<1, TREE_THREADS, tree_shared, s>>>(window_sums.ptr + w, partial_2.ptr,
+            sum_runs<bucket><<<1, TREE_THREADS, tree_shared, s>>>(window_sums.ptr + w, partial_2.ptr,
                                                           segments / run);
             CUDA_OK(cudaGetLastError());
             at += buckets;
         }
     }
-    std::vector<bucket_t> host(plan.windows);
-    CUDA_OK(cudaMemcpyAsync(host.data(), window_sums.ptr, plan.windows * sizeof(bucket_t),
+    std::vector<bucket> host(plan.windows);
+    CUDA_OK(cudaMemcpyAsync(host.data(), window_sums.ptr, plan.windows * sizeof(bucket),
                             cudaMemcpyDeviceToHost, s));
     s.sync();
     // Horner over the windows from the top: window w starts width(w) bits below w + 1.
     for (int w = plan.windows; w-- > 0;) {
         for (int i = 0; i < plan.width(w); i++)
             out.dbl();
-        point_t sum = host[w];
+        point sum = host[w];
         // (Jacobian addition gives the identity for equal points; a window's sum equal
         // to the running total is as likely as guessing a discrete log, as in sppark's.)
         out.add(sum);
