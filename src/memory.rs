@@ -115,6 +115,21 @@ impl MemoryBudget {
         })
     }
 
+    /// Reserves `bytes` if they fit now in the whole budget, the room kept for the provers
+    /// included, without waiting: for something a partition at a prover will hold (a set
+    /// for its a, b and c made ahead), as that partition would grow there.
+    pub fn try_reserve_at_prover(&self, bytes: u64) -> Option<Reservation> {
+        let mut used = self.used();
+        if used.bytes + bytes > self.inner.total {
+            return None;
+        }
+        used.bytes += bytes;
+        Some(Reservation {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+
     fn release(&self, bytes: u64) {
         let mut used = self.used();
         used.bytes = used.bytes.saturating_sub(bytes);
@@ -351,6 +366,19 @@ mod tests {
         let again = budget.try_reserve(40).expect("room again");
         assert_eq!(again.bytes(), 40);
         drop((params, again));
+        assert_eq!(budget.in_use(), 0);
+    }
+
+    #[test]
+    fn what_a_partition_at_a_prover_will_hold_may_take_the_room_kept_for_provers() {
+        let budget = MemoryBudget::new(100, None);
+        budget.keep_for_provers(40);
+        let ordinary = budget.try_reserve(50).expect("fits beside the kept room");
+        assert!(budget.try_reserve(20).is_none(), "ordinary room is gone");
+        let at_prover = budget.try_reserve_at_prover(40).expect("the kept room");
+        assert!(budget.try_reserve_at_prover(20).is_none(), "never past the total");
+        assert_eq!(budget.in_use(), 90);
+        drop((ordinary, at_prover));
         assert_eq!(budget.in_use(), 0);
     }
 

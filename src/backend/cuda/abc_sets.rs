@@ -14,7 +14,9 @@ pub type PinnedAbcSets = AbcSets<PinnedMaker>;
 /// Makes page-locked buffers (`cudaHostAlloc`).
 pub struct PinnedMaker;
 
-impl SetMaker for PinnedMaker {
+// SAFETY: `PinnedBuffer::new(bytes)` allocates at least `bytes` page-aligned bytes of pinned
+// memory that the buffer owns until it drops; moving the value moves only its pointer.
+unsafe impl SetMaker for PinnedMaker {
     type Buffer = PinnedBuffer;
     const WHAT: &'static str = "pinned host memory";
 
@@ -23,7 +25,7 @@ impl SetMaker for PinnedMaker {
     }
 
     fn start(buffer: &mut PinnedBuffer) -> NonNull<u8> {
-        // Pinned memory is page-aligned; an empty buffer is never read.
-        NonNull::new(buffer.as_mut_slice().as_mut_ptr()).unwrap_or(NonNull::dangling())
+        NonNull::new(buffer.as_mut_slice().as_mut_ptr())
+            .expect("a pinned buffer is allocated, never null")
     }
 }
