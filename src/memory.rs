@@ -376,7 +376,10 @@ mod tests {
         let ordinary = budget.try_reserve(50).expect("fits beside the kept room");
         assert!(budget.try_reserve(20).is_none(), "ordinary room is gone");
         let at_prover = budget.try_reserve_at_prover(40).expect("the kept room");
-        assert!(budget.try_reserve_at_prover(20).is_none(), "never past the total");
+        assert!(
+            budget.try_reserve_at_prover(20).is_none(),
+            "never past the total"
+        );
         assert_eq!(budget.in_use(), 90);
         drop((ordinary, at_prover));
         assert_eq!(budget.in_use(), 0);
