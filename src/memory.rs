@@ -103,15 +103,8 @@ impl MemoryBudget {
 
     /// Reserves `bytes` if they fit now beside the room kept for the provers.
     pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
-        let mut used = self.used();
-        let limit = self.inner.total.saturating_sub(used.kept_for_provers);
-        if used.bytes + bytes > limit {
-            return None;
-        }
-        used.bytes += bytes;
-        Some(Reservation {
-            budget: self.clone(),
-            bytes,
+        self.try_reserve_within(bytes, |used| {
+            self.inner.total.saturating_sub(used.kept_for_provers)
         })
     }
 
@@ -119,8 +112,13 @@ impl MemoryBudget {
     /// included, without waiting: for something a partition at a prover will hold (a set
     /// for its a, b and c made ahead), as that partition would grow there.
     pub fn try_reserve_at_prover(&self, bytes: u64) -> Option<Reservation> {
+        self.try_reserve_within(bytes, |_| self.inner.total)
+    }
+
+    /// Reserves `bytes` if what is used stays within `limit` of it.
+    fn try_reserve_within(&self, bytes: u64, limit: impl Fn(&Used) -> u64) -> Option<Reservation> {
         let mut used = self.used();
-        if used.bytes + bytes > self.inner.total {
+        if used.bytes + bytes > limit(&used) {
             return None;
         }
         used.bytes += bytes;

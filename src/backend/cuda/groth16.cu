@@ -611,6 +611,26 @@ bool injects(const char* fault, int device = -1)
 #include "beside_h.cuh"
 #include "coset_h.cuh"
 
+// Runs `body` (which allocates from `gpu`'s stream-ordered pool), then gives what the pool
+// keeps back to the driver, whether `body` ends or throws (after its work is done).
+template<class F>
+void trimming_pool(const gpu_t& gpu, F body)
+{
+    auto trim = [&] {
+        cudaMemPool_t pool;
+        if (cudaDeviceGetDefaultMemPool(&pool, gpu.cid()) == cudaSuccess)
+            (void)cudaMemPoolTrimTo(pool, 0);
+    };
+    try {
+        body();
+    } catch (...) {
+        (void)cudaStreamSynchronize(gpu[0]);
+        trim();
+        throw;
+    }
+    trim();
+}
+
 }  // namespace
 
 extern "C" {
@@ -771,20 +791,10 @@ cuzk_status cuzk_gpu_derive_coset_h(cuzk_gpu* g, const affine_t* h, size_t m,
         g->gpu.select();
         // The pool keeps what it is given back: its 192 bytes a point go back to the
         // driver whether the derivation ends or fails.
-        auto trim = [&] {
-            cudaMemPool_t pool;
-            if (cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
-                (void)cudaMemPoolTrimTo(pool, 0);
-        };
-        try {
+        trimming_pool(g->gpu, [&] {
             derive_coset_h(g->gpu, h, m, scalars, (jacobian_coords*)out);
             g->gpu.sync();
-        } catch (...) {
-            (void)cudaStreamSynchronize(g->gpu[0]);
-            trim();
-            throw;
-        }
-        trim();
+        });
     });
 }
 
@@ -802,12 +812,8 @@ cuzk_status cuzk_gpu_msm_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases
         if (nbases == 0 || n == 0)
             throw sppark_error{cudaErrorInvalidValue, std::string("nothing to multiply")};
         stream_t& s = g->gpu[0];
-        auto trim = [&] {
-            cudaMemPool_t pool;
-            if (cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
-                (void)cudaMemPoolTrimTo(pool, 0);
-        };
-        try {
+        // The bases and scalars (17 GB at 2^27) go back to the driver after the call.
+        trimming_pool(g->gpu, [&] {
             pool_buffer<affine_t> d_bases{n, s};
             pool_buffer<fr_t> d_scalars{n, s};
             size_t given = std::min(nbases, n);
@@ -838,12 +844,7 @@ cuzk_status cuzk_gpu_msm_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases
                 }
                 ms[engine] = best;
             }
-        } catch (...) {
-            (void)cudaStreamSynchronize(s);
-            trim();
-            throw;
-        }
-        trim();
+        });
     });
 }
 
