@@ -203,8 +203,7 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
         let loader = self.loader.clone();
         std::thread::spawn(move || {
             // A failure is reported by the prover that needs the set, with its job.
-            let result = load_with_events(&*loader, &path, &WorkerName::ParamsLoader, &events);
-            Self::finish_load(&slot, &result);
+            load_with_events(&*loader, &slot, &path, &WorkerName::ParamsLoader, &events);
         });
     }
 
@@ -219,11 +218,7 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
         let slot = self.slot(path);
         match Self::claim_load(&slot) {
             Claim::Done(result) => result,
-            Claim::Load => {
-                let result = load_with_events(&*self.loader, path, worker, events);
-                Self::finish_load(&slot, &result);
-                result
-            }
+            Claim::Load => load_with_events(&*self.loader, &slot, path, worker, events),
             Claim::Wait => {
                 let shown = path.display().to_string();
                 events.emit(EventKind::ParamsLoadStarted {
@@ -241,9 +236,12 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
     }
 }
 
-/// Loads the set at `path`, bracketed by load events for `worker`.
-fn load_with_events<P>(
+/// Loads the set at `path` into its slot, bracketed by load events for `worker`. The slot
+/// is filled before the finish is told, so whoever hears of it (a server answering a
+/// preload, then an eviction) finds the set loaded, not still loading.
+fn load_with_events<P: Clone + Send + 'static>(
     loader: &ParamsLoader<P>,
+    slot: &Slot<P>,
     path: &Path,
     worker: &WorkerName,
     events: &EventSink,
@@ -264,6 +262,7 @@ fn load_with_events<P>(
             bytes as f64 / 1e9 / secs.max(1e-9),
         );
     }
+    ParamSets::finish_load(slot, &result);
     events.emit(EventKind::ParamsLoadFinished {
         worker: worker.to_owned(),
         path: shown,
@@ -335,6 +334,36 @@ mod tests {
             .filter(|e| matches!(e.kind, EventKind::ParamsLoadStarted { .. }))
             .count();
         assert_eq!(loads, 3, "an evicted set is read again when needed");
+    }
+
+    #[test]
+    fn a_preloaded_set_is_in_its_slot_before_its_load_is_told_finished() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("v28-told.params");
+        std::fs::write(&path, b"x").expect("write");
+        // Room for the start only: the loading thread blocks on telling the finish until
+        // the events are read, so what it did before telling shows while it waits.
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let events = EventSink::new(tx);
+        let sets = ParamSets::new(|path: &Path| Ok(path.to_owned()));
+        let budget = MemoryBudget::new(100, None);
+        assert!(sets.reserve_memory(&path, &budget, 60));
+        sets.preload(&path, &events);
+        let patience = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while sets.loaded().is_empty() {
+            assert!(
+                std::time::Instant::now() < patience,
+                "the set was not in its slot while its finish waited to be told"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let told: Vec<_> = rx.iter().take(2).map(|e| e.kind).collect();
+        assert!(
+            matches!(told[1], EventKind::ParamsLoadFinished { .. }),
+            "{told:?}"
+        );
+        assert!(sets.evict(&path), "a set told loaded can be evicted at once");
+        assert_eq!(budget.in_use(), 0);
     }
 
     #[test]
