@@ -9,7 +9,8 @@
 # table: examples/msm_bench --gpu from 2^FROM to 2^TO points (default 12, 27): both
 #        multiexps on the same inputs, points per second, results compared (and with the
 #        CPU's at the smallest size).
-# check: backend_check at 2^LOG constraints (default 20) with CUZK_MULTIEXP=wide: the
+# check: backend_check at 2^LOG constraints (default 20) with CUZK_MULTIEXP=wide (or
+#        MULTIEXP, e.g. sppark, the default multiexp): the
 #        cuda proofs (every multiexp over device bases by the wide one: H where resident,
 #        the splits' tails) equal the CPU's at r = s = 0.
 # real:  a real 2KiB sector (tests/fixtures/c1), the same way: the cuda proof of partition 0
@@ -39,14 +40,15 @@ for step in "${steps[@]}"; do
     ;;
   check)
     echo "== backend_check at 2^${LOG:-20}"
-    CUZK_MULTIEXP=wide timed "$out/check.log" "$examples/backend_check" --log-constraints "${LOG:-20}" --partitions 2
-    grep -E "^(cuda|Cuda)|Error|disagree" "$out/check.log" | cut -c1-300
+    CUZK_MULTIEXP="${MULTIEXP:-wide}" timed "$out/check-${MULTIEXP:-wide}.log" \
+      "$examples/backend_check" --log-constraints "${LOG:-20}" --partitions 2
+    grep -E "^(cuda|Cuda)|Error|disagree" "$out/check-${MULTIEXP:-wide}.log" | cut -c1-300
     ;;
   real)
     echo "== a real 2KiB sector"
     timed "$out/real.log" "$bin" params gen --sector-size 2KiB
     c1=$(ls "$here"/tests/fixtures/c1/*.json | head -n 1)
-    CUZK_MULTIEXP=wide timed "$out/real.log" "$examples/backend_check" --c1 "$c1" --log-constraints 10 --partitions 1
+    CUZK_MULTIEXP="${MULTIEXP:-wide}" timed "$out/real.log" "$examples/backend_check" --c1 "$c1" --log-constraints 10 --partitions 1
     grep -E "^real sector|verify|Error" "$out/real.log" | cut -c1-300
     ;;
   bench)

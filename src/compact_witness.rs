@@ -26,7 +26,7 @@ const _: () = assert!(
 
 /// `value`'s Montgomery limbs: comparing these is several times faster than `Scalar`'s
 /// constant-time equality, which matters over a 130M-variable witness.
-fn limbs(value: &Fr) -> &[u64; 4] {
+pub(crate) fn limbs(value: &Fr) -> &[u64; 4] {
     // SAFETY: same size and alignment (asserted above), and every bit pattern is a valid
     // `[u64; 4]`; the borrow keeps `value` alive.
     unsafe { &*(value as *const Fr).cast::<[u64; 4]>() }

@@ -16,6 +16,7 @@ use ff::Field;
 
 use crate::compact_witness::CompactWitness;
 use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
+use crate::host_abc::compact::CompactVector;
 use crate::host_abc::LentAbc;
 
 /// A circuit's constraints as sparse matrices, for a prover that evaluates `A·w`, `B·w` and
@@ -62,6 +63,10 @@ pub struct SynthesizedPartition {
     /// a, b and c in memory their prover lent, when evaluated there ([`crate::host_abc`]):
     /// `a`, `b` and `c` are then empty. [`Self::abc`] reads either.
     pub lent_abc: Option<LentAbc>,
+    /// Set while a, b and c are held compact in their own memory, for a prover that expands
+    /// them on its device ([`Self::compact_abc`]): [`Self::abc`] then reads that layout,
+    /// not the values, until [`Self::expand_abc`].
+    pub compact_abc: Option<Box<[CompactVector; 3]>>,
 
     // The witness.
     /// Public inputs, starting with the constant one.
@@ -149,7 +154,13 @@ impl SynthesisProfile {
             .as_ref()
             .map_or(0, CompactWitness::bytes);
         let lent = partition.lent_abc.as_ref().map_or(0, LentAbc::bytes);
-        (scalars * std::mem::size_of::<Fr>()) as u64 + compact + lent
+        let compact_abc = partition
+            .compact_abc
+            .iter()
+            .flat_map(|vectors| vectors.iter())
+            .map(CompactVector::bytes)
+            .sum::<u64>();
+        (scalars * std::mem::size_of::<Fr>()) as u64 + compact + lent + compact_abc
     }
 }
 
@@ -269,10 +280,43 @@ impl SynthesizedPartition {
         self.evaluate_deferred_into(lent);
         self.aux_assignment = Vec::new();
         self.compact_aux = Some(compact);
+        self.compact_abc();
         self.profile.bytes = SynthesisProfile::bytes_of(self);
     }
 
-    /// a, b and c on the host, wherever they are (empty while deferred).
+    /// Holds a, b and c compact in their own memory (`host_abc::compact`), for a prover
+    /// that expands them on its device: about a fifth of their bytes then cross the bus.
+    /// Returns whether it did (not while they are deferred, or compact already).
+    pub fn compact_abc(&mut self) -> bool {
+        if self.deferred.is_some() || self.compact_abc.is_some() {
+            return false;
+        }
+        let [a, b, c] = match self.lent_abc.as_mut().and_then(LentAbc::vectors_mut) {
+            Some(lent) => lent,
+            None => [&mut self.a, &mut self.b, &mut self.c].map(Vec::as_mut_slice),
+        };
+        self.compact_abc = Some(Box::new([a, b, c].map(CompactVector::of)));
+        self.profile.bytes = SynthesisProfile::bytes_of(self);
+        true
+    }
+
+    /// a, b and c whole again where they were held compact ([`Self::compact_abc`]).
+    pub fn expand_abc(&mut self) {
+        let Some(layouts) = self.compact_abc.take() else {
+            return;
+        };
+        let vectors = match self.lent_abc.as_mut().and_then(LentAbc::vectors_mut) {
+            Some(lent) => lent,
+            None => [&mut self.a, &mut self.b, &mut self.c].map(Vec::as_mut_slice),
+        };
+        for (layout, values) in layouts.iter().zip(vectors) {
+            layout.expand(values);
+        }
+        self.profile.bytes = SynthesisProfile::bytes_of(self);
+    }
+
+    /// a, b and c on the host, wherever they are (empty while deferred; their compact layout
+    /// while [`Self::compact_abc`] holds them so).
     pub fn abc(&self) -> [&[Fr]; 3] {
         match self.lent_abc.as_ref().and_then(LentAbc::vectors) {
             Some(lent) => lent,
@@ -283,6 +327,7 @@ impl SynthesizedPartition {
     /// Moves a, b and c out of lent memory into the partition's own vectors, for a prover
     /// that takes them by value (only the lender's prover reads lent memory in place).
     pub fn own_abc(&mut self) {
+        self.expand_abc();
         if let Some(set) = self.lent_abc.take() {
             if let Some([a, b, c]) = set.vectors() {
                 (self.a, self.b, self.c) = (a.to_vec(), b.to_vec(), c.to_vec());
@@ -299,7 +344,17 @@ impl SynthesizedPartition {
     /// The index of the first constraint with `A_j * B_j != C_j`, if any (of a, b and c on
     /// the host: see [`Self::evaluate_deferred`]).
     pub fn first_unsatisfied(&self) -> Option<usize> {
-        let [a, b, c] = self.abc();
+        let whole = self.compact_abc.as_ref().map(|layouts| {
+            let mut vectors = self.abc().map(<[Fr]>::to_vec);
+            for (layout, values) in layouts.iter().zip(&mut vectors) {
+                layout.expand(values);
+            }
+            vectors
+        });
+        let [a, b, c] = match &whole {
+            Some([a, b, c]) => [a.as_slice(), b, c],
+            None => self.abc(),
+        };
         (0..a.len()).find(|&j| a[j] * b[j] != c[j])
     }
 }
@@ -367,6 +422,7 @@ impl PartitionAssignment {
             aux_assignment: Vec::with_capacity(capacity.aux),
             compact_aux: None,
             lent_abc: None,
+            compact_abc: None,
             deferred: None,
             profile: SynthesisProfile::default(),
             witness_id: next_witness_id(),

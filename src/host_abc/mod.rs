@@ -14,6 +14,7 @@
 //! [`sets`] is the lender the cuda backend uses: two sets kept per prover, the second made
 //! ahead.
 
+pub mod compact;
 pub mod sets;
 
 use std::mem::MaybeUninit;
@@ -130,6 +131,17 @@ impl LentAbc {
     /// Every one of the `rows` values of each vector from [`Self::to_write`] was written.
     pub unsafe fn mark_written(&mut self) {
         self.is_written = true;
+    }
+
+    /// a, b and c to change in place, once written (to hold them compact).
+    pub fn vectors_mut(&mut self) -> Option<[&mut [Fr]; 3]> {
+        let rows = self.rows;
+        // SAFETY: written whole (`mark_written`); three distinct buffers, this value's alone
+        // (`new`), and `&mut self` is unique.
+        self.is_written.then(|| {
+            self.buffers
+                .map(|ptr| unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), rows) })
+        })
     }
 
     /// a, b and c, once written.

@@ -203,7 +203,7 @@ impl<P: Clone + Send + 'static> ParamSets<P> {
         let loader = self.loader.clone();
         std::thread::spawn(move || {
             // A failure is reported by the prover that needs the set, with its job.
-            load_with_events(&*loader, &slot, &path, &WorkerName::ParamsLoader, &events);
+            let _ = load_with_events(&*loader, &slot, &path, &WorkerName::ParamsLoader, &events);
         });
     }
 

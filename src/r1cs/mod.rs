@@ -441,6 +441,7 @@ impl R1cs {
             input_assignment: witness.inputs,
             aux_assignment: witness.aux,
             lent_abc: None,
+            compact_abc: None,
             compact_aux: None,
             deferred: None,
             profile,

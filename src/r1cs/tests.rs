@@ -1,6 +1,7 @@
 use super::*;
 use crate::synth::synthesize;
 use crate::synth::tests::CubeCircuit;
+use crate::host_abc::compact::CompactVector;
 
 fn pool() -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
@@ -178,12 +179,42 @@ fn a_witness_evaluated_on_the_host_for_a_gpu_that_expands_it_stays_compact() {
     let rows = whole.num_constraints();
     deferred.evaluate_deferred_keeping_compact(lender.lend(rows));
     assert!(deferred.deferred.is_none(), "evaluated");
-    assert_eq!(deferred.abc(), whole.abc());
     assert!(deferred.aux_assignment.is_empty(), "not held whole");
+    // a, b and c are held compact in the lent set: each chunk's wide values at its start.
+    let layouts = deferred.compact_abc.clone().expect("a, b and c held compact");
+    for ((layout, held), values) in layouts.iter().zip(deferred.abc()).zip(whole.abc()) {
+        assert_eq!(layout.rows, rows);
+        let wide: Vec<Fr> = values
+            .iter()
+            .copied()
+            .filter(crate::compact_witness::is_wide)
+            .collect();
+        assert!(rows <= layout.chunk_rows, "one chunk");
+        assert_eq!(&held[..wide.len()], &wide[..]);
+    }
+    assert_ne!(deferred.abc(), whole.abc(), "not whole while compact");
+    assert_eq!(deferred.first_unsatisfied(), None, "read whole");
+    let layout_bytes: u64 = layouts.iter().map(CompactVector::bytes).sum();
     assert_eq!(
         deferred.bytes_in_flight(),
-        compact_bytes + 3 * rows as u64 * 32,
-        "the witness's compact bytes and a, b and c"
+        compact_bytes + 3 * rows as u64 * 32 + layout_bytes,
+        "the witness's compact bytes, a, b and c, and their bits"
+    );
+    deferred.expand_abc();
+    assert!(deferred.compact_abc.is_none());
+    assert_eq!(deferred.abc(), whole.abc());
+    assert_eq!(
+        deferred.bytes_in_flight(),
+        compact_bytes + 3 * rows as u64 * 32
+    );
+    assert!(deferred.compact_abc(), "compact again");
+    assert!(!deferred.compact_abc(), "once");
+    // A prover that takes them by value gets them whole.
+    deferred.own_abc();
+    assert!(deferred.compact_abc.is_none() && deferred.lent_abc.is_none());
+    assert_eq!(
+        [&deferred.a, &deferred.b, &deferred.c],
+        [&whole.a, &whole.b, &whole.c]
     );
     // Once evaluated there is nothing left to evaluate; a prover on the host expands it.
     deferred.evaluate_deferred_keeping_compact(None);

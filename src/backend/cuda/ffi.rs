@@ -53,6 +53,7 @@ pub struct Partition {
     pub b: *const Fr,
     pub c: *const Fr,
     pub abc_len: usize,
+    pub abc_compact: [CompactAbc; 3],
     pub evaluate: i32,
     pub witness_id: u64,
     pub lg_domain: usize,
@@ -79,6 +80,29 @@ pub struct Partition {
     pub host_b_g1: *const u8,
     pub host_b_g2: *const u8,
     pub set_slot: usize,
+}
+
+/// How one of a, b and c is held compact in its own memory (`host_abc::compact`); all null
+/// when it is whole. See `cuzk_compact_abc` in groth16.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CompactAbc {
+    pub ones: *const u64,
+    pub wide: *const u64,
+    pub wide_before: *const u32,
+    pub chunk_wide: *const u32,
+    pub chunk_rows: usize,
+}
+
+impl CompactAbc {
+    /// A vector held whole.
+    pub const WHOLE: CompactAbc = CompactAbc {
+        ones: std::ptr::null(),
+        wide: std::ptr::null(),
+        wide_before: std::ptr::null(),
+        chunk_wide: std::ptr::null(),
+        chunk_rows: 0,
+    };
 }
 
 /// A circuit's pre-compiled constraints, borrowed for an upload. See `cuzk_matrices` in

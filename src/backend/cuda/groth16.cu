@@ -118,12 +118,25 @@ struct cuzk_matrices {
     size_t ncoeffs;
 };
 
+// One of a, b and c held compact in its own memory (host_abc/compact.rs): the rows cut in
+// chunks of chunk_rows, each chunk's wide values (neither 0 nor 1) packed at its start; a
+// bit per row for the ones and for the wide rows; per word of 64 rows the wide rows of its
+// chunk before it; per chunk its wide rows. All null when the vector is whole.
+struct cuzk_compact_abc {
+    const uint64_t* ones;
+    const uint64_t* wide;
+    const uint32_t* wide_before;
+    const uint32_t* chunk_wide;
+    size_t chunk_rows;
+};
+
 // One synthesized partition, borrowed from the Rust side for the call.
 struct cuzk_partition {
     const fr_t* a;              // abc_len evaluations each, Montgomery form; null when
     const fr_t* b;              //   `evaluate` is set
     const fr_t* c;
     size_t abc_len;
+    cuzk_compact_abc abc_compact[3];    // a, b, c held compact, where they are
     int32_t evaluate;           // a, b, c are the uploaded matrices times the witness
     uint64_t witness_id;        // names the witness (never reused in a process; 0: none)
     size_t lg_domain;           // 2^lg_domain >= abc_len

@@ -266,6 +266,42 @@ void scatter_wide(fr_t* dst, const uint32_t* index, const fr_t* wide, size_t n)
         dst[index[k]] = wide[k];
 }
 
+// One of a, b and c, uploaded as it is held compact (host_abc/compact.rs: each chunk's
+// wide values packed at its start, in `v` itself), made whole in place: a block per chunk,
+// tiles of blockDim.x rows from the chunk's top down. A row's packed value sits at or
+// below the row, so a tile reads only rows not yet written (those above it are done, and
+// its own are all read before any is written); `expand_in_tiles` in compact.rs models it.
+__launch_bounds__(1024) __global__
+void expand_abc_chunks(fr_t* v, size_t rows, size_t chunk_rows, const uint64_t* ones,
+                       const uint64_t* wide, const uint32_t* wide_before, fr_t one)
+{
+    const size_t base = (size_t)blockIdx.x * chunk_rows;
+    if (base >= rows)
+        return;
+    const size_t end = base + chunk_rows < rows ? base + chunk_rows : rows;
+    for (size_t top = end; top > base;) {
+        size_t start = top - base > blockDim.x ? top - blockDim.x : base;
+        size_t i = start + threadIdx.x;
+        bool mine = i < top;
+        fr_t value;
+        value.zero();
+        if (mine) {
+            size_t w = i / 64;
+            uint64_t bit = (uint64_t)1 << (i % 64);
+            uint64_t wide_word = wide[w];
+            if (wide_word & bit)
+                value = v[base + wide_before[w] + __popcll(wide_word & (bit - 1))];
+            else if (ones[w] & bit)
+                value = one;
+        }
+        __syncthreads();
+        if (mine)
+            v[i] = value;
+        __syncthreads();
+        top = start;
+    }
+}
+
 // A test's hang (CUZK_TEST_GPU_FAULT=hang): a kernel that never ends, as a hung one would
 // not; its flag is never set.
 __global__ void spin_forever()

@@ -140,15 +140,52 @@ struct partition_proof {
             sent_bytes += (uint64_t)count * size;
     }
 
-    // dst = src (abc_len values from the host) padded with zeros to the domain, timed.
-    void upload_padded(fr_t* dst, const fr_t* src)
+    // dst = a, b or c (`which`: abc_len values from the host) padded with zeros to the
+    // domain, timed: whole, or as the host holds it compact, its bits and each chunk's
+    // packed wide values, made whole here.
+    void upload_padded(fr_t* dst, int which)
     {
+        const fr_t* src = which == 0 ? p->a : which == 1 ? p->b : p->c;
+        const cuzk_compact_abc& compact = p->abc_compact[which];
         auto u0 = clock::now();
-        g->stage.copy(dst, src, p->abc_len * sizeof(fr_t));
-        sent_bytes += p->abc_len * sizeof(fr_t);
+        if (!compact.ones) {
+            g->stage.copy(dst, src, p->abc_len * sizeof(fr_t));
+            sent_bytes += p->abc_len * sizeof(fr_t);
+        } else {
+            upload_compact(dst, src, compact);
+        }
         if (p->abc_len < n)
             CUDA_OK(cudaMemsetAsync(dst + p->abc_len, 0, (n - p->abc_len) * sizeof(fr_t), s0));
         upload_ms += ms_between(u0, clock::now());
+    }
+
+    void upload_compact(fr_t* dst, const fr_t* src, const cuzk_compact_abc& compact)
+    {
+        size_t rows = p->abc_len, chunk_rows = compact.chunk_rows;
+        if (chunk_rows == 0 || chunk_rows % 64 != 0)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("a compact vector's chunks are not whole words")};
+        size_t words = (rows + 63) / 64, chunks = (rows + chunk_rows - 1) / chunk_rows;
+        stager_t& stage = g->stage;
+        pool_buffer<uint64_t> bits{2 * words + 1, stage.stream};
+        pool_buffer<uint32_t> before{words + 1, stage.stream};
+        stage.copy(bits.ptr, compact.ones, words * sizeof(uint64_t));
+        stage.copy(bits.ptr + words, compact.wide, words * sizeof(uint64_t));
+        stage.copy(before.ptr, compact.wide_before, words * sizeof(uint32_t));
+        sent_bytes += words * (2 * sizeof(uint64_t) + sizeof(uint32_t));
+        for (size_t k = 0; k < chunks; k++) {
+            size_t packed = compact.chunk_wide[k];
+            if (packed > chunk_rows || k * chunk_rows + packed > rows)
+                throw sppark_error{cudaErrorInvalidValue,
+                                   std::string("a compact vector's chunk holds more than its rows")};
+            stage.copy(dst + k * chunk_rows, src + k * chunk_rows, packed * sizeof(fr_t));
+            sent_bytes += packed * sizeof(fr_t);
+        }
+        if (chunks)
+            expand_abc_chunks<<<(unsigned)chunks, 1024, 0, stage.stream>>>(
+                dst, rows, chunk_rows, bits.ptr, bits.ptr + words, before.ptr, fr_t::one());
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(stage.stream));
     }
 
     // x, y, z = A·w, B·w, C·w from the witness's slot, uploading the witness first unless
@@ -199,12 +236,12 @@ struct partition_proof {
             to_coset(x);
         } else {
             step = "uploading a";
-            upload_padded(x, p->a);
+            upload_padded(x, 0);
             // a's NTTs run on s0 while b goes up on the stager's stream.
             step = "computing the quotient";
             to_coset(x);
             step = "uploading b";
-            upload_padded(y, p->b);
+            upload_padded(y, 1);
         }
         step = "computing the quotient";
         to_coset(y);
@@ -213,7 +250,7 @@ struct partition_proof {
         if (!evaluate) {
             step = "uploading c";
             s0.sync();      // the product above still reads y; the stager has its own stream
-            upload_padded(z, p->c);
+            upload_padded(z, 2);
         }
         step = "computing the quotient";
         to_coset(z);

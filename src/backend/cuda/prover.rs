@@ -501,11 +501,23 @@ impl CudaProver {
                 v.as_ptr()
             }
         });
+        // Held compact in that memory where the host made them so: expanded on the device.
+        let abc_compact = match &partition.compact_abc {
+            Some(layouts) if !evaluate => layouts.each_ref().map(|layout| ffi::CompactAbc {
+                ones: layout.ones.as_ptr(),
+                wide: layout.wide.as_ptr(),
+                wide_before: layout.wide_before.as_ptr(),
+                chunk_wide: layout.chunk_wide.as_ptr(),
+                chunk_rows: layout.chunk_rows,
+            }),
+            _ => [ffi::CompactAbc::WHOLE; 3],
+        };
         let view = ffi::Partition {
             a,
             b,
             c,
             abc_len: rows,
+            abc_compact,
             evaluate: i32::from(evaluate),
             lg_domain: domain.log_m as usize,
             a_aux_words: a_aux.words.as_ptr(),
@@ -525,7 +537,12 @@ impl CudaProver {
             set_slot: slot,
             ..witness_only_view(&partition, rows)
         };
-        if !evaluate && partition.abc().iter().any(|v| v.len() != rows) {
+        let compact_rows_differ = partition
+            .compact_abc
+            .iter()
+            .flat_map(|layouts| layouts.iter())
+            .any(|layout| layout.rows != rows || layout.chunk_rows == 0 || layout.chunk_rows % 64 != 0);
+        if !evaluate && (partition.abc().iter().any(|v| v.len() != rows) || compact_rows_differ) {
             return Err(CudaProveError::Mismatch(
                 "a, b and c differ in length".into(),
             ));
@@ -610,6 +627,7 @@ fn witness_only_view(partition: &SynthesizedPartition, rows: usize) -> ffi::Part
         b: null(),
         c: null(),
         abc_len: rows,
+        abc_compact: [ffi::CompactAbc::WHOLE; 3],
         evaluate: 1,
         witness_id: partition.witness_id,
         lg_domain: 0,
