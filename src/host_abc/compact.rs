@@ -61,7 +61,7 @@ impl CompactVector {
     /// As [`Self::of`], in chunks of `chunk_rows` (a non-zero multiple of 64).
     pub fn with_chunks(values: &mut [Fr], chunk_rows: usize) -> CompactVector {
         assert!(
-            chunk_rows > 0 && chunk_rows % 64 == 0,
+            chunk_rows > 0 && chunk_rows.is_multiple_of(64),
             "chunks of whole words"
         );
         let rows = values.len();
@@ -197,7 +197,15 @@ mod tests {
 
     #[test]
     fn a_compact_vector_expands_to_what_it_was() {
-        for (rows, chunk) in [(0, 64), (1, 64), (63, 64), (64, 64), (1000, 256), (1600, 256), (3000, 1024)] {
+        for (rows, chunk) in [
+            (0, 64),
+            (1, 64),
+            (63, 64),
+            (64, 64),
+            (1000, 256),
+            (1600, 256),
+            (3000, 1024),
+        ] {
             let original = vector(rows, rows as u64);
             let mut values = original.clone();
             let layout = CompactVector::with_chunks(&mut values, chunk);

@@ -362,7 +362,10 @@ mod tests {
             matches!(told[1], EventKind::ParamsLoadFinished { .. }),
             "{told:?}"
         );
-        assert!(sets.evict(&path), "a set told loaded can be evicted at once");
+        assert!(
+            sets.evict(&path),
+            "a set told loaded can be evicted at once"
+        );
         assert_eq!(budget.in_use(), 0);
     }
 

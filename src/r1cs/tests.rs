@@ -1,7 +1,7 @@
 use super::*;
+use crate::host_abc::compact::CompactVector;
 use crate::synth::synthesize;
 use crate::synth::tests::CubeCircuit;
-use crate::host_abc::compact::CompactVector;
 
 fn pool() -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
@@ -181,7 +181,10 @@ fn a_witness_evaluated_on_the_host_for_a_gpu_that_expands_it_stays_compact() {
     assert!(deferred.deferred.is_none(), "evaluated");
     assert!(deferred.aux_assignment.is_empty(), "not held whole");
     // a, b and c are held compact in the lent set: each chunk's wide values at its start.
-    let layouts = deferred.compact_abc.clone().expect("a, b and c held compact");
+    let layouts = deferred
+        .compact_abc
+        .clone()
+        .expect("a, b and c held compact");
     for ((layout, held), values) in layouts.iter().zip(deferred.abc()).zip(whole.abc()) {
         assert_eq!(layout.rows, rows);
         let wide: Vec<Fr> = values
