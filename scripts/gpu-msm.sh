@@ -16,8 +16,8 @@
 # real:  a real 2KiB sector (tests/fixtures/c1), the same way: the cuda proof of partition 0
 #        equals the CPU's, the sector's proof passes verify_seal.
 # bench: `cuzk bench --sector-size SIZE --sectors N` (default 32GiB, 3) with
-#        CUZK_MULTIEXP=wide and then with sppark's Pippenger (the default), one bench
-#        directory.
+#        CUZK_MULTIEXP=wide and then with sppark's Pippenger (the default; ENGINES picks),
+#        for each --gpu-memory in CARDS (default all: no cap), one bench directory.
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
 steps=("$@")
@@ -53,18 +53,22 @@ for step in "${steps[@]}"; do
     ;;
   bench)
     size="${SIZE:-32GiB}"
-    echo "== cuzk bench $size, the wide multiexp against sppark's"
-    for engine in wide sppark; do
-      log="$out/bench-$engine.log"
-      if [ "$engine" = wide ]; then export CUZK_MULTIEXP=wide; else unset CUZK_MULTIEXP; fi
-      timed "$log" timeout "${BENCH_TIMEOUT:-420}" "$bin" bench --sector-size "$size" \
-        --sectors "${SECTORS:-3}" --dir /tmp/cuzk-bench-msm
-      run=$(ls -td /tmp/cuzk-bench-msm/runs/*/ | head -n 1)
-      cp "$run/timeline.csv" "$out/timeline-$engine.csv"
-      "$bin" waterfall "$run/timeline.csv" --width 140 > "$out/waterfall-$engine.txt" 2>&1
-      echo "-- $engine"
-      grep -E "^(wall time|per partition|steady)" "$log"
-      grep -E "^verdict|kernels by step" -A2 "$out/waterfall-$engine.txt" | cut -c1-300
+    for card in ${CARDS:-all}; do
+      extra=""
+      [ "$card" = all ] || extra="--gpu-memory $card"
+      echo "== cuzk bench $size, --gpu-memory $card, the wide multiexp against sppark's"
+      for engine in ${ENGINES:-wide sppark}; do
+        log="$out/bench-$engine-$card.log"
+        if [ "$engine" = wide ]; then export CUZK_MULTIEXP=wide; else unset CUZK_MULTIEXP; fi
+        timed "$log" timeout "${BENCH_TIMEOUT:-420}" "$bin" bench --sector-size "$size" \
+          --sectors "${SECTORS:-3}" --dir /tmp/cuzk-bench-msm $extra
+        run=$(ls -td /tmp/cuzk-bench-msm/runs/*/ | head -n 1)
+        cp "$run/timeline.csv" "$out/timeline-$engine-$card.csv"
+        "$bin" waterfall "$run/timeline.csv" --width 140 > "$out/waterfall-$engine-$card.txt" 2>&1
+        echo "-- $engine, --gpu-memory $card"
+        grep -E "^(wall time|per partition|steady|peak memory)" "$log"
+        grep -E "^verdict|kernels by step" -A2 "$out/waterfall-$engine-$card.txt" | cut -c1-300
+      done
     done
     unset CUZK_MULTIEXP
     ;;
