@@ -59,7 +59,7 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
         out.inf();
         return;
     }
-    if (device_bases && may_widen && wide_msm::wanted(n)) {
+    if (device_bases && may_widen && wide_msm::wanted<bucket>(n)) {
         try {
             size_t held = pippenger_bytes(n, sizeof(affine), sizeof(typename bucket::mem_t),
                                           false, gpu.sm_count()) + ((size_t)64 << 20);

@@ -313,10 +313,21 @@ void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uin
 // Whether a multiexp of n bases on the device takes this one: only where
 // CUZK_MULTIEXP=wide asks for it (until it is measured against sppark's Pippenger on a GPU,
 // sppark's stays the default), and from 2^12 bases (below, a window too narrow to gain).
-inline bool wanted(size_t n)
+// For narrowing down a disagreement on a GPU, "wide:g1" or "wide:g2" keeps it to one group
+// and "wide:from=N" to 2^N bases and more.
+template<class bucket>
+bool wanted(size_t n)
 {
     static const char* choice = std::getenv("CUZK_MULTIEXP");
-    return n >= ((size_t)1 << 12) && choice && std::strcmp(choice, "wide") == 0;
+    if (!choice || std::strncmp(choice, "wide", 4) != 0 || (choice[4] && choice[4] != ':'))
+        return false;
+    const bool is_g2 = sizeof(typename bucket::mem_t) > 4 * 48 + 1;
+    if ((std::strstr(choice, "g1") && is_g2) || (std::strstr(choice, "g2") && !is_g2))
+        return false;
+    int from = 12;
+    if (const char* at = std::strstr(choice, "from="))
+        from = std::atoi(at + 5);
+    return from >= 0 && from < 63 && n >= ((size_t)1 << from);
 }
 
 // out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
