@@ -98,7 +98,63 @@ fn time<G: AffinePoint>(bases: &[G], scalars: &[Fr]) -> Result<(f64, f64)> {
 /// A table row: its name, cuzk's and ec-gpu-gen's seconds, and how many terms.
 type Row = (&'static str, Result<(f64, f64)>, usize);
 
-/// The H multiexp on GPU 0, both ways, 2^from .. 2^to points.
+#[cfg(feature = "cuda")]
+/// Scalars of one kind a proof gives a multiexp: full width (H), a witness's bits with a
+/// few wide values (a query not split), all ones but a few (one bucket holding nearly every
+/// base), or below 2^16 (digits in the lowest windows only).
+fn scalars_of(kind: &str, n: usize, rng: &mut impl Rng) -> Vec<Fr> {
+    (0..n)
+        .map(|i| match kind {
+            "random" => Fr::random(&mut *rng),
+            "bits" => match rng.gen_range(0..100) {
+                0..=48 => Fr::ZERO,
+                49..=97 => Fr::ONE,
+                _ => Fr::random(&mut *rng),
+            },
+            "ones" if i % 997 == 0 => Fr::random(&mut *rng),
+            "ones" => Fr::ONE,
+            _ => Fr::from(rng.gen_range(0..1u64 << 16)),
+        })
+        .collect()
+}
+
+/// Both GPU multiexps against the CPU's on the inputs a proof gives them rather than the
+/// table's: distinct bases, sizes that are not powers of two, each kind of scalars, in G1
+/// and in G2. Prints a row each; fails after all rows if any disagreed.
+#[cfg(feature = "cuda")]
+fn gpu_checks(gpu: &mut cuzk::backend::cuda::CudaGpu, rng: &mut impl Rng) -> Result<()> {
+    let g1 = points::<G1Projective>(1 << 15, rng);
+    let g2 = points::<G2Projective>(1 << 13, rng);
+    println!("| group | scalars | points | sppark = CPU | wide = CPU |");
+    println!("|---|---|---|---|---|");
+    let mut wrong = 0;
+    let mut row = |group: &str, kind: &str, n: usize, sppark: bool, wide: bool| {
+        println!("| {group} | {kind} | {n} | {sppark} | {wide} |");
+        wrong += usize::from(!sppark) + usize::from(!wide);
+    };
+    for kind in ["random", "bits", "ones", "small"] {
+        for n in [4096 + 17, (1 << 15) - 1] {
+            let scalars = scalars_of(kind, n, rng);
+            let exps: Vec<_> = scalars.iter().map(|s| s.to_repr()).collect();
+            let cpu = msm::multiexp(&g1[..n], 0, &FullDensity, &exps)?;
+            let [sppark, wide] = gpu.msm_bench(&g1[..n], &scalars, 1)?;
+            row("G1", kind, n, sppark.result == cpu, wide.result == cpu);
+        }
+        for n in [4096 + 17, (1 << 13) - 1] {
+            let scalars = scalars_of(kind, n, rng);
+            let exps: Vec<_> = scalars.iter().map(|s| s.to_repr()).collect();
+            let cpu = msm::multiexp(&g2[..n], 0, &FullDensity, &exps)?;
+            let [sppark, wide] = gpu.msm_bench_g2(&g2[..n], &scalars, 1)?;
+            row("G2", kind, n, sppark.result == cpu, wide.result == cpu);
+        }
+    }
+    println!();
+    ensure!(wrong == 0, "{wrong} multiexps disagree with the CPU's");
+    Ok(())
+}
+
+/// The H multiexp on GPU 0, both ways, 2^from .. 2^to points, after the checks of
+/// [`gpu_checks`].
 #[cfg(feature = "cuda")]
 fn gpu_table(args: &Args) -> Result<()> {
     use cuzk::backend::cuda::CudaGpu;
@@ -125,6 +181,7 @@ fn gpu_table(args: &Args) -> Result<()> {
         });
     let mut gpu = CudaGpu::open(0)?;
     println!("{}\n", gpu.name());
+    let checked = gpu_checks(&mut gpu, &mut rng);
     println!("| points | sppark ms | sppark M points/s | wide ms | wide M points/s | speedup |");
     println!("|---|---|---|---|---|---|");
     for log in args.from..=args.to {
@@ -153,7 +210,8 @@ fn gpu_table(args: &Args) -> Result<()> {
             sppark.seconds / wide.seconds
         );
     }
-    Ok(())
+    // The table runs whatever the checks found; their verdict is the result.
+    checked
 }
 
 fn main() -> Result<()> {

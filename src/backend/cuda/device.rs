@@ -7,7 +7,7 @@ use std::ffi::c_char;
 use std::ptr::NonNull;
 
 use blst::{blst_fp, blst_fp2};
-use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::Field;
 use group::Group;
 
@@ -346,14 +346,34 @@ impl CudaGpu {
         bases: &[G1Affine],
         scalars: &[Fr],
         rounds: u32,
-    ) -> Result<[MultiexpTiming; 2], CudaError> {
-        let mut out = [G1Projective::identity(); 2];
+    ) -> Result<[MultiexpTiming<G1Projective>; 2], CudaError> {
+        self.bench_with(bases, scalars, rounds, ffi::cuzk_gpu_msm_bench)
+    }
+
+    /// As [`Self::msm_bench`], in G2 (B's multiexp).
+    pub fn msm_bench_g2(
+        &mut self,
+        bases: &[G2Affine],
+        scalars: &[Fr],
+        rounds: u32,
+    ) -> Result<[MultiexpTiming<G2Projective>; 2], CudaError> {
+        self.bench_with(bases, scalars, rounds, ffi::cuzk_gpu_msm_bench_g2)
+    }
+
+    fn bench_with<A, P: Group>(
+        &mut self,
+        bases: &[A],
+        scalars: &[Fr],
+        rounds: u32,
+        bench: BenchFn<A, P>,
+    ) -> Result<[MultiexpTiming<P>; 2], CudaError> {
+        let mut out = [P::identity(); 2];
         let mut ms = [0f64; 2];
         // SAFETY: a live handle; `bases` and `scalars` hold the counts passed, in blst's
         // layouts (Montgomery form), and `out` and `ms` two each; all used during the call
         // only.
         self.check(unsafe {
-            ffi::cuzk_gpu_msm_bench(
+            bench(
                 self.raw.as_ptr(),
                 bases.as_ptr(),
                 bases.len(),
@@ -371,11 +391,16 @@ impl CudaGpu {
     }
 }
 
+/// The FFI's multiexp bench in one group: affine bases `A`, results `P` (blst's layouts).
+type BenchFn<A, P> =
+    unsafe extern "C" fn(*mut ffi::Gpu, *const A, usize, *const Fr, usize, u32, *mut P, *mut f64)
+        -> ffi::Status;
+
 /// One multiexp's result and its best wall time ([`CudaGpu::msm_bench`]).
 #[derive(Clone, Copy, Debug)]
-pub struct MultiexpTiming {
+pub struct MultiexpTiming<P> {
     /// The multiexp's value.
-    pub result: G1Projective,
+    pub result: P,
     /// Its best wall time, the device synchronized.
     pub seconds: f64,
 }

@@ -4,7 +4,7 @@
 
 use std::ffi::c_char;
 
-use blstrs::{G1Affine, G1Projective, Scalar as Fr};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 // groth16.cu calls sppark's device list (`ngpus()` and the like), which lives in the sppark
 // crate's static library: named here so a build without SupraSeal (whose crate otherwise
 // pulls sppark in) still links it.
@@ -202,6 +202,16 @@ extern "C" {
         n: usize,
         rounds: u32,
         out: *mut G1Projective,
+        ms: *mut f64,
+    ) -> Status;
+    pub fn cuzk_gpu_msm_bench_g2(
+        gpu: *mut Gpu,
+        bases: *const G2Affine,
+        nbases: usize,
+        scalars: *const Fr,
+        n: usize,
+        rounds: u32,
+        out: *mut G2Projective,
         ms: *mut f64,
     ) -> Status;
     pub fn cuzk_host_alloc(bytes: usize, out: *mut *mut u8) -> Status;

@@ -644,6 +644,52 @@ void trimming_pool(const gpu_t& gpu, F body)
     trim();
 }
 
+// The multiexp bench (cuzk_gpu_msm_bench, _g2): both multiexps on the same inputs.
+template<class bucket, class point, class affine>
+cuzk_status msm_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const fr_t* scalars,
+                         size_t n, uint32_t rounds, point* results, double* ms)
+{
+    return on_device(g, "timing the multiexps", [&] {
+        using clock = std::chrono::steady_clock;
+        g->gpu.select();
+        if (nbases == 0 || n == 0)
+            throw sppark_error{cudaErrorInvalidValue, std::string("nothing to multiply")};
+        stream_t& s = g->gpu[0];
+        // The bases and scalars (17 GB at 2^27 in G1) go back to the driver after the call.
+        trimming_pool(g->gpu, [&] {
+            pool_buffer<affine> d_bases{n, s};
+            pool_buffer<fr_t> d_scalars{n, s};
+            size_t given = std::min(nbases, n);
+            CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine),
+                                    cudaMemcpyHostToDevice, s));
+            for (size_t have = given; have < n; have *= 2)
+                CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
+                                        std::min(have, n - have) * sizeof(affine),
+                                        cudaMemcpyDeviceToDevice, s));
+            CUDA_OK(cudaMemcpyAsync(d_scalars.ptr, scalars, n * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, s));
+            s.sync();
+            for (int engine = 0; engine < 2; engine++) {
+                double best = 1e300;
+                for (uint32_t r = 0; r < std::max(rounds, 1u); r++) {
+                    auto t0 = clock::now();
+                    if (engine == 0)
+                        run_msm<bucket>(g->gpu, results[0], d_bases.ptr, (const affine*)nullptr,
+                                        d_scalars.ptr, n, false);
+                    else
+                        wide_msm::multiexp<bucket>(g->gpu, results[1],
+                                                   reinterpret_cast<const typename affine::mem_t*>(d_bases.ptr),
+                                                   d_scalars.ptr, n, SIZE_MAX);
+                    g->gpu.sync();
+                    double took = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+                    best = std::min(best, took);
+                }
+                ms[engine] = best;
+            }
+        });
+    });
+}
+
 }  // namespace
 
 extern "C" {
@@ -815,50 +861,24 @@ cuzk_status cuzk_gpu_derive_coset_h(cuzk_gpu* g, const affine_t* h, size_t m,
 // points, host memory) repeated up to n on the device, `scalars` (n, Montgomery, host
 // memory). Each runs `rounds` times; ms[0] and out[0] are sppark's Pippenger's best wall
 // time and result, ms[1] and out[1] the wide multiexp's (Jacobian points, blst's layout).
+// Times sppark's Pippenger (results[0], ms[0]) and the wide multiexp (results[1], ms[1]) on
+// the same n bases and scalars, `rounds` times each, keeping the best: the bases are
+// `nbases` given, repeated on the device up to n.
 cuzk_status cuzk_gpu_msm_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases,
                                const fr_t* scalars, size_t n, uint32_t rounds, void* out,
                                double* ms)
 {
-    return on_device(g, "timing the H multiexps", [&] {
-        using clock = std::chrono::steady_clock;
-        g->gpu.select();
-        if (nbases == 0 || n == 0)
-            throw sppark_error{cudaErrorInvalidValue, std::string("nothing to multiply")};
-        stream_t& s = g->gpu[0];
-        // The bases and scalars (17 GB at 2^27) go back to the driver after the call.
-        trimming_pool(g->gpu, [&] {
-            pool_buffer<affine_t> d_bases{n, s};
-            pool_buffer<fr_t> d_scalars{n, s};
-            size_t given = std::min(nbases, n);
-            CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine_t),
-                                    cudaMemcpyHostToDevice, s));
-            for (size_t have = given; have < n; have *= 2)
-                CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
-                                        std::min(have, n - have) * sizeof(affine_t),
-                                        cudaMemcpyDeviceToDevice, s));
-            CUDA_OK(cudaMemcpyAsync(d_scalars.ptr, scalars, n * sizeof(fr_t),
-                                    cudaMemcpyHostToDevice, s));
-            s.sync();
-            point_t* results = static_cast<point_t*>(out);
-            for (int engine = 0; engine < 2; engine++) {
-                double best = 1e300;
-                for (uint32_t r = 0; r < std::max(rounds, 1u); r++) {
-                    auto t0 = clock::now();
-                    if (engine == 0)
-                        run_msm<bucket_t>(g->gpu, results[0], d_bases.ptr,
-                                          (const affine_t*)nullptr, d_scalars.ptr, n, false);
-                    else
-                        wide_msm::multiexp<bucket_t>(g->gpu, results[1],
-                                           reinterpret_cast<const affine_t::mem_t*>(d_bases.ptr),
-                                           d_scalars.ptr, n, SIZE_MAX);
-                    g->gpu.sync();
-                    double took = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-                    best = std::min(best, took);
-                }
-                ms[engine] = best;
-            }
-        });
-    });
+    return msm_bench_on<bucket_t>(g, bases, nbases, scalars, n, rounds,
+                                  static_cast<point_t*>(out), ms);
+}
+
+// The same in G2.
+cuzk_status cuzk_gpu_msm_bench_g2(cuzk_gpu* g, const affine_fp2_t* bases, size_t nbases,
+                                  const fr_t* scalars, size_t n, uint32_t rounds, void* out,
+                                  double* ms)
+{
+    return msm_bench_on<bucket_fp2_t>(g, bases, nbases, scalars, n, rounds,
+                                      static_cast<point_fp2_t*>(out), ms);
 }
 
 cuzk_status cuzk_host_alloc(size_t bytes, void** out)
