@@ -392,9 +392,16 @@ impl CudaGpu {
 }
 
 /// The FFI's multiexp bench in one group: affine bases `A`, results `P` (blst's layouts).
-type BenchFn<A, P> =
-    unsafe extern "C" fn(*mut ffi::Gpu, *const A, usize, *const Fr, usize, u32, *mut P, *mut f64)
-        -> ffi::Status;
+type BenchFn<A, P> = unsafe extern "C" fn(
+    *mut ffi::Gpu,
+    *const A,
+    usize,
+    *const Fr,
+    usize,
+    u32,
+    *mut P,
+    *mut f64,
+) -> ffi::Status;
 
 /// One multiexp's result and its best wall time ([`CudaGpu::msm_bench`]).
 #[derive(Clone, Copy, Debug)]
