@@ -26,6 +26,11 @@
 //   summed by block trees.
 // The windows' sums come back to the host, which joins them by doublings.
 //
+// A point takes bucket::degree threads side by side (sppark's G2 field holds an element's
+// two halves in two neighbouring lanes, which multiply through warp shuffles): each kernel
+// over points indexes them by thread / degree, and every thread of a point goes the same
+// way through the same point, each loading and storing its own half.
+//
 // Device memory (from the stream's pool, given back before the call returns): per window
 // of a group, a counter and a start per bucket (8 bytes), its XYZZ sum (192 bytes) and an
 // entry per base (4 bytes): 0.96 GB a window at 2^27, 3.8 GB with four. The prover gives
@@ -36,7 +41,7 @@ namespace wide_msm {
 
 constexpr uint32_t SIGN = 0x80000000u;
 constexpr uint32_t SEGMENT = 32;            // buckets per thread in the reduction
-constexpr uint32_t TREE_THREADS = 128;      // a block tree's threads (48 KB of G2 XYZZ points)
+constexpr uint32_t TREE_THREADS = 128;      // a block tree's threads (24 KB of G1 or G2 XYZZ points)
 constexpr int MAX_GROUP = 4;
 constexpr int ACCUMULATE_THREADS = 256;
 
@@ -164,8 +169,9 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                         uint32_t nbuckets)
 {
     using affine = typename bucket::affine_t;
-    const uint32_t threads = gridDim.x * blockDim.x;
-    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    constexpr uint32_t degree = bucket::degree;
+    const uint32_t threads = gridDim.x * blockDim.x / degree;
+    const uint32_t t = (blockIdx.x * blockDim.x + threadIdx.x) / degree;
     const uint32_t total = starts[nbuckets];
     const uint64_t per = (total + (uint64_t)threads - 1) / threads;
     const uint64_t from = t * per, to = from + per;
@@ -225,8 +231,9 @@ template<class bucket>
 __global__ void join_pieces(typename bucket::mem_t* sums, const uint32_t* head_bucket,
                             const typename bucket::mem_t* head_sum, uint32_t threads)
 {
-    for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t + 1 < threads;
-         t += gridDim.x * blockDim.x) {
+    constexpr uint32_t degree = bucket::degree;
+    for (uint32_t t = (blockIdx.x * blockDim.x + threadIdx.x) / degree; t + 1 < threads;
+         t += gridDim.x * blockDim.x / degree) {
         const uint32_t k = head_bucket[t + 1];
         if (k == NO_BUCKET || head_bucket[t] == k)
             continue;
@@ -260,8 +267,9 @@ __global__ void reduce_segments(typename bucket::mem_t* partial,
                                 const typename bucket::mem_t* sums, uint32_t buckets,
                                 size_t nsegments)
 {
-    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < nsegments;
-         j += (size_t)gridDim.x * blockDim.x) {
+    constexpr uint32_t degree = bucket::degree;
+    for (size_t j = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / degree; j < nsegments;
+         j += (size_t)gridDim.x * blockDim.x / degree) {
         const typename bucket::mem_t* row = sums + j * SEGMENT;
         uint32_t lo = (uint32_t)((j * SEGMENT) % buckets);
         bucket run, total;
@@ -280,33 +288,35 @@ __global__ void reduce_segments(typename bucket::mem_t* partial,
     }
 }
 
-// out[j] = the sum of in[j * len .. (j + 1) * len): a block each, its threads' strided
-// shares summed in shared memory by a tree.
+// out[j] = the sum of in[j * len .. (j + 1) * len): a block each, its points' strided
+// shares summed in shared memory by a tree (a point per `degree` threads).
 template<class bucket>
 __launch_bounds__(TREE_THREADS) __global__
 void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uint32_t len)
 {
     using bucket_h = typename bucket::mem_t;
+    constexpr uint32_t degree = bucket::degree;
     extern __shared__ uint4 scratch_[];
     auto* share = reinterpret_cast<bucket_h*>(scratch_);
     const bucket_h* run = in + (size_t)blockIdx.x * len;
+    const uint32_t points = blockDim.x / degree, me = threadIdx.x / degree;
     bucket acc;
     acc.inf();
-    for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
+    for (uint32_t i = me; i < len; i += points) {
         bucket p = run[i];
         acc.add(p);
     }
-    share[threadIdx.x] = acc;
+    share[me] = acc;
     __syncthreads();
-    for (uint32_t half = blockDim.x / 2; half; half /= 2) {
-        if (threadIdx.x < half) {
-            bucket a = share[threadIdx.x], b = share[threadIdx.x + half];
+    for (uint32_t half = points / 2; half; half /= 2) {
+        if (me < half) {
+            bucket a = share[me], b = share[me + half];
             a.add(b);
-            share[threadIdx.x] = a;
+            share[me] = a;
         }
         __syncthreads();
     }
-    if (threadIdx.x == 0)
+    if (me == 0)
         out[blockIdx.x] = share[0];
 }
 
@@ -389,11 +399,12 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, accumulate_buckets<bucket>,
                                                           ACCUMULATE_THREADS, 0));
     const uint32_t accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
-    const uint32_t threads = accumulate_blocks * ACCUMULATE_THREADS;
+    // Each a point's worth of threads: `degree` of them (accumulate_buckets).
+    const uint32_t threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
     pool_buffer<uint32_t> head_bucket{threads, s};
     pool_buffer<bucket_h> head_sum{threads, s};
-    const size_t tree_shared = TREE_THREADS * sizeof(bucket_h);
-    static_assert(TREE_THREADS * sizeof(bucket_h) <= 48 * 1024,
+    const size_t tree_shared = TREE_THREADS / bucket::degree * sizeof(bucket_h);
+    static_assert(TREE_THREADS / bucket::degree * sizeof(bucket_h) <= 48 * 1024,
                   "sum_runs' shared memory within the default limit");
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
