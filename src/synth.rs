@@ -280,8 +280,8 @@ impl SynthesizedPartition {
         self.evaluate_deferred_into(lent);
         self.aux_assignment = Vec::new();
         self.compact_aux = Some(compact);
+        // Counts the partition's bytes again, with the witness back in its compact form.
         self.compact_abc();
-        self.profile.bytes = SynthesisProfile::bytes_of(self);
     }
 
     /// Holds a, b and c compact in their own memory (`host_abc::compact`), for a prover
@@ -291,11 +291,7 @@ impl SynthesizedPartition {
         if self.deferred.is_some() || self.compact_abc.is_some() {
             return false;
         }
-        let [a, b, c] = match self.lent_abc.as_mut().and_then(LentAbc::vectors_mut) {
-            Some(lent) => lent,
-            None => [&mut self.a, &mut self.b, &mut self.c].map(Vec::as_mut_slice),
-        };
-        self.compact_abc = Some(Box::new([a, b, c].map(CompactVector::of)));
+        self.compact_abc = Some(Box::new(self.abc_mut().map(CompactVector::of)));
         self.profile.bytes = SynthesisProfile::bytes_of(self);
         true
     }
@@ -305,14 +301,18 @@ impl SynthesizedPartition {
         let Some(layouts) = self.compact_abc.take() else {
             return;
         };
-        let vectors = match self.lent_abc.as_mut().and_then(LentAbc::vectors_mut) {
-            Some(lent) => lent,
-            None => [&mut self.a, &mut self.b, &mut self.c].map(Vec::as_mut_slice),
-        };
-        for (layout, values) in layouts.iter().zip(vectors) {
+        for (layout, values) in layouts.iter().zip(self.abc_mut()) {
             layout.expand(values);
         }
         self.profile.bytes = SynthesisProfile::bytes_of(self);
+    }
+
+    /// a, b and c to change in place, wherever they are (as [`Self::abc`]).
+    fn abc_mut(&mut self) -> [&mut [Fr]; 3] {
+        match self.lent_abc.as_mut().and_then(LentAbc::vectors_mut) {
+            Some(lent) => lent,
+            None => [&mut self.a, &mut self.b, &mut self.c].map(Vec::as_mut_slice),
+        }
     }
 
     /// a, b and c on the host, wherever they are (empty while deferred; their compact layout

@@ -139,11 +139,10 @@ impl CompactVector {
             });
     }
 
-    /// Bytes that cross the bus: the bits, the counts and the wide values.
-    pub fn bus_bytes(&self) -> u64 {
-        let wide: u64 = self.chunk_wide.iter().map(|&w| u64::from(w)).sum();
-        ((self.ones.len() + self.wide.len()) * 8 + (self.wide_before.len()) * 4) as u64
-            + wide * std::mem::size_of::<Fr>() as u64
+    /// Whether it lays out a vector of `rows` values in chunks the device can take (whole
+    /// words).
+    pub fn is_layout_of(&self, rows: usize) -> bool {
+        self.rows == rows && self.chunk_rows > 0 && self.chunk_rows.is_multiple_of(64)
     }
 
     /// Bytes held beside the vector.
@@ -277,6 +276,14 @@ mod tests {
         assert_ne!(values, original);
     }
 
+    /// Bytes that cross the bus (as the device's upload counts them): the bits, the counts
+    /// and the wide values.
+    fn bus_bytes(layout: &CompactVector) -> u64 {
+        let wide: u64 = layout.chunk_wide.iter().map(|&w| u64::from(w)).sum();
+        ((layout.ones.len() + layout.wide.len()) * 8 + layout.wide_before.len() * 4) as u64
+            + wide * std::mem::size_of::<Fr>() as u64
+    }
+
     #[test]
     fn a_vector_of_bits_crosses_the_bus_in_a_fraction_of_its_bytes() {
         let mut values: Vec<Fr> = (0..1 << 16)
@@ -284,6 +291,6 @@ mod tests {
             .collect();
         let whole = (values.len() * 32) as u64;
         let layout = CompactVector::of(&mut values);
-        assert!(layout.bus_bytes() * 50 < whole, "{}", layout.bus_bytes());
+        assert!(bus_bytes(&layout) * 50 < whole, "{}", bus_bytes(&layout));
     }
 }

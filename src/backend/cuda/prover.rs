@@ -541,11 +541,7 @@ impl CudaProver {
             .compact_abc
             .iter()
             .flat_map(|layouts| layouts.iter())
-            .any(|layout| {
-                layout.rows != rows
-                    || layout.chunk_rows == 0
-                    || !layout.chunk_rows.is_multiple_of(64)
-            });
+            .any(|layout| !layout.is_layout_of(rows));
         if !evaluate && (partition.abc().iter().any(|v| v.len() != rows) || compact_rows_differ) {
             return Err(CudaProveError::Mismatch(
                 "a, b and c differ in length".into(),
