@@ -259,6 +259,45 @@ fn main() -> Result<()> {
         println!("cuda {path}: proofs equal the CPU's");
     }
 
+    // A shared pass over the streamed bases: each partition is proved with the one after it
+    // as `next`, so the second's streamed queries ride the first's pass and are kept for its
+    // call (no work beside its own H, and only its share of the pass's bytes); the third,
+    // after a partition taken ahead, streams its own. Every proof equals the CPU's.
+    #[cfg(feature = "cuda")]
+    if beside_h_expected() && shared_pass_expected() {
+        let mut cuda = CudaProver::open(0, "cuda-0".into())?;
+        let streamed = Arc::new(ResidentParams::load(&path_of(&dir), 0)?);
+        let mut queue = (0..3)
+            .map(|k| synthesize(circuits[k % circuits.len()].clone()))
+            .collect::<Result<std::collections::VecDeque<_>, _>>()?;
+        let mut timed = Vec::new();
+        while let Some(partition) = queue.pop_front() {
+            let k = timed.len();
+            let (on_gpu, timings) =
+                cuda.prove(partition, &streamed, Fr::ZERO, Fr::ZERO, queue.front())?;
+            let partition = synthesize(circuits[k % circuits.len()].clone())?;
+            let on_cpu = prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+            ensure!(
+                on_gpu == on_cpu,
+                "cuda, a shared pass: partition {k}'s proof differs from the CPU's"
+            );
+            ensure!(
+                (timings.beside_h_ms > 0.0) == (k != 1),
+                "cuda, a shared pass: partition {k} worked beside H for {} ms ({timings})",
+                timings.beside_h_ms
+            );
+            eprintln!("cuda, a shared pass, partition {k}: {timings}");
+            timed.push(timings);
+        }
+        ensure!(
+            timed[1].pcie_bytes < timed[2].pcie_bytes,
+            "cuda, a shared pass: the second partition counted {} bytes over PCIe, the third (its own pass) {}",
+            timed[1].pcie_bytes,
+            timed[2].pcie_bytes
+        );
+        println!("cuda, a shared pass: proofs equal the CPU's, the second partition's queries rode the first's pass");
+    }
+
     // The constraints on the GPU: partitions that are their witness alone, evaluated there.
     #[cfg(feature = "cuda")]
     {
@@ -416,6 +455,13 @@ fn main() -> Result<()> {
 
 fn path_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
     dir.path().join("chain.params")
+}
+
+#[cfg(feature = "cuda")]
+/// Whether the partitions proved one after another share their passes over streamed bases
+/// (CUZK_SHARED_PASS=0 or off turns that off).
+fn shared_pass_expected() -> bool {
+    std::env::var("CUZK_SHARED_PASS").map_or(true, |v| v != "0" && v != "off")
 }
 
 /// Whether the cuda backend's queries run beside H: unless a test's fault leaves them to the

@@ -17,7 +17,9 @@
 #        equals the CPU's, the sector's proof passes verify_seal.
 # bench: `cuzk bench --sector-size SIZE --sectors N` (default 32GiB, 3) with
 #        CUZK_MULTIEXP=wide and then with sppark's Pippenger (the default; ENGINES picks),
-#        for each --gpu-memory in CARDS (default all: no cap), one bench directory.
+#        for each --gpu-memory in CARDS (default all: no cap), one bench directory; for
+#        each of SHARED (default "on"; "off" sets CUZK_SHARED_PASS=0: every partition its
+#        own pass over the streamed bases).
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
 steps=("$@")
@@ -58,19 +60,23 @@ for step in "${steps[@]}"; do
       [ "$card" = all ] || extra="--gpu-memory $card"
       echo "== cuzk bench $size, --gpu-memory $card, the wide multiexp against sppark's"
       for engine in ${ENGINES:-wide sppark}; do
-        log="$out/bench-$engine-$card.log"
-        if [ "$engine" = wide ]; then export CUZK_MULTIEXP=wide; else unset CUZK_MULTIEXP; fi
-        timed "$log" timeout "${BENCH_TIMEOUT:-420}" "$bin" bench --sector-size "$size" \
-          --sectors "${SECTORS:-3}" --dir /tmp/cuzk-bench-msm $extra
-        run=$(ls -td /tmp/cuzk-bench-msm/runs/*/ | head -n 1)
-        cp "$run/timeline.csv" "$out/timeline-$engine-$card.csv"
-        "$bin" waterfall "$run/timeline.csv" --width 140 > "$out/waterfall-$engine-$card.txt" 2>&1
-        echo "-- $engine, --gpu-memory $card"
-        grep -E "^(wall time|per partition|steady|peak memory)" "$log"
-        grep -E "^verdict|kernels by step" -A2 "$out/waterfall-$engine-$card.txt" | cut -c1-300
+        for shared in ${SHARED:-on}; do
+          name="$engine-$card-shared-$shared"
+          log="$out/bench-$name.log"
+          if [ "$engine" = wide ]; then export CUZK_MULTIEXP=wide; else unset CUZK_MULTIEXP; fi
+          if [ "$shared" = off ]; then export CUZK_SHARED_PASS=0; else unset CUZK_SHARED_PASS; fi
+          timed "$log" timeout "${BENCH_TIMEOUT:-420}" "$bin" bench --sector-size "$size" \
+            --sectors "${SECTORS:-3}" --dir /tmp/cuzk-bench-msm $extra
+          run=$(ls -td /tmp/cuzk-bench-msm/runs/*/ | head -n 1)
+          cp "$run/timeline.csv" "$out/timeline-$name.csv"
+          "$bin" waterfall "$run/timeline.csv" --width 140 > "$out/waterfall-$name.txt" 2>&1
+          echo "-- $engine, --gpu-memory $card, shared pass $shared"
+          grep -E "^(wall time|per partition|steady|peak memory)" "$log"
+          grep -E "^verdict|kernels by step|over PCIe" -A2 "$out/waterfall-$name.txt" | cut -c1-300
+        done
       done
     done
-    unset CUZK_MULTIEXP
+    unset CUZK_MULTIEXP CUZK_SHARED_PASS
     ;;
   *) echo "unknown step $step" >&2 ;;
   esac

@@ -284,6 +284,31 @@ impl SynthesizedPartition {
         self.compact_abc();
     }
 
+    /// A copy of the witness alone, held compact: the inputs, the aux variables' bits and
+    /// wide values, the densities and the same witness id, no a, b and c. What a prover that
+    /// shares its pass over streamed bases with the partition it proves next reads of it,
+    /// while that partition's a, b and c are evaluated beside the call (which writes the
+    /// partition). `None` where the witness is whole: gigabytes, not worth a copy.
+    pub fn witness_copy(&self) -> Option<SynthesizedPartition> {
+        let compact_aux = self.compact_aux.clone()?;
+        Some(SynthesizedPartition {
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+            lent_abc: None,
+            compact_abc: None,
+            input_assignment: self.input_assignment.clone(),
+            aux_assignment: Vec::new(),
+            compact_aux: Some(compact_aux),
+            deferred: None,
+            profile: SynthesisProfile::default(),
+            witness_id: self.witness_id,
+        })
+    }
+
     /// Holds a, b and c compact in their own memory (`host_abc::compact`), for a prover
     /// that expands them on its device: about a fifth of their bytes then cross the bus.
     /// Returns whether it did (not while they are deferred, or compact already).

@@ -347,6 +347,13 @@ impl Prover {
         }
     }
 
+    /// True when it shares its pass over streamed bases with the partition it proves next
+    /// ([`Prover::prove`]'s `next`, of the same parameter set), so the loop should hand it a
+    /// copy of that partition's witness while its a, b and c are evaluated beside the call.
+    pub fn shares_passes(&self) -> bool {
+        self.uploads_ahead()
+    }
+
     /// Makes `params` ready on the prover's device: the cuda backend uploads a set's bases
     /// once per GPU, the others have nothing to do. `on_upload` is called when an upload
     /// starts (the timeline shows it as the lane's parameter load); true when it uploaded. A
@@ -402,8 +409,10 @@ impl Prover {
 
     /// Proves `batch` (partitions of one circuit) with `params`: a result per partition.
     ///
-    /// `next` is the partition the prover takes after this batch, when it already has it: a
-    /// prover that can upload ahead (the cuda backend) starts on its witness meanwhile.
+    /// `next` is the partition the prover takes after this batch (of the same parameter
+    /// set), when it already has it, or a copy of its witness: a prover that can upload
+    /// ahead (the cuda backend) starts on its witness meanwhile, or shares its pass over
+    /// streamed bases with it.
     pub fn prove(
         &mut self,
         batch: Vec<SynthesizedPartition>,

@@ -168,35 +168,53 @@ fn shrink_to_what_is_held(partition: &SynthesizedPartition, memory: &mut Reserva
     memory.shrink_to(partition.bytes_in_flight().saturating_sub(lent));
 }
 
+/// What a call is given of the partition its prover takes after it ([`evaluate_beside`]).
+pub enum NextPartition<'a> {
+    /// Free to use: a prover that uploads the next witness ahead takes it into its call and
+    /// puts it back.
+    Free(&'a mut Option<SynthesizedMsg>),
+    /// Being evaluated beside the call: where the prover asked for it, a copy of its witness
+    /// ([`SynthesizedPartition::witness_copy`]) and the parameter file it is proved with, for
+    /// a prover that shares its pass over streamed bases with it.
+    Evaluating(Option<(PathBuf, SynthesizedPartition)>),
+}
+
 /// Runs `prove` while `next` (the partition the prover takes after) is evaluated beside it,
 /// when it is due; returns what `prove` returned. `prove` is given `next` when it is free
-/// to use (a prover that uploads the next witness ahead takes it into its call and puts it
-/// back); one being evaluated is not.
+/// to use; of one being evaluated, a copy of its witness where `copy_witness` asks for one
+/// (and its witness is compact: tens of MB at 32GiB, where whole it would be gigabytes).
 pub fn evaluate_beside<T>(
     next: &mut Option<SynthesizedMsg>,
     worker: &WorkerName,
     events: &EventSink,
     lender: Option<&dyn LendsAbc>,
-    prove: impl FnOnce(Option<&mut Option<SynthesizedMsg>>) -> T,
+    copy_witness: bool,
+    prove: impl FnOnce(NextPartition<'_>) -> T,
 ) -> T {
     match next {
-        Some(msg) if is_due(msg) => std::thread::scope(|scope| {
-            let evaluating = std::thread::Builder::new()
-                .name(format!("{worker}-evaluate"))
-                .spawn_scoped(scope, || evaluate(msg, worker, events, lender));
-            match evaluating {
-                Ok(evaluating) => {
-                    let proved = prove(None);
-                    // A panic in the evaluation leaves the partition due: it is evaluated
-                    // again, or fails, on the prover's own thread.
-                    let _ = evaluating.join();
-                    proved
+        Some(msg) if is_due(msg) => {
+            let witness = copy_witness
+                .then(|| msg.synthesized.witness_copy())
+                .flatten()
+                .map(|copy| (msg.job.params_path.clone(), copy));
+            std::thread::scope(|scope| {
+                let evaluating = std::thread::Builder::new()
+                    .name(format!("{worker}-evaluate"))
+                    .spawn_scoped(scope, || evaluate(msg, worker, events, lender));
+                match evaluating {
+                    Ok(evaluating) => {
+                        let proved = prove(NextPartition::Evaluating(witness));
+                        // A panic in the evaluation leaves the partition due: it is evaluated
+                        // again, or fails, on the prover's own thread.
+                        let _ = evaluating.join();
+                        proved
+                    }
+                    // No thread to spare: it is evaluated before its own proof instead.
+                    Err(_) => prove(NextPartition::Evaluating(None)),
                 }
-                // No thread to spare: it is evaluated before its own proof instead.
-                Err(_) => prove(None),
-            }
-        }),
-        _ => prove(Some(next)),
+            })
+        }
+        _ => prove(NextPartition::Free(next)),
     }
 }
 

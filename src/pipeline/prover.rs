@@ -22,7 +22,7 @@ use crate::spool::Spool;
 
 use super::deadline::{self, Answer, CallDeadlines};
 use super::device_faults::{CallFailure, DeviceHealth, ProversStoppedError, Verdict};
-use super::evaluation;
+use super::evaluation::{self, NextPartition};
 use super::fault_injection;
 use super::job::{Job, JobError, Outcome, SynthesizedMsg};
 use super::stop::Halt;
@@ -151,10 +151,15 @@ fn prove_while_healthy(
             deadlines: &mut deadlines,
             lender: lender.as_deref(),
         };
-        let proved =
-            evaluation::evaluate_beside(held, &worker, &links.events, lender.as_deref(), |next| {
-                prove_batch(prover, call, batch, next, gate.as_mut())
-            });
+        let shares_passes = prover.shares_passes();
+        let proved = evaluation::evaluate_beside(
+            held,
+            &worker,
+            &links.events,
+            lender.as_deref(),
+            shares_passes,
+            |next| prove_batch(prover, call, batch, next, gate.as_mut()),
+        );
         match proved {
             BatchEnd::NotCalled(returned) => prover = returned,
             BatchEnd::Called(returned, failure) => {
@@ -310,12 +315,13 @@ fn next_batch(
 
 /// Proves a batch and sends each partition's outcome to the finisher. `next`, the partition
 /// the prover takes after, goes into the call (its witness may be uploaded meanwhile) and
-/// comes back with the prover, unless the call took both.
+/// comes back with the prover, unless the call took both; or, while it is evaluated beside
+/// the call, the copy of its witness goes in.
 fn prove_batch(
     mut prover: Prover,
     call: Call<'_>,
     batch: Vec<SynthesizedMsg>,
-    next: Option<&mut Option<SynthesizedMsg>>,
+    next: NextPartition<'_>,
     gate: Option<&mut PriorityGate>,
 ) -> BatchEnd {
     let Call {
@@ -342,6 +348,7 @@ fn prove_batch(
     }
     // Every partition of a batch is of one circuit, so of one parameter file.
     let circuit = first.job.sector.circuit;
+    let params_path = first.job.params_path.clone();
     let params = match links
         .params
         .get(&first.job.params_path, worker, &links.events)
@@ -413,13 +420,18 @@ fn prove_batch(
     );
     let hangs = fault_injection::hangs(health.next_call());
     let stall = fault_injection::stall(health.next_call());
-    let (mut next_slot, next_msg) = match next {
-        Some(slot) => {
+    let (mut next_slot, next_msg, next_witness) = match next {
+        NextPartition::Free(slot) => {
             let msg = slot.take();
-            (Some(slot), msg)
+            (Some(slot), msg, None)
         }
-        None => (None, None),
+        NextPartition::Evaluating(witness) => (None, None, witness),
     };
+    // The call reads the next partition only where it is of this batch's parameter set (its
+    // witness goes up ahead, or its queries share this call's pass over streamed bases).
+    let next_witness = next_witness
+        .filter(|(path, _)| *path == params_path)
+        .map(|(_, witness)| witness);
     let next_job = next_msg.as_ref().map(|msg| msg.job.clone());
     let started = Instant::now();
     // The call owns what the device may read while it runs (the partitions, the next witness,
@@ -445,11 +457,14 @@ fn prove_batch(
                         })
                     })
                     .collect(),
-                None => prover.prove(
-                    partitions,
-                    &params,
-                    next_msg.as_ref().map(|m| &m.synthesized),
-                ),
+                None => {
+                    let next = next_msg
+                        .as_ref()
+                        .filter(|m| m.job.params_path == params_path)
+                        .map(|m| &m.synthesized)
+                        .or(next_witness.as_ref());
+                    prover.prove(partitions, &params, next)
+                }
             };
             drop(memory);
             (results, prover.take_cpu_fallbacks(), next_msg)

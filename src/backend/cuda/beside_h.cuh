@@ -15,6 +15,13 @@
 //   keep busy: it stays after H);
 // - after H, what is left per set is its tail's Pippenger and the total of its sums.
 //
+// A shared pass: where the prover hands over the partition it proves next (a partition of
+// the same parameter set), that partition's queries are split here too and each streamed
+// chunk serves both: the two partitions cross the bus with one pass over L, A and B instead
+// of two. The next partition's multiexps are finished in this call and kept on the handle
+// (ahead_t) for its own, which then streams nothing beside its H. CUZK_SHARED_PASS=0 turns
+// it off, for measuring.
+//
 // Device memory: everything a query needs here is allocated before H starts (H's
 // multiexp allocates at its start and must find its room: the margin), and only where it
 // fits. A query that does not fit, whose tail is too wide for a split to pay, or whose work
@@ -90,6 +97,32 @@ struct beside_h {
         pool_buffer<typename affine::mem_t> tail_bases;
     };
 
+    // One partition's share of the pass: its queries' splits and each streamed set's sums.
+    struct queries_t {
+        split_t l, a, b;
+        sums_t<bucket_t, affine_t> l_g1, a_g1, b_g1;
+        sums_t<bucket_fp2_t, affine_fp2_t> b_g2;
+
+        bool any_ready() const { return l_g1.ready || a_g1.ready || b_g1.ready || b_g2.ready; }
+        bool any_done() const { return l_g1.done || a_g1.done || b_g1.done || b_g2.done; }
+        void mark_done()
+        {
+            l_g1.done = l_g1.ready;
+            a_g1.done = a_g1.ready;
+            b_g1.done = b_g1.ready;
+            b_g2.done = b_g2.ready;
+        }
+        // Its splits' bytes on the device with the sums and tail bases of the sets that
+        // stream (`resident`, in cuzk_base_set's order).
+        template<class side_t>
+        size_t bytes(const side_t& side, const bool* resident) const
+        {
+            return side.bytes_of(l_g1, l) + side.bytes_of(a_g1, a) +
+                   (resident[CUZK_B_G1] ? 0 : side.bytes_of(b_g1, b)) +
+                   (resident[CUZK_B_G2] ? 0 : side.bytes_of(b_g2, b));
+        }
+    };
+
     cuzk_gpu* g;
     const gpu_t& gpu;
     priority_stream& work;
@@ -97,12 +130,12 @@ struct beside_h {
     const int grid;
     const size_t nbuckets;
     size_t margin = 0;          // what H's multiexp will allocate, left free
-    split_t l, a, b;
-    sums_t<bucket_t, affine_t> l_g1, a_g1, b_g1;
-    sums_t<bucket_fp2_t, affine_fp2_t> b_g2;
+    queries_t own;              // the partition of this call
+    queries_t next;             // the one after it, where it shares the pass
     pool_buffer<uint8_t> chunks[2];
     size_t chunk_bytes = 0;
     uint64_t sent_bytes = 0;    // streamed bases, host to device
+    uint64_t shared_bytes = 0;  // of those, the chunks that served both partitions
     double ms = 0;              // wall time of the work beside H
     cudaError_t status = cudaSuccess;
     std::string message;
@@ -216,19 +249,25 @@ struct beside_h {
         return true;
     }
 
-    // Queues set `s`'s work on `work`: its ones summed and its tail's bases gathered, chunk
-    // by chunk as `copy` brings its bases up. `chunk` counts the chunks queued so far, of
-    // every set: each goes to the buffer after the last one's.
+    // Queues a streamed set's work on `work` for the partitions whose sums `s[k]` are ready
+    // (over their splits `q[k]`): their ones summed and their tails' bases gathered, chunk
+    // by chunk as `copy` brings the set's bases up once for both. `chunk` counts the chunks
+    // queued so far, of every set: each goes to the buffer after the last one's.
     template<class bucket, class affine>
-    void queue(sums_t<bucket, affine>& s, const split_t& q, const event_pair& copied,
-               const event_pair& consumed, size_t& chunk)
+    void queue(sums_t<bucket, affine>* const (&s)[2], const split_t* const (&q)[2],
+               const event_pair& copied, const event_pair& consumed, size_t& chunk)
     {
         using affine_h = typename affine::mem_t;
+        const int users = (s[0]->ready ? 1 : 0) + (s[1]->ready ? 1 : 0);
+        if (users == 0)
+            return;
+        const int first_user = s[0]->ready ? 0 : 1;
+        const size_t n = q[first_user]->n;
         const size_t per = chunk_bytes / sizeof(affine_h) / 1024 * 1024;
-        const char* host = (const char*)s.host_bases;
-        for (size_t first = 0; first < q.n; first += per, chunk++) {
+        const char* host = (const char*)s[first_user]->host_bases;
+        for (size_t first = 0; first < n; first += per, chunk++) {
             int k = (int)(chunk & 1);
-            size_t len = std::min(per, q.n - first);
+            size_t len = std::min(per, n - first);
             affine_h* bases = (affine_h*)chunks[k].ptr;
             // The copy into a buffer waits for the kernels that read it last.
             CUDA_OK(cudaStreamWaitEvent(copy, consumed.at[k], 0));
@@ -236,15 +275,21 @@ struct beside_h {
                                     len * sizeof(affine_h), cudaMemcpyHostToDevice, copy));
             CUDA_OK(cudaEventRecord(copied.at[k], copy));
             CUDA_OK(cudaStreamWaitEvent(work, copied.at[k], 0));
-            add_ones<bucket>(s.sums.ptr, bases, first, len, q.ones.ptr, first > 0);
-            if (q.tail) {
-                gather_bases_in_chunk<<<grid, 256, 0, work>>>(
-                    s.tail_bases.ptr, (const affine_h*)bases, (const uint32_t*)q.tail_index.ptr,
-                    q.tail, first, len);
-                CUDA_OK(cudaGetLastError());
+            for (int u = 0; u < 2; u++) {
+                if (!s[u]->ready)
+                    continue;
+                add_ones<bucket>(s[u]->sums.ptr, bases, first, len, q[u]->ones.ptr, first > 0);
+                if (q[u]->tail) {
+                    gather_bases_in_chunk<<<grid, 256, 0, work>>>(
+                        s[u]->tail_bases.ptr, (const affine_h*)bases,
+                        (const uint32_t*)q[u]->tail_index.ptr, q[u]->tail, first, len);
+                    CUDA_OK(cudaGetLastError());
+                }
             }
             CUDA_OK(cudaEventRecord(consumed.at[k], work));
             sent_bytes += len * sizeof(affine_h);
+            if (users == 2)
+                shared_bytes += len * sizeof(affine_h);
         }
     }
 
@@ -262,7 +307,7 @@ struct beside_h {
     // thread where no set was prepared.
     std::thread start()
     {
-        if (!(l_g1.ready || a_g1.ready || b_g1.ready || b_g2.ready))
+        if (!own.any_ready() && !next.any_ready())
             return std::thread();
         int device = gpu.cid();
         return std::thread([this, device] {
@@ -273,19 +318,13 @@ struct beside_h {
                 // allow, the kernels take the SMs whenever H's leave them some.
                 event_pair copied, consumed;
                 size_t chunk = 0;
-                if (l_g1.ready)
-                    queue(l_g1, l, copied, consumed, chunk);
-                if (a_g1.ready)
-                    queue(a_g1, a, copied, consumed, chunk);
-                if (b_g1.ready)
-                    queue(b_g1, b, copied, consumed, chunk);
-                if (b_g2.ready)
-                    queue(b_g2, b, copied, consumed, chunk);
+                queue({&own.l_g1, &next.l_g1}, {&own.l, &next.l}, copied, consumed, chunk);
+                queue({&own.a_g1, &next.a_g1}, {&own.a, &next.a}, copied, consumed, chunk);
+                queue({&own.b_g1, &next.b_g1}, {&own.b, &next.b}, copied, consumed, chunk);
+                queue({&own.b_g2, &next.b_g2}, {&own.b, &next.b}, copied, consumed, chunk);
                 work.sync();
-                l_g1.done = l_g1.ready;
-                a_g1.done = a_g1.ready;
-                b_g1.done = b_g1.ready;
-                b_g2.done = b_g2.ready;
+                own.mark_done();
+                next.mark_done();
             } catch (const cuda_error& e) {
                 status = error_of(e);
                 message = e.what();

@@ -444,6 +444,33 @@ struct priority_stream {
     }
 };
 
+// The query multiexps of a partition done ahead, in the call before its own, over the pass
+// that call shared with it (beside_h.cuh): kept on the handle until the next call, which
+// takes them if they are its partition's and drops them otherwise.
+struct ahead_t {
+    uint64_t witness_id = 0;    // whose (0: none)
+    size_t set_slot = 0;
+    bool has_l = false, has_a = false, has_b_g1 = false, has_b_g2 = false;
+    point_t l, a, b_g1;
+    point_fp2_t b_g2;
+    uint64_t sent_bytes = 0;    // its share of the shared pass's bytes, for its timeline
+
+    ahead_t()
+    {
+        l.inf();
+        a.inf();
+        b_g1.inf();
+        b_g2.inf();
+    }
+    bool any() const { return has_l || has_a || has_b_g1 || has_b_g2; }
+    void clear()
+    {
+        witness_id = 0;
+        has_l = has_a = has_b_g1 = has_b_g2 = false;
+        sent_bytes = 0;
+    }
+};
+
 struct cuzk_gpu {
     const gpu_t& gpu;
     int index;
@@ -468,6 +495,8 @@ struct cuzk_gpu {
     size_t used_at_open = 0;
     // The streams of the query multiexps beside H (beside_h.cuh), made at first use.
     std::unique_ptr<priority_stream> beside_streams[2];
+    // The next partition's query multiexps, done by the last call over a shared pass.
+    ahead_t ahead;
 
     cuzk_gpu(const gpu_t& g, int i) : gpu(g), index(i) {}
 
@@ -917,13 +946,14 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         auto t0 = clock::now();
         partition_proof proof{g, p, step};
         proof.check();
+        proof.take_ahead();
         proof.allocate();
         proof.upload_densities();
         proof.quotient();
         auto t1 = clock::now();
         proof.upload_aux();
         beside_h side{g, g->beside_stream(0), g->beside_stream(1)};
-        proof.prepare_beside(side);
+        proof.prepare_beside(side, next);
         std::thread prefetch = proof.upload_next_witness(next);
         joiner join_prefetch{prefetch};
         std::thread beside = side.start();
@@ -932,7 +962,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         if (beside.joinable())
             beside.join();
         side.check_after_join();
-        proof.sent_bytes += side.sent_bytes;
+        proof.keep_next(side, next);
         auto t2 = clock::now();
         proof.multiexp_l(out->l, side);
         auto t3 = clock::now();

@@ -35,6 +35,7 @@ struct partition_proof {
     uint32_t *pf_a = nullptr, *pf_bi = nullptr, *pf_ba = nullptr;
     double upload_ms = 0, evaluate_ms = 0, aux_upload_ms = 0;
     uint64_t sent_bytes = 0;    // host to device, for the timeline (see cuzk_step_ms)
+    ahead_t taken;              // its query multiexps, done by the previous call
 
     partition_proof(cuzk_gpu* gpu_handle, const cuzk_partition* partition, const char*& name)
         : g(gpu_handle), p(partition), set(set_at(gpu_handle, partition->set_slot)), step(name),
@@ -69,6 +70,18 @@ struct partition_proof {
         if (evaluate && set.matrix_rows != p->abc_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the uploaded constraints")};
+    }
+
+    // The query multiexps the previous call did for this partition over the pass it shared
+    // with it; the handle holds them only until this call either way.
+    void take_ahead()
+    {
+        if (g->ahead.witness_id != 0 && g->ahead.witness_id == p->witness_id &&
+            g->ahead.set_slot == p->set_slot) {
+            taken = g->ahead;
+            sent_bytes += taken.sent_bytes;
+        }
+        g->ahead.clear();
     }
 
     // The working buffers (kept by the handle, grown only for a larger domain) and the slot
@@ -125,12 +138,14 @@ struct partition_proof {
 
     // The bytes of the partition's witness as it crosses the bus: whole, or as bits and wide
     // values when compact.
-    uint64_t witness_bytes() const
+    uint64_t witness_bytes() const { return witness_bytes_of(p); }
+
+    static uint64_t witness_bytes_of(const cuzk_partition* q)
     {
-        if (!p->aux_ones)
-            return p->aux_len * sizeof(fr_t);
-        return (p->aux_len + 63) / 64 * sizeof(uint64_t) +
-               p->aux_wide_len * (sizeof(uint32_t) + sizeof(fr_t));
+        if (!q->aux_ones)
+            return q->aux_len * sizeof(fr_t);
+        return (q->aux_len + 63) / 64 * sizeof(uint64_t) +
+               q->aux_wide_len * (sizeof(uint32_t) + sizeof(fr_t));
     }
 
     // Bases of `count` points of `size` bytes went up from the host, unless `resident`.
@@ -309,8 +324,9 @@ struct partition_proof {
     }
 
     // Splits the queries from the witness and allocates what their work beside H needs
-    // (beside_h.cuh); a query that does not fit is left to the steps after H.
-    void prepare_beside(beside_h& side)
+    // (beside_h.cuh); a query that does not fit is left to the steps after H. The partition
+    // after this one (`next`) shares the pass where it can (split_next).
+    void prepare_beside(beside_h& side, const cuzk_partition* next)
     {
         step = "preparing the queries beside H";
         // The faults of the bit split's fallbacks exercise the steps after H.
@@ -319,41 +335,170 @@ struct partition_proof {
         side.margin = pippenger_bytes(h_len(), sizeof(affine_t), sizeof(bucket_t::mem_t),
                                       !set.resident[CUZK_H], sms) + ((size_t)256 << 20);
         // Only streamed sets: a resident set's multiexp is kernels alone, which H's keep
-        // busy, so beside H it would only take turns with them.
-        const bool* resident = set.resident;
-        bool b_streams = !resident[CUZK_B_G1] || !resident[CUZK_B_G2];
-        if (resident[CUZK_L] && resident[CUZK_A] && !b_streams)
+        // busy, so beside H it would only take turns with them. Nor sets done ahead.
+        bool streams[5];
+        for (int k = 0; k < 5; k++)
+            streams[k] = !set.resident[k];
+        streams[CUZK_L] &= !taken.has_l;
+        streams[CUZK_A] &= !taken.has_a;
+        streams[CUZK_B_G1] &= !taken.has_b_g1;
+        streams[CUZK_B_G2] &= !taken.has_b_g2;
+        bool b_streams = streams[CUZK_B_G1] || streams[CUZK_B_G2];
+        if (!streams[CUZK_L] && !streams[CUZK_A] && !b_streams)
             return;
+        auto& own = side.own;
         try {
-            if (!resident[CUZK_L])
-                side.split(side.l, p->aux_len,
-                           {{aux_dev, nullptr, nullptr, words_a, p->aux_len, 0}});
-            if (!resident[CUZK_A])
-                side.split(side.a, a_len,
-                           {{g->d_inputs.ptr, nullptr, nullptr, words_bi, p->input_len, 0},
-                            {aux_dev, w_a, pf_a, words_a, p->aux_len, p->input_len}});
-            if (b_streams)
-                side.split(side.b, b_len,
-                           {{g->d_inputs.ptr, w_bi, pf_bi, words_bi, p->input_len, 0},
-                            {aux_dev, w_ba, pf_ba, words_a, p->aux_len, p->b_input_total}});
+            split_queries(side, own, streams, g->d_inputs.ptr, aux_dev, w_a, w_bi, w_ba, pf_a,
+                          pf_bi, pf_ba);
+            split_next(side, next, streams);
             // The chunks get what the sets' own buffers leave.
-            size_t sets_bytes = side.bytes_of(side.l_g1, side.l) +
-                                side.bytes_of(side.a_g1, side.a) +
-                                (resident[CUZK_B_G1] ? 0 : side.bytes_of(side.b_g1, side.b)) +
-                                (resident[CUZK_B_G2] ? 0 : side.bytes_of(side.b_g2, side.b));
-            if (!side.allocate_chunks(sets_bytes))
+            bool resident[5];
+            for (int k = 0; k < 5; k++)
+                resident[k] = !streams[k];
+            if (!side.allocate_chunks(own.bytes(side, resident) + side.next.bytes(side, resident)))
                 return;
-            side.prepare(side.l_g1, side.l, p->host_l);
-            side.prepare(side.a_g1, side.a, p->host_a);
-            if (!resident[CUZK_B_G1])
-                side.prepare(side.b_g1, side.b, p->host_b_g1);
-            if (!resident[CUZK_B_G2])
-                side.prepare(side.b_g2, side.b, p->host_b_g2);
+            for (auto* q : {&own, &side.next}) {
+                if (streams[CUZK_L])
+                    side.prepare(q->l_g1, q->l, p->host_l);
+                if (streams[CUZK_A])
+                    side.prepare(q->a_g1, q->a, p->host_a);
+                if (streams[CUZK_B_G1])
+                    side.prepare(q->b_g1, q->b, p->host_b_g1);
+                if (streams[CUZK_B_G2])
+                    side.prepare(q->b_g2, q->b, p->host_b_g2);
+            }
         } catch (const cuda_error& e) {
             if (error_of(e) != cudaErrorMemoryAllocation)
                 throw;
             (void)cudaGetLastError();   // what was prepared runs; the rest after H
         }
+    }
+
+    // Splits a partition's queries over the sets that stream (L over the aux witness, A over
+    // [inputs, aux used in A], B over [inputs used in B, aux used in B]) into `q`, from its
+    // inputs, aux witness and densities on the device.
+    void split_queries(beside_h& side, beside_h::queries_t& q, const bool* streams,
+                       const fr_t* inputs, const fr_t* aux, const uint64_t* wa,
+                       const uint64_t* wbi, const uint64_t* wba, const uint32_t* pfa,
+                       const uint32_t* pfbi, const uint32_t* pfba)
+    {
+        if (streams[CUZK_L])
+            side.split(q.l, p->aux_len, {{aux, nullptr, nullptr, words_a, p->aux_len, 0}});
+        if (streams[CUZK_A])
+            side.split(q.a, a_len,
+                       {{inputs, nullptr, nullptr, words_bi, p->input_len, 0},
+                        {aux, wa, pfa, words_a, p->aux_len, p->input_len}});
+        if (streams[CUZK_B_G1] || streams[CUZK_B_G2])
+            side.split(q.b, b_len,
+                       {{inputs, wbi, pfbi, words_bi, p->input_len, 0},
+                        {aux, wba, pfba, words_a, p->aux_len, p->b_input_total}});
+    }
+
+    // Whether partition `q`, the one proved after this one, may share this one's pass over
+    // the streamed bases: the same parameter set and query lengths, its densities given
+    // (the view the host passes for it when a, b and c are not evaluated here), and no
+    // multiexp of this one done ahead (a partition taken ahead leaves the next pass to the
+    // partition after it). CUZK_SHARED_PASS=0 turns it off, for measuring.
+    bool shares_pass_with(const cuzk_partition* q) const
+    {
+        static const char* choice = std::getenv("CUZK_SHARED_PASS");
+        if (choice && (std::strcmp(choice, "0") == 0 || std::strcmp(choice, "off") == 0))
+            return false;
+        return q && !evaluate && !q->evaluate && q->witness_id != 0 &&
+               q->witness_id != p->witness_id && q->set_slot == p->set_slot &&
+               q->aux_len == p->aux_len && q->input_len == p->input_len &&
+               q->a_aux_total == p->a_aux_total && q->b_input_total == p->b_input_total &&
+               q->b_aux_total == p->b_aux_total && q->a_aux_words && q->b_input_words &&
+               q->b_aux_words && !taken.any();
+    }
+
+    // The next partition's queries split like this one's into side.next: its witness,
+    // inputs and densities go up into buffers of their own for the split, given back (and
+    // the pool trimmed, so that the chunks and H find the room) before the pass.
+    void split_next(beside_h& side, const cuzk_partition* q, const bool* streams)
+    {
+        if (!shares_pass_with(q))
+            return;
+        step = "splitting the next partition's queries";
+        stager_t& stage = g->stage;
+        const size_t words = 2 * words_a + words_bi;
+        const size_t bytes = (q->aux_len + q->input_len) * sizeof(fr_t) + words * 12;
+        if (!g->has_room_for(bytes, side.margin))
+            return;
+        try {
+            pool_buffer<fr_t> aux{q->aux_len, stage.stream};
+            pool_buffer<fr_t> inputs{q->input_len, stage.stream};
+            pool_buffer<uint64_t> w{words, stage.stream};
+            pool_buffer<uint32_t> pf{words, stage.stream};
+            upload_witness(g, aux.ptr, q);
+            CUDA_OK(cudaMemcpyAsync(inputs.ptr, q->inputs, q->input_len * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, stage.stream));
+            const uint64_t* host_w[3] = {q->a_aux_words, q->b_input_words, q->b_aux_words};
+            const uint32_t* host_pf[3] = {q->a_aux_prefix, q->b_input_prefix, q->b_aux_prefix};
+            const size_t lens[3] = {words_a, words_bi, words_a};
+            size_t at = 0;
+            for (int k = 0; k < 3; k++) {
+                CUDA_OK(cudaMemcpyAsync(w.ptr + at, host_w[k], lens[k] * 8,
+                                        cudaMemcpyHostToDevice, stage.stream));
+                CUDA_OK(cudaMemcpyAsync(pf.ptr + at, host_pf[k], lens[k] * 4,
+                                        cudaMemcpyHostToDevice, stage.stream));
+                at += lens[k];
+            }
+            CUDA_OK(cudaStreamSynchronize(stage.stream));
+            sent_bytes += witness_bytes_of(q) + q->input_len * sizeof(fr_t) + words * 12;
+            split_queries(side, side.next, streams, inputs.ptr, aux.ptr, w.ptr,
+                          w.ptr + words_a, w.ptr + words_a + words_bi, pf.ptr,
+                          pf.ptr + words_a, pf.ptr + words_a + words_bi);
+        } catch (const cuda_error& e) {
+            if (error_of(e) != cudaErrorMemoryAllocation)
+                throw;
+            (void)cudaGetLastError();
+            side.next.l.release();
+            side.next.a.release();
+            side.next.b.release();
+        }
+        // The split's kernels ran on `work` and ended (split() syncs it); the buffers above
+        // went back to the pool on the stager's stream.
+        CUDA_OK(cudaStreamSynchronize(stage.stream));
+        cudaMemPool_t pool;
+        if (cudaDeviceGetDefaultMemPool(&pool, gpu.cid()) == cudaSuccess)
+            (void)cudaMemPoolTrimTo(pool, 0);
+        step = "preparing the queries beside H";
+    }
+
+    // The next partition's multiexps over the shared pass: finished here (their tails'
+    // Pippenger, their sums) and kept on the handle for its call, with its share of the
+    // pass's bytes; this partition counts the rest. Out of device memory only leaves them
+    // to that call.
+    void keep_next(beside_h& side, const cuzk_partition* q)
+    {
+        uint64_t next_share = side.shared_bytes / 2;
+        auto& n = side.next;
+        if (!q || !n.any_done())
+            next_share = 0;
+        sent_bytes += side.sent_bytes - next_share;
+        if (next_share == 0)
+            return;
+        step = "finishing the next partition's queries";
+        ahead_t kept;
+        kept.witness_id = q->witness_id;
+        kept.set_slot = q->set_slot;
+        kept.sent_bytes = next_share;
+        try {
+            kept.has_l = side.finish(kept.l, n.l_g1, n.l);
+            kept.has_a = side.finish(kept.a, n.a_g1, n.a);
+            kept.has_b_g1 = side.finish(kept.b_g1, n.b_g1, n.b);
+            kept.has_b_g2 = side.finish(kept.b_g2, n.b_g2, n.b);
+        } catch (const cuda_error& e) {
+            if (error_of(e) != cudaErrorMemoryAllocation)
+                throw;
+            (void)cudaGetLastError();
+            return;
+        }
+        n.l.release();
+        n.a.release();
+        n.b.release();
+        g->ahead = kept;
     }
 
     // sum_j h_j H_j over x: the coefficients, or on the coset the evaluations.
@@ -378,8 +523,12 @@ struct partition_proof {
             spin_forever<<<1, 1, 0, gpu[0]>>>();
             gpu[0].sync();
         }
-        bool done = side.finish(out, side.l_g1, side.l);
-        side.l.release();
+        if (taken.has_l) {
+            out = taken.l;
+            return;
+        }
+        bool done = side.finish(out, side.own.l_g1, side.own.l);
+        side.own.l.release();
         if (done)
             return;
         bit_split split{gpu, aux_dev, p->aux_len};
@@ -404,8 +553,12 @@ struct partition_proof {
     void multiexp_a(point_t& out, beside_h& side)
     {
         step = "the A multiexp";
-        bool done = side.finish(out, side.a_g1, side.a);
-        side.a.release();
+        if (taken.has_a) {
+            out = taken.a;
+            return;
+        }
+        bool done = side.finish(out, side.own.a_g1, side.own.a);
+        side.own.a.release();
         if (done)
             return;
         step = "filtering the A query";
@@ -426,11 +579,15 @@ struct partition_proof {
     clock::time_point multiexp_b(point_t& out_g1, point_fp2_t& out_g2, beside_h& side)
     {
         step = "the B multiexp in G1";
-        bool g1 = side.finish(out_g1, side.b_g1, side.b);
+        bool g1 = taken.has_b_g1 || side.finish(out_g1, side.own.b_g1, side.own.b);
+        if (taken.has_b_g1)
+            out_g1 = taken.b_g1;
         auto g1_done = clock::now();
         step = "the B multiexp in G2";
-        bool g2 = side.finish(out_g2, side.b_g2, side.b);
-        side.b.release();
+        bool g2 = taken.has_b_g2 || side.finish(out_g2, side.own.b_g2, side.own.b);
+        if (taken.has_b_g2)
+            out_g2 = taken.b_g2;
+        side.own.b.release();
         if (g1 && g2)
             return g1_done;
         step = "filtering the B query";

@@ -486,12 +486,7 @@ impl CudaProver {
         let started = Instant::now();
         let rows = partition.num_constraints();
         let domain = Domain::for_constraints(rows).map_err(Groth16Error::from)?;
-        let a_aux = Density::of(&partition.a_aux_density, partition.aux_len())
-            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
-        let b_input = Density::of(&partition.b_input_density, partition.input_assignment.len())
-            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
-        let b_aux = Density::of(&partition.b_aux_density, partition.aux_len())
-            .map_err(|e| CudaProveError::Mismatch(e.to_string()))?;
+        let densities = query_densities(&partition)?;
         let host = |set| params.streamed(set);
         // From the prover's pinned sets when the host evaluated them there.
         let [a, b, c] = partition.abc().map(|v| {
@@ -516,26 +511,16 @@ impl CudaProver {
             a,
             b,
             c,
-            abc_len: rows,
             abc_compact,
             evaluate: i32::from(evaluate),
             lg_domain: domain.log_m as usize,
-            a_aux_words: a_aux.words.as_ptr(),
-            a_aux_prefix: a_aux.prefix.as_ptr(),
-            a_aux_total: a_aux.total,
-            b_input_words: b_input.words.as_ptr(),
-            b_input_prefix: b_input.prefix.as_ptr(),
-            b_input_total: b_input.total,
-            b_aux_words: b_aux.words.as_ptr(),
-            b_aux_prefix: b_aux.prefix.as_ptr(),
-            b_aux_total: b_aux.total,
             host_h: host(BaseSet::H),
             host_l: host(BaseSet::L),
             host_a: host(BaseSet::A),
             host_b_g1: host(BaseSet::BG1),
             host_b_g2: host(BaseSet::BG2),
             set_slot: slot,
-            ..witness_only_view(&partition, rows)
+            ..with_densities(witness_only_view(&partition, rows), &densities)
         };
         let compact_rows_differ = partition
             .compact_abc
@@ -568,10 +553,23 @@ impl CudaProver {
 
         // SAFETY: every pointer in `view` borrows `partition`, the densities or `params`,
         // all alive until the call returns; lengths were checked against the parameters.
-        let next_view = next
-            .filter(|_| evaluate)
-            .and_then(|next| self.witness_view(next));
-        // SAFETY (both): `next_view` borrows `next`, alive for the call as well.
+        // The next partition: its witness goes up ahead where the GPU evaluates both; where
+        // the host evaluated this one, its queries may share this call's pass over the
+        // streamed bases (the GPU checks that they fit it), so it goes with its densities.
+        let next_densities = next
+            .filter(|next| !evaluate && next.deferred.is_none())
+            .and_then(|next| query_densities(next).ok());
+        let next_view = match (next, &next_densities) {
+            (Some(next), _) if evaluate => self.witness_view(next),
+            (Some(next), Some(densities)) => Some(ffi::Partition {
+                evaluate: 0,
+                set_slot: slot,
+                ..with_densities(witness_only_view(next, 0), densities)
+            }),
+            _ => None,
+        };
+        // SAFETY (both): `next_view` borrows `next` and `next_densities`, alive for the call
+        // as well.
         let (msm, step) = unsafe { self.gpu.prove(&view, next_view.as_ref())? };
         drop(partition);
 
@@ -595,6 +593,41 @@ impl CudaProver {
             self.name, step.upload, step.evaluate, step.quotient, step.msm_h, step.msm_l, step.msm_a, step.msm_b_g1, step.msm_b_g2
         );
         Ok((proof, timings))
+    }
+}
+
+/// A partition's query densities as the GPU reads them: the aux variables used in A, the
+/// inputs used in B, the aux variables used in B.
+fn query_densities(partition: &SynthesizedPartition) -> Result<[Density; 3], CudaProveError> {
+    let aux = partition.aux_len();
+    let inputs = partition.input_assignment.len();
+    [
+        (&partition.a_aux_density, aux),
+        (&partition.b_input_density, inputs),
+        (&partition.b_aux_density, aux),
+    ]
+    .map(|(tracker, len)| Density::of(tracker, len))
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(|e| CudaProveError::Mismatch(e.to_string()))?
+    .try_into()
+    .map_err(|_| CudaProveError::Mismatch("three densities".into()))
+}
+
+/// `view` with `densities` ([`query_densities`]) for the GPU's filters.
+fn with_densities(view: ffi::Partition, densities: &[Density; 3]) -> ffi::Partition {
+    let [a_aux, b_input, b_aux] = densities;
+    ffi::Partition {
+        a_aux_words: a_aux.words.as_ptr(),
+        a_aux_prefix: a_aux.prefix.as_ptr(),
+        a_aux_total: a_aux.total,
+        b_input_words: b_input.words.as_ptr(),
+        b_input_prefix: b_input.prefix.as_ptr(),
+        b_input_total: b_input.total,
+        b_aux_words: b_aux.words.as_ptr(),
+        b_aux_prefix: b_aux.prefix.as_ptr(),
+        b_aux_total: b_aux.total,
+        ..view
     }
 }
 
