@@ -176,7 +176,7 @@ pub enum NextPartition<'a> {
     /// Being evaluated beside the call: where the prover asked for it, a copy of its witness
     /// ([`SynthesizedPartition::witness_copy`]) and the parameter file it is proved with, for
     /// a prover that shares its pass over streamed bases with it.
-    Evaluating(Option<(PathBuf, SynthesizedPartition)>),
+    Evaluating(Option<Box<(PathBuf, SynthesizedPartition)>>),
 }
 
 /// Runs `prove` while `next` (the partition the prover takes after) is evaluated beside it,
@@ -196,7 +196,7 @@ pub fn evaluate_beside<T>(
             let witness = copy_witness
                 .then(|| msg.synthesized.witness_copy())
                 .flatten()
-                .map(|copy| (msg.job.params_path.clone(), copy));
+                .map(|copy| Box::new((msg.job.params_path.clone(), copy)));
             std::thread::scope(|scope| {
                 let evaluating = std::thread::Builder::new()
                     .name(format!("{worker}-evaluate"))

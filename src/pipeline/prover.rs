@@ -430,8 +430,8 @@ fn prove_batch(
     // The call reads the next partition only where it is of this batch's parameter set (its
     // witness goes up ahead, or its queries share this call's pass over streamed bases).
     let next_witness = next_witness
-        .filter(|(path, _)| *path == params_path)
-        .map(|(_, witness)| witness);
+        .filter(|next| next.0 == params_path)
+        .map(|next| next.1);
     let next_job = next_msg.as_ref().map(|msg| msg.job.clone());
     let started = Instant::now();
     // The call owns what the device may read while it runs (the partitions, the next witness,
