@@ -10,13 +10,13 @@
 #        multiexps on the same inputs, points per second, results compared (and with the
 #        CPU's at the smallest size).
 # check: backend_check at 2^LOG constraints (default 20) with CUZK_MULTIEXP=wide (or
-#        MULTIEXP, e.g. sppark, the default multiexp): the
+#        MULTIEXP, e.g. sppark, or wide:from=12 for every size): the
 #        cuda proofs (every multiexp over device bases by the wide one: H where resident,
 #        the splits' tails) equal the CPU's at r = s = 0.
 # real:  a real 2KiB sector (tests/fixtures/c1), the same way: the cuda proof of partition 0
 #        equals the CPU's, the sector's proof passes verify_seal.
 # bench: `cuzk bench --sector-size SIZE --sectors N` (default 32GiB, 3) with
-#        CUZK_MULTIEXP=wide and then with sppark's Pippenger (the default; ENGINES picks),
+#        CUZK_MULTIEXP=wide (the default) and then CUZK_MULTIEXP=sppark (ENGINES picks),
 #        for each --gpu-memory in CARDS (default all: no cap), one bench directory; for
 #        each of SHARED (default "on"; "off" sets CUZK_SHARED_PASS=0: every partition its
 #        own pass over the streamed bases).
@@ -63,7 +63,7 @@ for step in "${steps[@]}"; do
         for shared in ${SHARED:-on}; do
           name="$engine-$card-shared-$shared"
           log="$out/bench-$name.log"
-          if [ "$engine" = wide ]; then export CUZK_MULTIEXP=wide; else unset CUZK_MULTIEXP; fi
+          export CUZK_MULTIEXP="$engine"
           if [ "$shared" = off ]; then export CUZK_SHARED_PASS=0; else unset CUZK_SHARED_PASS; fi
           timed "$log" timeout "${BENCH_TIMEOUT:-420}" "$bin" bench --sector-size "$size" \
             --sectors "${SECTORS:-3}" --dir /tmp/cuzk-bench-msm $extra

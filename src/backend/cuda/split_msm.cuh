@@ -49,7 +49,7 @@ struct msm_owner {
 };
 
 // out = sum_i scalars[i] bases[i]: by the wide multiexp where the bases are on the device
-// and CUZK_MULTIEXP=wide asks for it (within the device memory sppark's would take; where
+// and it takes their number (wide_msm::wanted; within the device memory sppark's would take; where
 // that is too little for it, sppark's after all), else by sppark's Pippenger.
 template<class bucket, class point, class affine>
 void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,

@@ -1,9 +1,8 @@
 // cuzk's multiexp at wide windows (wide_msm): sum_i s_i P_i over full-width scalars and
 // bases on the device, in G1 or G2 (templates over sppark's XYZZ bucket type). run_msm
-// (split_msm.cuh) takes it for every multiexp over device bases (H where its bases are
-// resident, the splits' tails over their gathered bases) where CUZK_MULTIEXP=wide turns it
-// on. Included by groth16.cu inside its anonymous namespace, after pool_buffer; not a
-// standalone header.
+// (split_msm.cuh) takes it for every multiexp over device bases of 2^23 bases or more
+// (wanted): H where its bases are resident. Included by groth16.cu inside its anonymous
+// namespace, after pool_buffer; not a standalone header.
 //
 // Why: sppark's Pippenger caps its window at 18 bits, so a 2^27-point H multiexp adds every
 // base into a bucket 15 times. Here the window grows with the size, to about 64 bases a
@@ -320,17 +319,19 @@ void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uin
         out[blockIdx.x] = share[0];
 }
 
-// Whether a multiexp of n bases on the device takes this one: only where
-// CUZK_MULTIEXP=wide asks for it (sppark's stays the default until the wide one's proofs
-// are checked on a GPU), and from 2^23 bases: below, sppark's is faster (msm_bench on an
-// H100: 0.97x at 2^22, 1.07x at 2^23, 1.23x at 2^27; a fixed cost of about 28 ms a call
-// that sppark's does not have). For narrowing down a disagreement on a GPU, "wide:g1" or
-// "wide:g2" keeps it to one group, and "wide:from=N" takes it from 2^N bases.
+// Whether a multiexp of n bases on the device takes this one: from 2^23 bases, unless
+// CUZK_MULTIEXP=sppark keeps sppark's Pippenger for all. Below 2^23 sppark's is faster
+// (msm_bench on an H100: 0.97x at 2^22, 1.07x at 2^23, 1.23x at 2^27; a fixed cost of about
+// 28 ms a call that sppark's does not have). Checked on an H100 with it taking every size
+// from 2^12: msm_bench's checks against the CPU in G1 and G2, backend_check's proofs equal
+// to the CPU's at 2^20 and on a real 2KiB sector. "wide:g1" or "wide:g2" keeps it to one
+// group, and "wide:from=N" takes it from 2^N bases.
 template<class bucket>
 bool wanted(size_t n)
 {
-    static const char* choice = std::getenv("CUZK_MULTIEXP");
-    if (!choice || std::strncmp(choice, "wide", 4) != 0 || (choice[4] && choice[4] != ':'))
+    static const char* given = std::getenv("CUZK_MULTIEXP");
+    const char* choice = given && *given ? given : "wide";
+    if (std::strncmp(choice, "wide", 4) != 0 || (choice[4] && choice[4] != ':'))
         return false;
     const bool is_g2 = sizeof(typename bucket::mem_t) > 4 * 48 + 1;
     if ((std::strstr(choice, "g1") && is_g2) || (std::strstr(choice, "g2") && !is_g2))
