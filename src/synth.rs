@@ -617,47 +617,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_witness_copy_is_the_witness_alone_and_only_when_compact() {
-        let circuit = BitsCircuit {
-            value: Some(0x00ff_00ff_00ff_00ff),
-        };
-        let r1cs = std::sync::Arc::new(crate::r1cs::R1cs::record(circuit.clone()).expect("record"));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .expect("pool");
-        let mut partition = r1cs
-            .synthesize(circuit, &pool, Default::default(), true)
-            .expect("deferred");
-        assert!(
-            partition.witness_copy().is_none(),
-            "a whole witness is not copied"
-        );
-        assert!(partition.compact_witness(), "a witness of bits");
-        let copy = partition
-            .witness_copy()
-            .expect("a compact witness is copied");
-        assert_eq!(copy.witness_id, partition.witness_id);
-        assert_eq!(copy.input_assignment, partition.input_assignment);
-        assert_eq!(copy.compact_aux, partition.compact_aux);
-        assert_eq!(copy.aux_len(), partition.aux_len());
-        assert_eq!(copy.a_aux_density, partition.a_aux_density);
-        assert_eq!(copy.b_input_density, partition.b_input_density);
-        assert_eq!(copy.b_aux_density, partition.b_aux_density);
-        assert!(
-            copy.deferred.is_none()
-                && copy.abc().iter().all(|v| v.is_empty())
-                && copy.compact_abc.is_none()
-                && copy.lent_abc.is_none(),
-            "no a, b and c, and nothing left to evaluate"
-        );
-        // The partition's own evaluation afterwards leaves its witness as the copy has it.
-        partition.evaluate_deferred_keeping_compact(None);
-        assert_eq!(copy.compact_aux, partition.compact_aux);
-        assert_eq!(partition.first_unsatisfied(), None);
-    }
-
-    #[test]
     fn cube_circuit_records_a_satisfying_assignment() {
         let p = synthesize(CubeCircuit {
             x: Some(Fr::from(3u64)),

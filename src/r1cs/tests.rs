@@ -395,3 +395,40 @@ fn a_recording_split_by_units_is_the_same_byte_for_byte() {
         }
     }
 }
+
+#[test]
+fn a_witness_copy_is_the_witness_alone_and_only_when_compact() {
+    let circuit = crate::synth::tests::BitsCircuit {
+        value: Some(0x00ff_00ff_00ff_00ff),
+    };
+    let r1cs = Arc::new(R1cs::record(circuit.clone()).expect("record"));
+    let mut partition = r1cs
+        .synthesize(circuit, &pool(), Capacity::default(), true)
+        .expect("deferred");
+    assert!(
+        partition.witness_copy().is_none(),
+        "a whole witness is not copied"
+    );
+    assert!(partition.compact_witness(), "a witness of bits");
+    let copy = partition
+        .witness_copy()
+        .expect("a compact witness is copied");
+    assert_eq!(copy.witness_id, partition.witness_id);
+    assert_eq!(copy.input_assignment, partition.input_assignment);
+    assert_eq!(copy.compact_aux, partition.compact_aux);
+    assert_eq!(copy.aux_len(), partition.aux_len());
+    assert_eq!(copy.a_aux_density, partition.a_aux_density);
+    assert_eq!(copy.b_input_density, partition.b_input_density);
+    assert_eq!(copy.b_aux_density, partition.b_aux_density);
+    assert!(
+        copy.deferred.is_none()
+            && copy.abc().iter().all(|v| v.is_empty())
+            && copy.compact_abc.is_none()
+            && copy.lent_abc.is_none(),
+        "no a, b and c, and nothing left to evaluate"
+    );
+    // The partition's own evaluation afterwards leaves its witness as the copy has it.
+    partition.evaluate_deferred_keeping_compact(None);
+    assert_eq!(copy.compact_aux, partition.compact_aux);
+    assert_eq!(partition.first_unsatisfied(), None);
+}
