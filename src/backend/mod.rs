@@ -337,21 +337,16 @@ impl Prover {
         }
     }
 
-    /// True when it uploads the next partition's witness while proving ([`Prover::prove`]'s
-    /// `next`), so the loop should hand it the next partition when one is queued.
+    /// True when it reads the next partition while proving ([`Prover::prove`]'s `next`: it
+    /// uploads its witness ahead, or shares its pass over streamed bases with it), so the
+    /// loop should hand it the next partition when one is queued, or a copy of its witness
+    /// while its a, b and c are evaluated beside the call.
     pub fn uploads_ahead(&self) -> bool {
         match self {
             #[cfg(feature = "cuda")]
             Prover::Cuda(..) => true,
             _ => false,
         }
-    }
-
-    /// True when it shares its pass over streamed bases with the partition it proves next
-    /// ([`Prover::prove`]'s `next`, of the same parameter set), so the loop should hand it a
-    /// copy of that partition's witness while its a, b and c are evaluated beside the call.
-    pub fn shares_passes(&self) -> bool {
-        self.uploads_ahead()
     }
 
     /// Makes `params` ready on the prover's device: the cuda backend uploads a set's bases

@@ -151,13 +151,13 @@ fn prove_while_healthy(
             deadlines: &mut deadlines,
             lender: lender.as_deref(),
         };
-        let shares_passes = prover.shares_passes();
+        let reads_next = prover.uploads_ahead();
         let proved = evaluation::evaluate_beside(
             held,
             &worker,
             &links.events,
             lender.as_deref(),
-            shares_passes,
+            reads_next,
             |next| prove_batch(prover, call, batch, next, gate.as_mut()),
         );
         match proved {

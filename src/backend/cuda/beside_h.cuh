@@ -112,14 +112,14 @@ struct beside_h {
             b_g1.done = b_g1.ready;
             b_g2.done = b_g2.ready;
         }
-        // Its splits' bytes on the device with the sums and tail bases of the sets that
-        // stream (`resident`, in cuzk_base_set's order).
+        // The device bytes of the sums and tail bases of the sets that stream (`streams`, in
+        // cuzk_base_set's order) over its splits.
         template<class side_t>
-        size_t bytes(const side_t& side, const bool* resident) const
+        size_t bytes(const side_t& side, const bool* streams) const
         {
             return side.bytes_of(l_g1, l) + side.bytes_of(a_g1, a) +
-                   (resident[CUZK_B_G1] ? 0 : side.bytes_of(b_g1, b)) +
-                   (resident[CUZK_B_G2] ? 0 : side.bytes_of(b_g2, b));
+                   (streams[CUZK_B_G1] ? side.bytes_of(b_g1, b) : 0) +
+                   (streams[CUZK_B_G2] ? side.bytes_of(b_g2, b) : 0);
         }
     };
 

@@ -352,10 +352,7 @@ struct partition_proof {
                           pf_bi, pf_ba);
             split_next(side, next, streams);
             // The chunks get what the sets' own buffers leave.
-            bool resident[5];
-            for (int k = 0; k < 5; k++)
-                resident[k] = !streams[k];
-            if (!side.allocate_chunks(own.bytes(side, resident) + side.next.bytes(side, resident)))
+            if (!side.allocate_chunks(own.bytes(side, streams) + side.next.bytes(side, streams)))
                 return;
             for (auto* q : {&own, &side.next}) {
                 if (streams[CUZK_L])

@@ -599,19 +599,15 @@ impl CudaProver {
 /// A partition's query densities as the GPU reads them: the aux variables used in A, the
 /// inputs used in B, the aux variables used in B.
 fn query_densities(partition: &SynthesizedPartition) -> Result<[Density; 3], CudaProveError> {
-    let aux = partition.aux_len();
-    let inputs = partition.input_assignment.len();
-    [
-        (&partition.a_aux_density, aux),
-        (&partition.b_input_density, inputs),
-        (&partition.b_aux_density, aux),
-    ]
-    .map(|(tracker, len)| Density::of(tracker, len))
-    .into_iter()
-    .collect::<Result<Vec<_>, _>>()
-    .map_err(|e| CudaProveError::Mismatch(e.to_string()))?
-    .try_into()
-    .map_err(|_| CudaProveError::Mismatch("three densities".into()))
+    let (aux, inputs) = (partition.aux_len(), partition.input_assignment.len());
+    let of = |tracker, len| {
+        Density::of(tracker, len).map_err(|e| CudaProveError::Mismatch(e.to_string()))
+    };
+    Ok([
+        of(&partition.a_aux_density, aux)?,
+        of(&partition.b_input_density, inputs)?,
+        of(&partition.b_aux_density, aux)?,
+    ])
 }
 
 /// `view` with `densities` ([`query_densities`]) for the GPU's filters.
