@@ -11,7 +11,11 @@
 //! as a partition for the cuda backend (which evaluates the constraints on its GPU);
 //! `native` and `native-deferred` are the same with the witness computed natively.
 //! Besides the totals, each row splits the time into the circuit pass (the witness) and the
-//! matrices' evaluation. With `--update`, partitions of a shape update instead of a C2.
+//! matrices' evaluation. `at-prover` synthesizes as `native-deferred` and then times the
+//! host's evaluation for a GPU that takes a, b and c compact (a card the constraints do not
+//! fit), both ways on the same partitions: `whole` expands the witness, evaluates the three
+//! vectors whole and makes them compact after; `compact` evaluates them from the compact
+//! witness straight into their compact form. Both give the same layouts, checked. With `--update`, partitions of a shape update instead of a C2.
 //! scripts/bench-synthesis.sh runs the paths and prints the table.
 
 use std::sync::Arc;
@@ -24,6 +28,7 @@ use cuzk::porep::bind;
 use cuzk::r1cs::{r1cs_path, R1cs};
 use cuzk::sector::SynthesisPlan;
 use cuzk::synth::Capacity;
+use ff::Field;
 use rand::SeedableRng;
 
 #[derive(Parser)]
@@ -90,12 +95,13 @@ fn main() -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
         .build()?;
-    const PATHS: [&str; 5] = [
+    const PATHS: [&str; 6] = [
         "full",
         "precompiled",
         "deferred",
         "native",
         "native-deferred",
+        "at-prover",
     ];
     anyhow::ensure!(
         PATHS.contains(&args.path.as_str()),
@@ -114,9 +120,10 @@ fn main() -> Result<()> {
     let plan = SynthesisPlan {
         capacity,
         precompiled: r1cs.as_ref().map(|r| (r, &pool)),
-        defer_evaluation: args.path.ends_with("deferred"),
-        native_witness: args.path.starts_with("native"),
+        defer_evaluation: args.path.ends_with("deferred") || args.path == "at-prover",
+        native_witness: args.path.starts_with("native") || args.path == "at-prover",
     };
+    let mut at_prover = [0f64; 2];
     let (started, cpu) = (Instant::now(), cuzk::bench::process_cpu_seconds());
     let mut spent = cuzk::synth::SynthesisProfile::default();
     for k in 0..args.partitions {
@@ -139,7 +146,22 @@ fn main() -> Result<()> {
         spent.evaluate_ms += p.evaluate_ms;
         spent.evaluate_cpu_ms += p.evaluate_cpu_ms;
         spent.bytes = p.bytes;
+        if args.path == "at-prover" {
+            let spent = evaluate_both_ways(&partition, &pool)?;
+            at_prover[0] += spent[0];
+            at_prover[1] += spent[1];
+        }
         drop(partition);
+    }
+    if args.path == "at-prover" {
+        for (way, s) in ["whole", "compact"].iter().zip(at_prover) {
+            println!(
+                "| {} | at the prover, {way} | {:.3} s/partition |",
+                cuzk::c1::SectorSizeName(args.sector_size),
+                s / args.partitions as f64
+            );
+        }
+        return Ok(());
     }
     let n = args.partitions as f64;
     let per = |ms: f64| ms / 1e3 / n;
@@ -158,4 +180,56 @@ fn main() -> Result<()> {
         cuzk::bench::peak_rss_bytes().map_or("-".into(), cuzk::memory::show_bytes),
     );
     Ok(())
+}
+
+/// The host's evaluation of a, b and c for a GPU that takes them compact, timed both ways on
+/// `partition` (synthesized deferred): seconds whole, seconds compact. Errs where the two
+/// disagree.
+fn evaluate_both_ways(
+    partition: &cuzk::synth::SynthesizedPartition,
+    pool: &rayon::ThreadPool,
+) -> Result<[f64; 2]> {
+    use cuzk::host_abc::compact::CompactVector;
+    use std::mem::MaybeUninit;
+    let matrices = partition
+        .deferred
+        .as_ref()
+        .context("a partition with its evaluation deferred")?;
+    let compact = cuzk::compact_witness::CompactWitness::of(&partition.aux_assignment)
+        .context("a witness of bits")?;
+    let (inputs, rows) = (&partition.input_assignment, matrices.rows());
+    let mut vectors: Vec<Vec<MaybeUninit<blstrs::Scalar>>> =
+        (0..3).map(|_| vec![MaybeUninit::new(blstrs::Scalar::ZERO); rows]).collect();
+    let started = Instant::now();
+    let whole: Vec<CompactVector> = pool.install(|| {
+        let aux = compact.expand();
+        vectors
+            .iter_mut()
+            .enumerate()
+            .map(|(which, out)| {
+                matrices.evaluate_into(which, inputs, &aux, out);
+                // SAFETY: `evaluate_into` wrote every value.
+                let values: &mut [blstrs::Scalar] = unsafe {
+                    std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len())
+                };
+                CompactVector::of(values)
+            })
+            .collect()
+    });
+    let whole_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let compact_layouts: Vec<CompactVector> = pool.install(|| {
+        let witness = compact.lookup();
+        vectors
+            .iter_mut()
+            .enumerate()
+            .map(|(which, out)| matrices.evaluate_compact(which, inputs, &witness, out))
+            .collect()
+    });
+    let compact_s = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        whole == compact_layouts,
+        "the compact evaluation's layouts differ from the whole one's"
+    );
+    Ok([whole_s, compact_s])
 }

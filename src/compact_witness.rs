@@ -99,11 +99,73 @@ impl CompactWitness {
         aux
     }
 
+    /// Reads it variable by variable without expanding it ([`WitnessLookup`]).
+    pub fn lookup(&self) -> WitnessLookup<'_> {
+        let words = self.ones.len();
+        let mut wide = vec![0u64; words];
+        for &i in &self.wide_index {
+            wide[i as usize / 64] |= 1 << (i % 64);
+        }
+        let mut wide_before = Vec::with_capacity(words);
+        let mut before = 0u32;
+        for word in &wide {
+            wide_before.push(before);
+            before += word.count_ones();
+        }
+        WitnessLookup {
+            ones: &self.ones,
+            wide,
+            wide_before,
+            values: &self.wide_values,
+        }
+    }
+
     /// Bytes it holds.
     pub fn bytes(&self) -> u64 {
         (self.ones.capacity() * 8
             + self.wide_index.capacity() * 4
             + self.wide_values.capacity() * std::mem::size_of::<Fr>()) as u64
+    }
+}
+
+/// One aux variable of a compact witness, as [`WitnessLookup::get`] reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variable<'a> {
+    /// Zero.
+    Zero,
+    /// One.
+    One,
+    /// Neither: its value.
+    Wide(&'a Fr),
+}
+
+/// A compact witness read in place, for the host's evaluation of a, b and c from it
+/// (`r1cs::compact_eval`): a bit per variable says one, a second bit wide, and a count per
+/// word of 64 finds a wide value. 16 MB of bits and 8 MB of counts at 32GiB stay in the
+/// caches far better than the 4.2 GB of field elements the witness expands to.
+pub struct WitnessLookup<'a> {
+    ones: &'a [u64],
+    /// Bit `i % 64` of word `i / 64` is set when variable `i` is wide.
+    wide: Vec<u64>,
+    /// Per word, the wide variables before it.
+    wide_before: Vec<u32>,
+    values: &'a [Fr],
+}
+
+impl WitnessLookup<'_> {
+    /// Variable `i`.
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> Variable<'_> {
+        let (w, bit) = (i / 64, i % 64);
+        let wide = self.wide[w];
+        if wide >> bit & 1 == 1 {
+            let below = wide & ((1u64 << bit) - 1);
+            Variable::Wide(&self.values[self.wide_before[w] as usize + below.count_ones() as usize])
+        } else if self.ones[w] >> bit & 1 == 1 {
+            Variable::One
+        } else {
+            Variable::Zero
+        }
     }
 }
 
@@ -131,6 +193,29 @@ mod tests {
             let wide = aux.iter().filter(|v| is_wide(v)).count();
             assert_eq!(compact.wide_values.len(), wide);
             assert!(compact.wide_index.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+
+    #[test]
+    fn a_lookup_reads_every_variable_as_the_expanded_witness_holds_it() {
+        for (len, wide_every) in [(1, 1), (10, 10), (64, 3), (65, 7), (1000, 9), (4097, 10)] {
+            let aux = witness(len, wide_every);
+            let Some(compact) = CompactWitness::of(&aux) else {
+                assert!(wide_every < MAX_WIDE_SHARE, "{len} / {wide_every}");
+                continue;
+            };
+            let lookup = compact.lookup();
+            for (i, value) in aux.iter().enumerate() {
+                let read = match lookup.get(i) {
+                    Variable::Zero => Fr::ZERO,
+                    Variable::One => Fr::ONE,
+                    Variable::Wide(v) => {
+                        assert!(is_wide(v), "variable {i} read wide");
+                        *v
+                    }
+                };
+                assert_eq!(read, *value, "variable {i} of {len}");
+            }
         }
     }
 

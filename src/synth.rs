@@ -14,7 +14,7 @@ use blstrs::Scalar as Fr;
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::Field;
 
-use crate::compact_witness::CompactWitness;
+use crate::compact_witness::{CompactWitness, WitnessLookup};
 use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 use crate::host_abc::compact::CompactVector;
 use crate::host_abc::LentAbc;
@@ -35,6 +35,24 @@ pub trait ConstraintMatrices: Send + Sync {
     fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr>;
     /// `M·w` for matrix `which` on the host, into `out` (`rows()` values, every one written).
     fn evaluate_into(&self, which: usize, inputs: &[Fr], aux: &[Fr], out: &mut [MaybeUninit<Fr>]);
+    /// `M·w` for matrix `which` on the host from a compact witness, written compact into
+    /// `out` (`rows()` slots: each chunk's wide values at its start, the other rows not
+    /// written); returns the layout, the one [`CompactVector::of`] makes of the whole vector.
+    fn evaluate_compact(
+        &self,
+        which: usize,
+        inputs: &[Fr],
+        witness: &WitnessLookup<'_>,
+        out: &mut [MaybeUninit<Fr>],
+    ) -> CompactVector;
+}
+
+/// True where `CUZK_HOST_EVALUATION=whole` asks the host to evaluate a, b and c for the
+/// cuda backend the way it did before they were evaluated compact (the witness expanded,
+/// the vectors written whole and made compact after): for measuring the two side by side.
+fn evaluates_whole() -> bool {
+    static WHOLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WHOLE.get_or_init(|| std::env::var("CUZK_HOST_EVALUATION").is_ok_and(|v| v == "whole"))
 }
 
 /// Everything the Groth16 prover needs from one partition's circuit.
@@ -266,9 +284,13 @@ impl SynthesizedPartition {
         self.profile.bytes = SynthesisProfile::bytes_of(self);
     }
 
-    /// As [`Self::evaluate_deferred_into`], but a compact witness stays compact: expanded only
-    /// while a, b and c are evaluated, for a prover that takes it compact (the cuda backend
-    /// expands it on the device; 0.13 GB cross the bus for a 32GiB partition, not 4.3 GB).
+    /// As [`Self::evaluate_deferred_into`], but a compact witness stays compact, for a prover
+    /// that takes it compact (the cuda backend expands it on the device; 0.13 GB cross the
+    /// bus for a 32GiB partition, not 4.3 GB), and so do a, b and c. Into a lent set they are
+    /// evaluated from the compact witness and written compact as they are computed
+    /// ([`ConstraintMatrices::evaluate_compact`]): neither the witness nor a, b and c are
+    /// ever held whole. Into fresh vectors, the witness is expanded while they are evaluated
+    /// and they are made compact after.
     pub fn evaluate_deferred_keeping_compact(&mut self, lent: Option<LentAbc>) {
         if self.deferred.is_none() {
             return;
@@ -276,12 +298,38 @@ impl SynthesizedPartition {
         let Some(compact) = self.compact_aux.take() else {
             return self.evaluate_deferred_into(lent);
         };
-        self.aux_assignment = compact.expand();
-        self.evaluate_deferred_into(lent);
-        self.aux_assignment = Vec::new();
+        let lent = lent.filter(|set| set.rows() == self.num_constraints());
+        match lent {
+            Some(set) if !evaluates_whole() => self.evaluate_compact_into(set, compact),
+            lent => {
+                self.aux_assignment = compact.expand();
+                self.evaluate_deferred_into(lent);
+                self.aux_assignment = Vec::new();
+                self.compact_aux = Some(compact);
+                // Counts the partition's bytes again, with the witness back in its compact form.
+                self.compact_abc();
+            }
+        }
+    }
+
+    /// a, b and c from the compact witness `compact` into `set`, compact as they are
+    /// computed; the witness stays compact.
+    fn evaluate_compact_into(&mut self, mut set: LentAbc, compact: CompactWitness) {
+        let Some(matrices) = self.deferred.take() else {
+            return;
+        };
+        let witness = compact.lookup();
+        let inputs = &self.input_assignment;
+        let [a, b, c] = set.to_write();
+        let layouts = [(0, a), (1, b), (2, c)]
+            .map(|(which, out)| matrices.evaluate_compact(which, inputs, &witness, out));
+        drop(witness);
+        // SAFETY: each vector's chunks hold their wide values, as `layouts` say.
+        unsafe { set.mark_written() };
+        self.lent_abc = Some(set);
+        self.compact_abc = Some(Box::new(layouts));
         self.compact_aux = Some(compact);
-        // Counts the partition's bytes again, with the witness back in its compact form.
-        self.compact_abc();
+        self.profile.bytes = SynthesisProfile::bytes_of(self);
     }
 
     /// A copy of the witness alone, held compact: the inputs, the aux variables' bits and

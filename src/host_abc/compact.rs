@@ -60,37 +60,62 @@ impl CompactVector {
 
     /// As [`Self::of`], in chunks of `chunk_rows` (a non-zero multiple of 64).
     pub fn with_chunks(values: &mut [Fr], chunk_rows: usize) -> CompactVector {
+        let rows = values.len();
+        Self::pack(
+            rows,
+            chunk_rows,
+            values.par_chunks_mut(chunk_rows),
+            // Read before the chunk's packed values reach it: a value only moves down.
+            |chunk, _, at| chunk[at],
+            |chunk, packed, value| chunk[packed] = value,
+        )
+    }
+
+    /// `rows` values made compact as they are computed: `value(&chunk, row, at)` is row
+    /// `row`, the `at`-th of its chunk, read in order; `put(&mut chunk, k, value)` writes
+    /// the chunk's `k`-th wide value (at its start). `chunks` are the vector's memory in
+    /// chunks of `chunk_rows` (a non-zero multiple of 64), done in parallel on the current
+    /// rayon pool. So the host's evaluation writes a, b and c compact straight away
+    /// (`r1cs::compact_eval`), and rows it never holds whole cost no memory traffic.
+    pub fn pack<C: Send>(
+        rows: usize,
+        chunk_rows: usize,
+        chunks: impl IndexedParallelIterator<Item = C>,
+        value: impl Fn(&C, usize, usize) -> Fr + Sync,
+        put: impl Fn(&mut C, usize, Fr) + Sync,
+    ) -> CompactVector {
         assert!(
             chunk_rows > 0 && chunk_rows.is_multiple_of(64),
             "chunks of whole words"
         );
-        let rows = values.len();
         let words = rows.div_ceil(64);
         let mut ones = vec![0u64; words];
         let mut wide = vec![0u64; words];
         let mut wide_before = vec![0u32; words];
         let words_per_chunk = chunk_rows / 64;
         let (one, zero) = (*limbs(&Fr::ONE), [0u64; 4]);
-        let mut chunk_wide: Vec<u32> = values
-            .par_chunks_mut(chunk_rows)
+        let mut chunk_wide: Vec<u32> = chunks
             .zip(ones.par_chunks_mut(words_per_chunk))
             .zip(wide.par_chunks_mut(words_per_chunk))
             .zip(wide_before.par_chunks_mut(words_per_chunk))
-            .map(|(((chunk, ones), wide), before)| {
+            .enumerate()
+            .map(|(c, (((mut chunk, ones), wide), before))| {
+                let first = c * chunk_rows;
+                let len = chunk_rows.min(rows - first);
                 let mut packed = 0usize;
-                for (w, word_rows) in (0..chunk.len()).step_by(64).enumerate() {
+                for (w, word_rows) in (0..len).step_by(64).enumerate() {
                     // At most 2^20 rows in a chunk (`CHUNK_ROWS`); more only in tests.
                     before[w] = packed as u32;
-                    for bit in 0..64.min(chunk.len() - word_rows) {
-                        let row = word_rows + bit;
-                        let value = chunk[row];
+                    for bit in 0..64.min(len - word_rows) {
+                        let at = word_rows + bit;
+                        let value = value(&chunk, first + at, at);
                         let value_limbs = limbs(&value);
                         if *value_limbs == one {
                             ones[w] |= 1 << bit;
                         } else if *value_limbs != zero {
                             wide[w] |= 1 << bit;
-                            // packed <= row: the value moves down or stays.
-                            chunk[packed] = value;
+                            // packed <= at: the value moves down or stays.
+                            put(&mut chunk, packed, value);
                             packed += 1;
                         }
                     }

@@ -68,8 +68,8 @@ impl LentAbc {
     /// back by `give_back` when dropped.
     ///
     /// # Safety
-    /// Each buffer must hold `capacity >= rows` values, aligned for [`Fr`], valid and used by
-    /// nothing else until `give_back` is called.
+    /// Each buffer must hold `capacity >= rows` values, initialised (any bytes), aligned for
+    /// [`Fr`], valid and used by nothing else until `give_back` is called.
     pub unsafe fn new(
         buffers: [NonNull<Fr>; 3],
         rows: usize,
@@ -125,10 +125,13 @@ impl LentAbc {
             .map(|ptr| unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().cast(), rows) })
     }
 
-    /// Says every value of the three vectors was written.
+    /// Says the three vectors were written: every value, or held compact (each chunk's wide
+    /// values at its start, the other rows as the buffers held them: the partition holds
+    /// their layouts, `host_abc::compact`, and every reader expands them first).
     ///
     /// # Safety
-    /// Every one of the `rows` values of each vector from [`Self::to_write`] was written.
+    /// Every one of the `rows` values of each vector from [`Self::to_write`] was written, or
+    /// the vectors were written compact (the buffers' other bytes are initialised: `new`).
     pub unsafe fn mark_written(&mut self) {
         self.is_written = true;
     }
@@ -136,8 +139,8 @@ impl LentAbc {
     /// a, b and c to change in place, once written (to hold them compact).
     pub fn vectors_mut(&mut self) -> Option<[&mut [Fr]; 3]> {
         let rows = self.rows;
-        // SAFETY: written whole (`mark_written`); three distinct buffers, this value's alone
-        // (`new`), and `&mut self` is unique.
+        // SAFETY: written (`mark_written`), every byte initialised (`new`); three distinct
+        // buffers, this value's alone (`new`), and `&mut self` is unique.
         self.is_written.then(|| {
             self.buffers
                 .map(|ptr| unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), rows) })
@@ -147,7 +150,8 @@ impl LentAbc {
     /// a, b and c, once written.
     pub fn vectors(&self) -> Option<[&[Fr]; 3]> {
         let rows = self.rows;
-        // SAFETY: written whole (`mark_written`), and only read through `&self`.
+        // SAFETY: written (`mark_written`), every byte initialised (`new`), and only read
+        // through `&self`.
         self.is_written.then(|| {
             self.buffers
                 .map(|ptr| unsafe { std::slice::from_raw_parts(ptr.as_ptr(), rows) })

@@ -34,8 +34,9 @@ pub const MOST_SETS: usize = 2;
 /// How a lender's buffers are made.
 ///
 /// # Safety
-/// A buffer `make(bytes)` returns holds at least `bytes` bytes, aligned for [`Fr`], from
-/// `start` on; its memory stays where it is, valid and this buffer's alone, while the buffer
+/// A buffer `make(bytes)` returns holds at least `bytes` initialised bytes (any values),
+/// aligned for [`Fr`], from `start` on; its memory stays where it is, valid and this
+/// buffer's alone, while the buffer
 /// lives, wherever the `Buffer` value moves (the sets lend their memory by pointer, and move
 /// the buffers into the closure that gives them back).
 pub unsafe trait SetMaker: Send + Sync + 'static {

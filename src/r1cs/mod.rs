@@ -36,6 +36,8 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use crate::atomic_file;
+use crate::compact_witness::WitnessLookup;
+use crate::host_abc::compact::{CompactVector, CHUNK_ROWS};
 use crate::synth::{
     next_witness_id, thread_cpu_ms, Capacity, ConstraintMatrices, SynthesisProfile,
     SynthesizedPartition, WitnessPath,
@@ -44,6 +46,7 @@ use crate::witness::sink::Sink;
 use crate::witness::Witness;
 use recorder::Recorder;
 
+mod compact_eval;
 mod identity;
 mod lanes;
 mod recorder;
@@ -558,6 +561,16 @@ impl ConstraintMatrices for R1cs {
 
     fn evaluate_into(&self, which: usize, inputs: &[Fr], aux: &[Fr], out: &mut [MaybeUninit<Fr>]) {
         self.evaluate_rows(which, inputs, aux, out, &AtomicU64::new(0));
+    }
+
+    fn evaluate_compact(
+        &self,
+        which: usize,
+        inputs: &[Fr],
+        witness: &WitnessLookup<'_>,
+        out: &mut [MaybeUninit<Fr>],
+    ) -> CompactVector {
+        self.evaluate_compact_rows(which, inputs, witness, out, CHUNK_ROWS)
     }
 }
 

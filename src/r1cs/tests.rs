@@ -432,3 +432,113 @@ fn a_witness_copy_is_the_witness_alone_and_only_when_compact() {
     assert_eq!(copy.compact_aux, partition.compact_aux);
     assert_eq!(partition.first_unsatisfied(), None);
 }
+
+/// Rows over a witness that is mostly bits, as a PoRep witness is: bits packed with powers
+/// of two, one and minus one, a wide variable every few rows, an input, and rows whose value
+/// is zero, one or neither. (Evaluation asks nothing of satisfaction.)
+#[derive(Clone)]
+struct MostlyBitsCircuit {
+    rows: u64,
+}
+
+impl Circuit<Fr> for MostlyBitsCircuit {
+    fn synthesize<CS: bellperson::ConstraintSystem<Fr>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        use bellperson::LinearCombination;
+        let input = cs.alloc_input(|| "x", || Ok(Fr::from(5u64)))?;
+        let (mut bits, mut wide) = (Vec::new(), Vec::new());
+        for row in 0..self.rows {
+            let bit = (row * 7919 + row / 7) % 3 == 0;
+            bits.push(cs.alloc(|| "bit", || Ok(Fr::from(u64::from(bit))))?);
+            if row % 13 == 0 {
+                wide.push(cs.alloc(|| "wide", || Ok(-Fr::from(row + 2)))?);
+            }
+            let bit_at = |k: u64| bits[((row * 31 + k * 17) as usize) % bits.len()];
+            let (b0, b1, b2) = (bit_at(0), bit_at(1), bit_at(2));
+            let w = wide[(row as usize * 5) % wide.len()];
+            let power = Fr::from(1u64 << (row % 40));
+            let (a, b, c): (
+                LinearCombination<Fr>,
+                LinearCombination<Fr>,
+                LinearCombination<Fr>,
+            ) = match row % 6 {
+                // One bit alone: zero or one.
+                0 => (
+                    LinearCombination::zero() + b0,
+                    LinearCombination::zero() + (power, b1) + (-Fr::ONE, b2),
+                    LinearCombination::zero() + w,
+                ),
+                // Bits packed with powers of two, and an input.
+                1 => (
+                    LinearCombination::zero() + (power, b0) + (power.double(), b1) + b2,
+                    LinearCombination::zero() + input + (-Fr::ONE, w),
+                    LinearCombination::zero() + (Fr::from(3u64), w) + b0,
+                ),
+                // Minus one times a bit, and a wide variable with a coefficient.
+                2 => (
+                    LinearCombination::zero() + (-Fr::ONE, b1),
+                    LinearCombination::zero() + (Fr::from(row + 9), w) + (power, b0),
+                    LinearCombination::zero() + (Fr::from(7u64), input),
+                ),
+                // Empty: zero.
+                3 => (
+                    LinearCombination::zero(),
+                    LinearCombination::zero() + b2,
+                    LinearCombination::zero() + CS::one(),
+                ),
+                _ => (
+                    LinearCombination::zero() + b0 + b1 + (-Fr::ONE, b1),
+                    LinearCombination::zero() + w + (Fr::ONE, b2),
+                    LinearCombination::zero() + (power, w) + (-Fr::ONE, w),
+                ),
+            };
+            cs.enforce(|| "row", |_| a, |_| b, |_| c);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_b_and_c_evaluated_compact_from_a_compact_witness_are_the_plain_ones_made_compact() {
+    use crate::compact_witness::CompactWitness;
+    let circuit = MostlyBitsCircuit { rows: 3000 };
+    let r1cs = Arc::new(R1cs::record(circuit.clone()).expect("record"));
+    let partition = r1cs
+        .synthesize(circuit, &pool(), Capacity::default(), true)
+        .expect("deferred");
+    let (inputs, aux) = (&partition.input_assignment, &partition.aux_assignment);
+    let compact = CompactWitness::of(aux).expect("a witness of bits");
+    assert!(!compact.wide_values.is_empty());
+    let witness = compact.lookup();
+    let rows = r1cs.counts().constraints as usize;
+    for which in 0..3 {
+        let whole = r1cs.evaluate_timed(which, inputs, aux, rows, &AtomicU64::new(0));
+        let kinds = [Fr::ZERO, Fr::ONE].map(|v| whole.iter().filter(|&&x| x == v).count());
+        assert!(
+            kinds[0] > 0 && kinds[1] > 0 && kinds[0] + kinds[1] < rows,
+            "matrix {which}: zeros, ones and wide values ({kinds:?} of {rows})"
+        );
+        for chunk_rows in [64, 640, CHUNK_ROWS] {
+            let mut made = whole.clone();
+            let expected = CompactVector::with_chunks(&mut made, chunk_rows);
+            let mut out = vec![MaybeUninit::<Fr>::uninit(); rows];
+            let got = pool().install(|| {
+                r1cs.evaluate_compact_rows(which, inputs, &witness, &mut out, chunk_rows)
+            });
+            assert_eq!(got, expected, "matrix {which}, chunks of {chunk_rows}");
+            // Each chunk's wide values, and nothing else is read.
+            let mut held = vec![Fr::from(99u64); rows];
+            for (c, &wide) in got.chunk_wide.iter().enumerate() {
+                for k in c * chunk_rows..c * chunk_rows + wide as usize {
+                    // SAFETY: the first `wide` slots of each chunk are written.
+                    held[k] = unsafe { out[k].assume_init() };
+                    assert_eq!(held[k], made[k], "matrix {which}, slot {k}");
+                }
+            }
+            got.expand(&mut held);
+            assert!(held == whole, "matrix {which}: expanded, the plain values");
+        }
+    }
+}

@@ -16,6 +16,8 @@ pub struct PinnedMaker;
 
 // SAFETY: `PinnedBuffer::new(bytes)` allocates at least `bytes` page-aligned bytes of pinned
 // memory that the buffer owns until it drops; moving the value moves only its pointer.
+// Page-locking faults every page in, so the bytes are initialised (the kernel's zeroed pages:
+// `PinnedBuffer::as_mut_slice` reads them as bytes too).
 unsafe impl SetMaker for PinnedMaker {
     type Buffer = PinnedBuffer;
     const WHAT: &'static str = "pinned host memory";
