@@ -29,6 +29,7 @@ use cuzk::r1cs::{r1cs_path, R1cs};
 use cuzk::sector::SynthesisPlan;
 use cuzk::synth::Capacity;
 use ff::Field;
+use rayon::prelude::*;
 use rand::SeedableRng;
 
 #[derive(Parser)]
@@ -221,7 +222,7 @@ fn evaluate_both_ways(
     let compact_layouts: Vec<CompactVector> = pool.install(|| {
         let witness = compact.lookup();
         vectors
-            .iter_mut()
+            .par_iter_mut()
             .enumerate()
             .map(|(which, out)| matrices.evaluate_compact(which, inputs, &witness, out))
             .collect()

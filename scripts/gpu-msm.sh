@@ -19,7 +19,9 @@
 #        CUZK_MULTIEXP=wide (the default) and then CUZK_MULTIEXP=sppark (ENGINES picks),
 #        for each --gpu-memory in CARDS (default all: no cap), one bench directory; for
 #        each of SHARED (default "on"; "off" sets CUZK_SHARED_PASS=0: every partition its
-#        own pass over the streamed bases).
+#        own pass over the streamed bases), and for each of EVALS (default "compact";
+#        "whole" sets CUZK_HOST_EVALUATION=whole: the host evaluates a, b and c from the
+#        expanded witness and makes them compact after).
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
 steps=("$@")
@@ -61,22 +63,25 @@ for step in "${steps[@]}"; do
       echo "== cuzk bench $size, --gpu-memory $card, the wide multiexp against sppark's"
       for engine in ${ENGINES:-wide sppark}; do
         for shared in ${SHARED:-on}; do
-          name="$engine-$card-shared-$shared"
+        for eval in ${EVALS:-compact}; do
+          name="$engine-$card-shared-$shared-$eval"
           log="$out/bench-$name.log"
           export CUZK_MULTIEXP="$engine"
           if [ "$shared" = off ]; then export CUZK_SHARED_PASS=0; else unset CUZK_SHARED_PASS; fi
+          if [ "$eval" = whole ]; then export CUZK_HOST_EVALUATION=whole; else unset CUZK_HOST_EVALUATION; fi
           timed "$log" timeout "${BENCH_TIMEOUT:-420}" "$bin" bench --sector-size "$size" \
             --sectors "${SECTORS:-3}" --dir /tmp/cuzk-bench-msm $extra
           run=$(ls -td /tmp/cuzk-bench-msm/runs/*/ | head -n 1)
           cp "$run/timeline.csv" "$out/timeline-$name.csv"
           "$bin" waterfall "$run/timeline.csv" --width 140 > "$out/waterfall-$name.txt" 2>&1
-          echo "-- $engine, --gpu-memory $card, shared pass $shared"
+          echo "-- $engine, --gpu-memory $card, shared pass $shared, host evaluation $eval"
           grep -E "^(wall time|per partition|steady|peak memory)" "$log"
-          grep -E "^verdict|kernels by step|over PCIe" -A2 "$out/waterfall-$name.txt" | cut -c1-300
+          grep -E "^verdict|kernels by step|over PCIe|host evaluation" -A2 "$out/waterfall-$name.txt" | cut -c1-300
+        done
         done
       done
     done
-    unset CUZK_MULTIEXP CUZK_SHARED_PASS
+    unset CUZK_MULTIEXP CUZK_SHARED_PASS CUZK_HOST_EVALUATION
     ;;
   *) echo "unknown step $step" >&2 ;;
   esac

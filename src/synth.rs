@@ -13,6 +13,7 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::Field;
+use rayon::prelude::*;
 
 use crate::compact_witness::{CompactWitness, WitnessLookup};
 use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
@@ -320,9 +321,16 @@ impl SynthesizedPartition {
         };
         let witness = compact.lookup();
         let inputs = &self.input_assignment;
-        let [a, b, c] = set.to_write();
-        let layouts = [(0, a), (1, b), (2, c)]
-            .map(|(which, out)| matrices.evaluate_compact(which, inputs, &witness, out));
+        // The three side by side, so that no core waits at the end of each.
+        let layouts: Vec<CompactVector> = set
+            .to_write()
+            .into_par_iter()
+            .enumerate()
+            .map(|(which, out)| matrices.evaluate_compact(which, inputs, &witness, out))
+            .collect();
+        let Ok(layouts) = <[CompactVector; 3]>::try_from(layouts) else {
+            unreachable!("three vectors, three layouts");
+        };
         drop(witness);
         // SAFETY: each vector's chunks hold their wide values, as `layouts` say.
         unsafe { set.mark_written() };
