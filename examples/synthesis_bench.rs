@@ -29,8 +29,8 @@ use cuzk::r1cs::{r1cs_path, R1cs};
 use cuzk::sector::SynthesisPlan;
 use cuzk::synth::Capacity;
 use ff::Field;
-use rayon::prelude::*;
 use rand::SeedableRng;
+use rayon::prelude::*;
 
 #[derive(Parser)]
 struct Args {
@@ -199,8 +199,9 @@ fn evaluate_both_ways(
     let compact = cuzk::compact_witness::CompactWitness::of(&partition.aux_assignment)
         .context("a witness of bits")?;
     let (inputs, rows) = (&partition.input_assignment, matrices.rows());
-    let mut vectors: Vec<Vec<MaybeUninit<blstrs::Scalar>>> =
-        (0..3).map(|_| vec![MaybeUninit::new(blstrs::Scalar::ZERO); rows]).collect();
+    let mut vectors: Vec<Vec<MaybeUninit<blstrs::Scalar>>> = (0..3)
+        .map(|_| vec![MaybeUninit::new(blstrs::Scalar::ZERO); rows])
+        .collect();
     let started = Instant::now();
     let whole: Vec<CompactVector> = pool.install(|| {
         let aux = compact.expand();
@@ -210,9 +211,8 @@ fn evaluate_both_ways(
             .map(|(which, out)| {
                 matrices.evaluate_into(which, inputs, &aux, out);
                 // SAFETY: `evaluate_into` wrote every value.
-                let values: &mut [blstrs::Scalar] = unsafe {
-                    std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len())
-                };
+                let values: &mut [blstrs::Scalar] =
+                    unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
                 CompactVector::of(values)
             })
             .collect()
