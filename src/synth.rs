@@ -13,7 +13,6 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::Field;
-use rayon::prelude::*;
 
 use crate::compact_witness::{CompactWitness, WitnessLookup};
 use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
@@ -296,47 +295,48 @@ impl SynthesizedPartition {
         if self.deferred.is_none() {
             return;
         }
-        let Some(compact) = self.compact_aux.take() else {
+        if self.compact_aux.is_none() {
             return self.evaluate_deferred_into(lent);
-        };
+        }
         let lent = lent.filter(|set| set.rows() == self.num_constraints());
         match lent {
-            Some(set) if !evaluates_whole() => self.evaluate_compact_into(set, compact),
+            Some(set) if !evaluates_whole() => self.evaluate_compact_into(set),
             lent => {
-                self.aux_assignment = compact.expand();
+                let compact = self.compact_aux.take();
+                if let Some(compact) = &compact {
+                    self.aux_assignment = compact.expand();
+                }
                 self.evaluate_deferred_into(lent);
                 self.aux_assignment = Vec::new();
-                self.compact_aux = Some(compact);
+                self.compact_aux = compact;
                 // Counts the partition's bytes again, with the witness back in its compact form.
                 self.compact_abc();
             }
         }
     }
 
-    /// a, b and c from the compact witness `compact` into `set`, compact as they are
-    /// computed; the witness stays compact.
-    fn evaluate_compact_into(&mut self, mut set: LentAbc, compact: CompactWitness) {
+    /// a, b and c from the compact witness into `set`, compact as they are computed; the
+    /// witness stays compact.
+    fn evaluate_compact_into(&mut self, mut set: LentAbc) {
+        let Some(compact) = &self.compact_aux else {
+            return;
+        };
         let Some(matrices) = self.deferred.take() else {
             return;
         };
         let witness = compact.lookup();
-        let inputs = &self.input_assignment;
+        let evaluate =
+            |which, out| matrices.evaluate_compact(which, &self.input_assignment, &witness, out);
+        let [a, b, c] = set.to_write();
         // The three side by side, so that no core waits at the end of each.
-        let layouts: Vec<CompactVector> = set
-            .to_write()
-            .into_par_iter()
-            .enumerate()
-            .map(|(which, out)| matrices.evaluate_compact(which, inputs, &witness, out))
-            .collect();
-        let Ok(layouts) = <[CompactVector; 3]>::try_from(layouts) else {
-            unreachable!("three vectors, three layouts");
-        };
-        drop(witness);
-        // SAFETY: each vector's chunks hold their wide values, as `layouts` say.
+        let (a, (b, c)) = rayon::join(
+            || evaluate(0, a),
+            || rayon::join(|| evaluate(1, b), || evaluate(2, c)),
+        );
+        // SAFETY: each vector's chunks hold their wide values, as the layouts say.
         unsafe { set.mark_written() };
         self.lent_abc = Some(set);
-        self.compact_abc = Some(Box::new(layouts));
-        self.compact_aux = Some(compact);
+        self.compact_abc = Some(Box::new([a, b, c]));
         self.profile.bytes = SynthesisProfile::bytes_of(self);
     }
 

@@ -369,9 +369,13 @@ fn ascii_throughput(run: &RunMetrics, lines: &mut Vec<String>) {
         }
     });
     let q = &run.queue;
+    let behind_loading = match q.behind_loading_s {
+        s if s > 0.0 => format!(" ({s:.2} s behind a parameter load)"),
+        _ => String::new(),
+    };
     lines.push(format!(
         "queue: a partition was queued {:.2} s ({:.0}% of the span), {:.2} s summed over \
-         partitions; {:.2} s ({:.0}%) of it with every lane occupied",
+         partitions; {:.2} s ({:.0}%) of it with every lane occupied{behind_loading}",
         q.queued_s,
         q.queued_fraction * 100.0,
         q.partition_wait_s,

@@ -240,6 +240,7 @@ mod tests {
                 partition_wait_s: 10.0,
                 prover_bound_s: 6.0,
                 prover_bound_fraction: 0.6,
+                behind_loading_s: 0.0,
             }
         );
         assert_eq!(

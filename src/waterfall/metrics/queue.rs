@@ -19,6 +19,9 @@ pub struct QueueMetrics {
     /// Time with a partition queued while every lane was busy or loading parameters.
     pub prover_bound_s: f64,
     pub prover_bound_fraction: f64,
+    /// Of that, time with some lane loading parameters: partitions queued behind a load, held
+    /// back by the parameters rather than by the provers' speed.
+    pub behind_loading_s: f64,
 }
 
 /// Queued time over the span, and how much of it every lane was occupied.
@@ -33,8 +36,15 @@ pub(super) fn queue_metrics(
         .map(|lane| lane.proving.union(&lane.loading))
         .reduce(|all, lane| all.intersect(&lane))
         .unwrap_or_default();
-    let prover_bound_s = queued.intersect(&every_lane_occupied).total();
+    let prover_bound = queued.intersect(&every_lane_occupied);
+    let some_lane_loading = lanes
+        .iter()
+        .map(|lane| lane.loading.clone())
+        .reduce(|all, lane| all.union(&lane))
+        .unwrap_or_default();
+    let prover_bound_s = prover_bound.total();
     QueueMetrics {
+        behind_loading_s: prover_bound.intersect(&some_lane_loading).total(),
         queued_s: queued.total(),
         queued_fraction: ratio(queued.total(), window.total()),
         partition_wait_s: waits.queued_sum,

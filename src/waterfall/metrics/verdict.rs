@@ -65,9 +65,9 @@ const BALANCED_BELOW: f64 = 0.05;
 /// memory could shorten the run by up to two-fifths (less where loads overlapped other work).
 ///
 /// It goes ahead of the other candidates rather than competing with them, because at this
-/// size their numbers are mostly its consequence: a loading lane counts as occupied, so
-/// partitions queued behind the load read as prover-bound time, and a lane's wait for
-/// synthesis only counts once its loading is over.
+/// size their numbers are mostly its consequence: a lane's wait for synthesis only counts once
+/// its loading is over. Below it, the partitions queued behind a load are weighed as loading's
+/// own candidate, not as prover-bound time.
 const PARAMS_BOUND_FROM: f64 = 0.4;
 
 /// Below this share of the provers' busy time with a kernel running (NVML's count, over the
@@ -105,18 +105,6 @@ const UPLOAD_BOUND_FROM: f64 = 0.25;
 /// advice) would change nothing.
 const MEMORY_HELD_FROM: f64 = 0.1;
 
-/// Names the stage that held the run back, by how much, and what to change.
-///
-/// A run where no partition reached a prover has no verdict. Otherwise parameter loading
-/// (`params_s`, every lane's loads and the preload's, see
-/// [`params_loading`](super::lanes::params_loading)) comes first once it reaches
-/// [`PARAMS_BOUND_FROM`] of the span. Below that, three candidates are weighed in seconds:
-/// prover-bound time (partitions queued while every lane was occupied), the lanes' average
-/// idle time waiting for synthesis, the worst lane's idle time with a partition queued
-/// (scheduling), and the lanes' average time giving way to a PoSt (gpu lock). A run bound by
-/// its GPU provers whose GPUs ran kernels (`kernels`, from the driver) less than
-/// [`HOST_BOUND_BELOW`] of the provers' busy time is host-bound instead, and a run bound by
-/// synthesis while partitions waited for `memory` [`MEMORY_HELD_FROM`] of it is memory-bound.
 /// How much synthesis a run had to do, and with how many workers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct SynthesisUse {
@@ -126,6 +114,19 @@ pub(super) struct SynthesisUse {
     pub(super) partitions: usize,
 }
 
+/// Names the stage that held the run back, by how much, and what to change.
+///
+/// A run where no partition reached a prover has no verdict. Otherwise parameter loading
+/// (`params_s`, every lane's loads and the preload's, see
+/// [`params_loading`](super::lanes::params_loading)) comes first once it reaches
+/// [`PARAMS_BOUND_FROM`] of the span. Below that, the candidates are weighed in seconds:
+/// prover-bound time (partitions queued while every lane was occupied, none of them loading),
+/// time queued behind a parameter load (every lane occupied, some loading), the lanes' average
+/// idle time waiting for synthesis, the worst lane's idle time with a partition queued
+/// (scheduling), and the lanes' average time giving way to a PoSt (gpu lock). A run bound by
+/// its GPU provers whose GPUs ran kernels (`kernels`, from the driver) less than
+/// [`HOST_BOUND_BELOW`] of the provers' busy time is host-bound instead, and a run bound by
+/// synthesis while partitions waited for `memory` [`MEMORY_HELD_FROM`] of it is memory-bound.
 pub(super) fn verdict(
     lanes: &[LaneMetrics],
     queue: &QueueMetrics,
@@ -152,8 +153,15 @@ pub(super) fn verdict(
     let scheduling = worst_scheduling.map_or(0.0, |lane| lane.idle.scheduling_s);
     let gpu_lock_wait = sum(lanes.iter().map(|lane| lane.idle.gpu_lock_s)) / count;
     let evaluation_wait = sum(lanes.iter().map(|lane| lane.idle.evaluation_s)) / count;
+    // Partitions queued behind a parameter load wait for the parameters, not for the
+    // provers' speed: a streamed 32GiB run whose GPU was busy a third of the time, loading
+    // for another third with partitions queued, is not GPU-bound.
     let candidates = [
-        (Bound::Prover, queue.prover_bound_s),
+        (
+            Bound::Prover,
+            (queue.prover_bound_s - queue.behind_loading_s).max(0.0),
+        ),
+        (Bound::Params, queue.behind_loading_s),
         (Bound::Evaluation, evaluation_wait),
         (Bound::Synthesis, synthesis_wait),
         (Bound::Scheduling, scheduling),
@@ -362,13 +370,24 @@ mod tests {
              prove-dir` running without --once so they stay loaded across files, and put the \
              parameter cache (--params or FIL_PROOFS_PARAMETER_CACHE) on fast local disk"
         );
-        // Without loading the run would have been called balanced, as it was before.
+        // Past the threshold, loading names the run whatever else it waited for; below it,
+        // loading is weighed as the time partitions queued behind it. Without that queue the
+        // run would have been called balanced, as it was before.
         let loading_s = run.lanes[0].params_s;
         assert_eq!(loading_s, 10.0);
+        let behind_loading_s = run.queue.behind_loading_s;
+        assert!(
+            behind_loading_s > 0.0,
+            "the partition queued behind the load"
+        );
+        let queue = QueueMetrics {
+            behind_loading_s: 0.0,
+            ..run.queue.clone()
+        };
         let verdict_at = |params_s: f64| {
             verdict(
                 &run.lanes,
-                &run.queue,
+                &queue,
                 run.span_s,
                 (params_s, 0.0, 0.0),
                 SynthesisUse {
@@ -383,6 +402,50 @@ mod tests {
         let threshold_s = PARAMS_BOUND_FROM * run.span_s;
         assert_eq!(verdict_at(threshold_s - 0.01).bound, Bound::Balanced);
         assert_eq!(verdict_at(threshold_s).bound, Bound::Params);
+    }
+
+    #[test]
+    fn partitions_queued_behind_a_parameter_load_are_not_gpu_bound_time() {
+        // Two partitions ready by 1.5 s; the one GPU lane picked up the first and loaded the
+        // parameters until 4.5 s (37% of the span, under the threshold), then proved both,
+        // 2 s each. The second partition queued 5 s, 3 s of it behind the load: the GPU,
+        // proving 4 s of 9.5, was not what held the run back.
+        let run = metrics("queued_behind_loading.csv");
+        assert_eq!(run.lanes[0].params_s, 3.5);
+        assert_eq!(run.queue.prover_bound_s, 5.0, "{:?}", run.queue);
+        assert_eq!(run.queue.behind_loading_s, 3.0, "{:?}", run.queue);
+        assert_eq!(run.verdict.bound, Bound::Params, "{}", run.verdict.text);
+        assert_says(
+            &run.verdict.text,
+            "loading parameters took 3.5 s (37% of the run)",
+            true,
+        );
+        assert_says(&run.verdict.text, "GPU-bound", false);
+        // Counted as prover-bound time, as it was, it made the run GPU-bound.
+        let as_before = QueueMetrics {
+            behind_loading_s: 0.0,
+            ..run.queue.clone()
+        };
+        let before = verdict(
+            &run.lanes,
+            &as_before,
+            run.span_s,
+            (run.lanes[0].params_s, 0.0, 0.0),
+            SynthesisUse {
+                workers: 2,
+                partitions: 2,
+            },
+            None,
+            &run.memory,
+        );
+        assert_eq!(before.bound, Bound::Prover, "{}", before.text);
+        // The queue line says how much of the wait was behind the load.
+        let text = crate::waterfall::ascii::render_ascii(std::slice::from_ref(&run), 120);
+        assert_says(
+            &text,
+            "of it with every lane occupied (3.00 s behind a parameter load)",
+            true,
+        );
     }
 
     #[test]
