@@ -9,7 +9,10 @@
 //! densities. A partition is then synthesized by computing only its witness (a constraint
 //! system that allocates and assigns but never builds a linear combination) and evaluating
 //! `a = A·w`, `b = B·w`, `c = C·w` as sparse matrix-vector products on a bounded pool of
-//! threads. The result is the same [`SynthesizedPartition`] the full path makes.
+//! threads. The result is the same [`SynthesizedPartition`] the full path makes. For a prover
+//! that takes the witness and a, b and c compact (the cuda backend on a card the constraints
+//! do not fit), they are evaluated from the compact witness straight into their compact form
+//! (`compact_eval`).
 //!
 //! The file (`cuzk-r1cs-v1-<parameter file stem>-<circuit identity>.r1cs`, see [`identity`])
 //! is little-endian: a header of counts,
