@@ -156,16 +156,37 @@ impl WitnessLookup<'_> {
     /// Variable `i`.
     #[inline(always)]
     pub fn get(&self, i: usize) -> Variable<'_> {
-        let (w, bit) = (i / 64, i % 64);
-        let wide = self.wide[w];
-        if wide >> bit & 1 == 1 {
-            let below = wide & ((1u64 << bit) - 1);
-            Variable::Wide(&self.values[self.wide_before[w] as usize + below.count_ones() as usize])
-        } else if self.ones[w] >> bit & 1 == 1 {
-            Variable::One
-        } else {
-            Variable::Zero
+        match read_bits(self.ones, &self.wide, &self.wide_before, i) {
+            Bits::Zero => Variable::Zero,
+            Bits::One => Variable::One,
+            Bits::Wide(k) => Variable::Wide(&self.values[k]),
         }
+    }
+}
+
+/// Entry `i` of values held as bits, as [`read_bits`] reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bits {
+    Zero,
+    One,
+    /// Neither: the number of its value among the wide values counted from the same start
+    /// as `wide_before`.
+    Wide(usize),
+}
+
+/// Entry `i` of values held as bits: `ones` and `wide` have a bit per entry, `wide_before`
+/// per word of 64 the wide entries before it (in the witness, or in the word's chunk of a
+/// compact vector, `host_abc::compact`).
+#[inline(always)]
+pub(crate) fn read_bits(ones: &[u64], wide: &[u64], wide_before: &[u32], i: usize) -> Bits {
+    let (w, bit) = (i / 64, i % 64);
+    if wide[w] >> bit & 1 == 1 {
+        let below = wide[w] & ((1u64 << bit) - 1);
+        Bits::Wide(wide_before[w] as usize + below.count_ones() as usize)
+    } else if ones[w] >> bit & 1 == 1 {
+        Bits::One
+    } else {
+        Bits::Zero
     }
 }
 

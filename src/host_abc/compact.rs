@@ -28,7 +28,7 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use rayon::prelude::*;
 
-use crate::compact_witness::limbs;
+use crate::compact_witness::{limbs, read_bits, Bits};
 
 /// Rows per chunk: a multiple of 64, and few enough chunks (128 at 2^27 rows) that one
 /// copy per chunk costs the bus nothing against its bytes.
@@ -137,15 +137,10 @@ impl CompactVector {
     /// Row `row`'s value, read from `packed`, its chunk's memory (whose start holds the
     /// chunk's wide values).
     fn value(&self, row: usize, packed: &[Fr]) -> Fr {
-        let (w, bit) = (row / 64, row % 64);
-        let below = (1u64 << bit) - 1;
-        if self.wide[w] >> bit & 1 == 1 {
-            let rank = self.wide_before[w] as usize + (self.wide[w] & below).count_ones() as usize;
-            packed[rank]
-        } else if self.ones[w] >> bit & 1 == 1 {
-            Fr::ONE
-        } else {
-            Fr::ZERO
+        match read_bits(&self.ones, &self.wide, &self.wide_before, row) {
+            Bits::Zero => Fr::ZERO,
+            Bits::One => Fr::ONE,
+            Bits::Wide(k) => packed[k],
         }
     }
 
