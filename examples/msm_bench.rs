@@ -4,13 +4,14 @@
 //!
 //! With `--gpu` (a build with the cuda feature), the H multiexp on GPU 0 instead: sppark's
 //! Pippenger against cuzk's wide multiexp (`backend/cuda/wide_msm.cuh`) on the same random
-//! full-width scalars and resident bases, from 2^`--from` to 2^`--to` points, with points
-//! per second; the two results must agree, and at the smallest size equal the CPU's.
+//! full-width scalars and resident bases (with `--streamed`, also bases streamed from
+//! pinned host memory), from 2^`--from` to 2^`--to` points, with points per second; the
+//! results must agree, and at the smallest size equal the CPU's.
 //!
 //! ```text
 //! cargo run --release --example msm_bench -- --log-size 20
 //! CUZK_FEATURES=cuda scripts/build-cuda.sh --example msm_bench
-//! target/cuda/release/examples/msm_bench --gpu --from 20 --to 27
+//! target/cuda/release/examples/msm_bench --gpu --from 20 --to 27 --streamed
 //! ```
 
 use std::sync::Arc;
@@ -44,6 +45,10 @@ struct Args {
     /// With --gpu: runs of each multiexp per size (the best counts).
     #[arg(long, default_value_t = 3)]
     rounds: u32,
+    /// With --gpu: also time both with the bases streamed from pinned host memory, as H's
+    /// are on a card that keeps few bases (needs 96 bytes of host memory per point).
+    #[arg(long)]
+    streamed: bool,
 }
 
 /// Distinct points `g, 2g, 3g, ...` (cheap to make in bulk: one addition each).
@@ -120,16 +125,24 @@ fn scalars_of(kind: &str, n: usize, rng: &mut impl Rng) -> Vec<Fr> {
 
 /// Both GPU multiexps against the CPU's on the inputs a proof gives them rather than the
 /// table's: distinct bases, sizes that are not powers of two, each kind of scalars, in G1
-/// and in G2. Prints a row each; fails after all rows if any disagreed.
+/// and in G2, the bases on the device and streamed (the wide multiexp's chunks small
+/// enough that every size takes several, the last one short). Prints a row each; fails
+/// after all rows if any disagreed.
 #[cfg(feature = "cuda")]
 fn gpu_checks(gpu: &mut cuzk::backend::cuda::CudaGpu, rng: &mut impl Rng) -> Result<()> {
+    use cuzk::backend::cuda::BenchBases;
+
     let g1 = points::<G1Projective>(1 << 15, rng);
     let g2 = points::<G2Projective>(1 << 13, rng);
-    println!("| group | scalars | points | sppark = CPU | wide = CPU |");
-    println!("|---|---|---|---|---|");
+    println!("| group | scalars | points | bases | sppark = CPU | wide = CPU |");
+    println!("|---|---|---|---|---|---|");
     let mut wrong = 0;
-    let mut row = |group: &str, kind: &str, n: usize, sppark: bool, wide: bool| {
-        println!("| {group} | {kind} | {n} | {sppark} | {wide} |");
+    let mut row = |group: &str, kind: &str, n: usize, at: BenchBases, sppark: bool, wide: bool| {
+        let at = match at {
+            BenchBases::Device => "device".to_string(),
+            BenchBases::Streamed { chunk } => format!("streamed, chunks of {chunk}"),
+        };
+        println!("| {group} | {kind} | {n} | {at} | {sppark} | {wide} |");
         wrong += usize::from(!sppark) + usize::from(!wide);
     };
     for kind in ["random", "bits", "ones", "small"] {
@@ -137,15 +150,19 @@ fn gpu_checks(gpu: &mut cuzk::backend::cuda::CudaGpu, rng: &mut impl Rng) -> Res
             let scalars = scalars_of(kind, n, rng);
             let exps: Vec<_> = scalars.iter().map(|s| s.to_repr()).collect();
             let cpu = msm::multiexp(&g1[..n], 0, &FullDensity, &exps)?;
-            let [sppark, wide] = gpu.msm_bench(&g1[..n], &scalars, 1)?;
-            row("G1", kind, n, sppark.result == cpu, wide.result == cpu);
+            for at in [BenchBases::Device, BenchBases::Streamed { chunk: 4096 }] {
+                let [sppark, wide] = gpu.msm_bench(&g1[..n], &scalars, 1, at)?;
+                row("G1", kind, n, at, sppark.result == cpu, wide.result == cpu);
+            }
         }
         for n in [4096 + 17, (1 << 13) - 1] {
             let scalars = scalars_of(kind, n, rng);
             let exps: Vec<_> = scalars.iter().map(|s| s.to_repr()).collect();
             let cpu = msm::multiexp(&g2[..n], 0, &FullDensity, &exps)?;
-            let [sppark, wide] = gpu.msm_bench_g2(&g2[..n], &scalars, 1)?;
-            row("G2", kind, n, sppark.result == cpu, wide.result == cpu);
+            for at in [BenchBases::Device, BenchBases::Streamed { chunk: 2048 }] {
+                let [sppark, wide] = gpu.msm_bench_g2(&g2[..n], &scalars, 1, at)?;
+                row("G2", kind, n, at, sppark.result == cpu, wide.result == cpu);
+            }
         }
     }
     println!();
@@ -157,7 +174,7 @@ fn gpu_checks(gpu: &mut cuzk::backend::cuda::CudaGpu, rng: &mut impl Rng) -> Res
 /// [`gpu_checks`].
 #[cfg(feature = "cuda")]
 fn gpu_table(args: &Args) -> Result<()> {
-    use cuzk::backend::cuda::CudaGpu;
+    use cuzk::backend::cuda::{BenchBases, CudaGpu};
     use rayon::prelude::*;
 
     ensure!(
@@ -182,33 +199,49 @@ fn gpu_table(args: &Args) -> Result<()> {
     let mut gpu = CudaGpu::open(0)?;
     println!("{}\n", gpu.name());
     let checked = gpu_checks(&mut gpu, &mut rng);
-    println!("| points | sppark ms | sppark M points/s | wide ms | wide M points/s | speedup |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| points | bases | sppark ms | sppark M points/s | wide ms | wide M points/s | speedup |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for log in args.from..=args.to {
         let n = 1usize << log;
-        let [sppark, wide] = gpu.msm_bench(&bases, &scalars[..n], args.rounds)?;
+        let mut wide_results = Vec::new();
+        for (at, name) in [
+            (BenchBases::Device, "device"),
+            (BenchBases::Streamed { chunk: usize::MAX }, "streamed"),
+        ] {
+            if at != BenchBases::Device && !args.streamed {
+                continue;
+            }
+            let [sppark, wide] = gpu.msm_bench(&bases, &scalars[..n], args.rounds, at)?;
+            ensure!(
+                sppark.result == wide.result,
+                "2^{log}, {name}: the wide multiexp disagrees with sppark's"
+            );
+            wide_results.push(wide.result);
+            let rate = |seconds: f64| n as f64 / seconds / 1e6;
+            println!(
+                "| 2^{log} | {name} | {:.1} | {:.0} | {:.1} | {:.0} | {:.2}x |",
+                sppark.seconds * 1e3,
+                rate(sppark.seconds),
+                wide.seconds * 1e3,
+                rate(wide.seconds),
+                sppark.seconds / wide.seconds
+            );
+        }
         ensure!(
-            sppark.result == wide.result,
-            "2^{log}: the wide multiexp disagrees with sppark's"
+            wide_results.windows(2).all(|w| w[0] == w[1]),
+            "2^{log}: the streamed result differs from the resident one"
         );
         if log == args.from {
             let exps: Vec<_> = scalars[..n].iter().map(|s| s.to_repr()).collect();
             let repeated: Vec<G1Affine> = bases.iter().copied().cycle().take(n).collect();
             let cpu = msm::multiexp(&repeated, 0, &FullDensity, &exps)?;
             ensure!(
-                cpu == wide.result,
+                cpu == wide_results[0],
                 "2^{log}: the GPU disagrees with the CPU"
             );
         }
-        let rate = |seconds: f64| n as f64 / seconds / 1e6;
-        println!(
-            "| 2^{log} | {:.1} | {:.0} | {:.1} | {:.0} | {:.2}x |",
-            sppark.seconds * 1e3,
-            rate(sppark.seconds),
-            wide.seconds * 1e3,
-            rate(wide.seconds),
-            sppark.seconds / wide.seconds
-        );
     }
     // The table runs whatever the checks found; their verdict is the result.
     checked

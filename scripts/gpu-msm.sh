@@ -6,9 +6,10 @@
 #
 #   scripts/gpu-msm.sh BIN OUT_DIR [STEP...]     # STEP: table, check, real, bench
 #
-# table: examples/msm_bench --gpu from 2^FROM to 2^TO points (default 12, 27): both
-#        multiexps on the same inputs, points per second, results compared (and with the
-#        CPU's at the smallest size).
+# table: examples/msm_bench --gpu --streamed from 2^FROM to 2^TO points (default 12, 27):
+#        both multiexps on the same inputs, the bases on the device and streamed from
+#        pinned host memory, points per second, results compared (and with the CPU's at
+#        the smallest size).
 # check: backend_check at 2^LOG constraints (default 20) with CUZK_MULTIEXP=wide (or
 #        MULTIEXP, e.g. sppark, or wide:from=12 for every size): the
 #        cuda proofs (every multiexp over device bases by the wide one: H where resident,
@@ -38,7 +39,7 @@ for step in "${steps[@]}"; do
   case "$step" in
   table)
     echo "== msm_bench --gpu, 2^${FROM:-12} .. 2^${TO:-27}"
-    timed "$out/table.log" "$examples/msm_bench" --gpu --from "${FROM:-12}" --to "${TO:-27}" \
+    timed "$out/table.log" "$examples/msm_bench" --gpu --from "${FROM:-12}" --to "${TO:-27}" --streamed \
       --rounds "${ROUNDS:-3}"
     grep -E "^\||H100|H200|disagree|Error" "$out/table.log"
     ;;

@@ -16,7 +16,7 @@ use ff::Field;
 
 use crate::compact_witness::{CompactWitness, WitnessLookup};
 use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
-use crate::host_abc::compact::CompactVector;
+use crate::host_abc::compact::{CompactVector, CHUNK_ROWS};
 use crate::host_abc::LentAbc;
 
 /// A circuit's constraints as sparse matrices, for a prover that evaluates `A·w`, `B·w` and
@@ -313,6 +313,20 @@ impl SynthesizedPartition {
                 self.compact_abc();
             }
         }
+    }
+
+    /// The bytes it holds at most while its a, b and c are evaluated into a lent set of
+    /// `set_rows` rows (the set's own bytes apart), where that takes the compact way
+    /// ([`Self::evaluate_deferred_keeping_compact`]): the witness it holds now and the
+    /// vectors' layouts, no witness expanded. `None` where it would take the whole way
+    /// (a witness held whole, a set for other rows, `CUZK_HOST_EVALUATION=whole`).
+    pub fn compact_evaluation_bytes(&self, set_rows: usize) -> Option<u64> {
+        let rows = self.num_constraints();
+        let compact = self.deferred.is_some()
+            && self.compact_aux.is_some()
+            && set_rows == rows
+            && !evaluates_whole();
+        compact.then(|| self.bytes_in_flight() + 3 * CompactVector::bytes_for(rows, CHUNK_ROWS))
     }
 
     /// a, b and c from the compact witness into `set`, compact as they are computed; the

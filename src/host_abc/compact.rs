@@ -165,6 +165,14 @@ impl CompactVector {
         self.rows == rows && self.chunk_rows > 0 && self.chunk_rows.is_multiple_of(64)
     }
 
+    /// Bytes held beside a vector of `rows` made compact in chunks of `chunk_rows`: what
+    /// [`Self::bytes`] gives of it, known before it is made.
+    pub fn bytes_for(rows: usize, chunk_rows: usize) -> u64 {
+        let words = rows.div_ceil(64);
+        let chunks = rows.div_ceil(chunk_rows.max(1));
+        (words * (8 + 8 + 4) + chunks * 4) as u64
+    }
+
     /// Bytes held beside the vector.
     pub fn bytes(&self) -> u64 {
         ((self.ones.capacity() + self.wide.capacity()) * 8

@@ -2,9 +2,11 @@
 //! ([`Evaluation::AtProver`](crate::footprint::Evaluation::AtProver)) gets its a = A·w,
 //! b = B·w and c = C·w here, on the prover's thread with every core, right before its proof.
 //!
-//! Its reservation grows to the partition's full bytes first, out of the room the budget
+//! Its reservation grows first to what the evaluation will hold, out of the room the budget
 //! keeps for the provers ([`crate::memory::MemoryBudget::keep_for_provers`]), so at most the
-//! partitions at a prover hold a, b and c. A prover evaluates the partition it takes after
+//! partitions at a prover hold a, b and c: the partition's full bytes, or where the witness
+//! stays compact and a, b and c are written compact into a lent set, that set, the witness
+//! and the vectors' layouts ([`SynthesizedPartition::compact_evaluation_bytes`]). A prover evaluates the partition it takes after
 //! a batch while the batch is proved ([`evaluate_beside`]), so on a GPU the evaluation
 //! overlaps the kernels instead of idling them.
 //!
@@ -123,7 +125,9 @@ pub fn evaluate(
     }
     // A set made for a larger circuit is counted whole.
     let spare = lent.as_ref().map_or(0, LentAbc::spare_bytes);
-    let waited = msg.memory.grow_to(bytes + spare, || job.is_cancelled());
+    let keeps_compact = lender.is_some_and(|lender| lender.takes_compact_witness());
+    let peak = bytes_at_prover(&msg.synthesized, bytes, lent.as_ref(), keeps_compact);
+    let waited = msg.memory.grow_to(peak + spare, || job.is_cancelled());
     if let Some(set) = lent
         .as_mut()
         .filter(|_| waited.is_some() || had_reservation)
@@ -134,7 +138,6 @@ pub fn evaluate(
         return;
     };
     let started = Instant::now();
-    let keeps_compact = lender.is_some_and(|lender| lender.takes_compact_witness());
     if keeps_compact {
         msg.synthesized.evaluate_deferred_keeping_compact(lent);
     } else {
@@ -152,6 +155,26 @@ pub fn evaluate(
     if keeps_compact {
         shrink_to_what_is_held(&msg.synthesized, &mut msg.memory);
     }
+}
+
+/// The bytes `partition` holds at most while it is evaluated, a lent set's included: its
+/// full bytes (`full`: a, b and c over the domain and the witness whole), or, where the
+/// evaluation keeps the witness compact and writes a, b and c compact into `lent`, that
+/// set, the witness it holds and the vectors' layouts (a 32GiB partition holds 4.2 GB less:
+/// its witness is never expanded).
+fn bytes_at_prover(
+    partition: &SynthesizedPartition,
+    full: u64,
+    lent: Option<&LentAbc>,
+    keeps_compact: bool,
+) -> u64 {
+    lent.filter(|_| keeps_compact)
+        .and_then(|set| {
+            let held = partition.compact_evaluation_bytes(set.rows())?;
+            // The set's rows (a set made for a larger circuit adds its spare bytes after).
+            Some((held + set.bytes() - set.spare_bytes()).min(full))
+        })
+        .unwrap_or(full)
 }
 
 /// After the evaluation for a prover that takes the compact witness (the cuda backend's,
@@ -221,6 +244,7 @@ pub fn evaluate_beside<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host_abc::compact::{CompactVector, CHUNK_ROWS};
     use crate::host_abc::heap::HeapLender;
     use crate::memory::MemoryBudget;
     use crate::synth::tests::BitsCircuit;
@@ -262,5 +286,75 @@ mod tests {
         );
         assert!(memory.bytes() + set_bytes < peak);
         assert_eq!(budget.in_use(), memory.bytes() + set_bytes);
+    }
+
+    /// A lender like the cuda backend's: its prover takes the witness compact.
+    struct CompactLender(HeapLender);
+
+    impl LendsAbc for CompactLender {
+        fn lend(&self, rows: usize) -> Option<LentAbc> {
+            self.0.lend(rows)
+        }
+
+        fn takes_compact_witness(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_partition_evaluated_compact_grows_by_what_it_will_hold_not_its_full_peak() {
+        let circuit = BitsCircuit {
+            value: Some(0x00ff_00ff_00ff_00ff),
+        };
+        let r1cs = Arc::new(crate::r1cs::R1cs::record(circuit.clone()).expect("record"));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let mut partition = r1cs
+            .synthesize(circuit, &pool, Default::default(), true)
+            .expect("deferred");
+        assert!(partition.compact_witness(), "a witness of bits");
+        let rows = partition.num_constraints();
+        let full = 32
+            * (3 * rows.next_power_of_two()
+                + partition.input_assignment.len()
+                + partition.aux_len()) as u64;
+        let lender = CompactLender(HeapLender {
+            most: 1,
+            ..HeapLender::default()
+        });
+        let set = lender.lend(rows).expect("a set");
+        let set_bytes = 3 * 32 * rows as u64;
+        let grown = bytes_at_prover(&partition, full, Some(&set), true);
+        let before = partition.bytes_in_flight();
+        assert_eq!(
+            grown,
+            before + set_bytes + 3 * CompactVector::bytes_for(rows, CHUNK_ROWS)
+        );
+        assert!(
+            grown + 32 * partition.aux_len() as u64 <= full,
+            "no room counted for a witness expanded"
+        );
+        // The whole way, or a prover that takes the witness whole: the full peak.
+        assert_eq!(bytes_at_prover(&partition, full, Some(&set), false), full);
+        assert_eq!(bytes_at_prover(&partition, full, None, true), full);
+        let other = HeapLender {
+            most: 1,
+            ..HeapLender::default()
+        }
+        .lend(rows + 64)
+        .expect("a set for other rows");
+        assert_eq!(bytes_at_prover(&partition, full, Some(&other), true), full);
+
+        // Never under-counted: what the evaluation leaves it holding, the set and the
+        // layouts included, is within what it grew to.
+        partition.evaluate_deferred_keeping_compact(Some(set));
+        assert!(partition.compact_abc.is_some() && partition.lent_abc.is_some());
+        assert!(
+            partition.bytes_in_flight() <= grown,
+            "{} held after, {grown} counted",
+            partition.bytes_in_flight()
+        );
     }
 }

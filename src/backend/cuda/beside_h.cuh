@@ -42,24 +42,6 @@ struct beside_h {
     // Batch addition's work counter here (see above).
     static constexpr uint32_t COUNTER = 1;
 
-    // Two events a streamed set's chunks pass between `copy` and `work`, one per buffer.
-    struct event_pair {
-        cudaEvent_t at[2] = {nullptr, nullptr};
-        event_pair()
-        {
-            for (auto& e : at)
-                CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        }
-        event_pair(const event_pair&) = delete;
-        event_pair& operator=(const event_pair&) = delete;
-        ~event_pair()
-        {
-            for (auto& e : at)
-                if (e)
-                    (void)cudaEventDestroy(e);
-        }
-    };
-
     // One stretch of a query: `nbits` variables of `src` filtered by a density (`words` and
     // `prefix`; null: all of them), from query position `offset`.
     struct part {

@@ -339,15 +339,17 @@ impl CudaGpu {
     }
 
     /// H's multiexp by sppark's Pippenger and by the wide multiexp on the same inputs:
-    /// `bases` repeated up to `scalars.len()` points on the device, each run `rounds` times.
-    /// Takes about 128 bytes of device memory per scalar for the call.
+    /// `bases` repeated up to `scalars.len()` points where `at` says, each run `rounds`
+    /// times. Takes about 128 bytes of device memory per scalar for the call (32 streamed,
+    /// and 96 of pinned host memory).
     pub fn msm_bench(
         &mut self,
         bases: &[G1Affine],
         scalars: &[Fr],
         rounds: u32,
+        at: BenchBases,
     ) -> Result<[MultiexpTiming<G1Projective>; 2], CudaError> {
-        self.bench_with(bases, scalars, rounds, ffi::cuzk_gpu_msm_bench)
+        self.bench_with(bases, scalars, rounds, at, ffi::cuzk_gpu_msm_bench)
     }
 
     /// As [`Self::msm_bench`], in G2 (B's multiexp).
@@ -356,8 +358,9 @@ impl CudaGpu {
         bases: &[G2Affine],
         scalars: &[Fr],
         rounds: u32,
+        at: BenchBases,
     ) -> Result<[MultiexpTiming<G2Projective>; 2], CudaError> {
-        self.bench_with(bases, scalars, rounds, ffi::cuzk_gpu_msm_bench_g2)
+        self.bench_with(bases, scalars, rounds, at, ffi::cuzk_gpu_msm_bench_g2)
     }
 
     fn bench_with<A, P: Group>(
@@ -365,8 +368,13 @@ impl CudaGpu {
         bases: &[A],
         scalars: &[Fr],
         rounds: u32,
+        at: BenchBases,
         bench: BenchFn<A, P>,
     ) -> Result<[MultiexpTiming<P>; 2], CudaError> {
+        let streamed_chunk = match at {
+            BenchBases::Device => 0,
+            BenchBases::Streamed { chunk } => chunk.max(1),
+        };
         let mut out = [P::identity(); 2];
         let mut ms = [0f64; 2];
         // SAFETY: a live handle; `bases` and `scalars` hold the counts passed, in blst's
@@ -380,6 +388,7 @@ impl CudaGpu {
                 scalars.as_ptr(),
                 scalars.len(),
                 rounds,
+                streamed_chunk,
                 out.as_mut_ptr(),
                 ms.as_mut_ptr(),
             )
@@ -399,9 +408,24 @@ type BenchFn<A, P> = unsafe extern "C" fn(
     *const Fr,
     usize,
     u32,
+    usize,
     *mut P,
     *mut f64,
 ) -> ffi::Status;
+
+/// Where the multiexp bench keeps its bases ([`CudaGpu::msm_bench`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchBases {
+    /// On the device, as resident bases are.
+    Device,
+    /// In pinned host memory, streamed at each multiexp as a card that keeps few bases
+    /// streams H's.
+    Streamed {
+        /// The most bases in one of the wide multiexp's chunks (`usize::MAX`: as many as
+        /// its memory allows).
+        chunk: usize,
+    },
+}
 
 /// One multiexp's result and its best wall time ([`CudaGpu::msm_bench`]).
 #[derive(Clone, Copy, Debug)]

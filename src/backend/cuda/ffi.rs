@@ -201,6 +201,7 @@ extern "C" {
         scalars: *const Fr,
         n: usize,
         rounds: u32,
+        streamed_chunk: usize,
         out: *mut G1Projective,
         ms: *mut f64,
     ) -> Status;
@@ -211,6 +212,7 @@ extern "C" {
         scalars: *const Fr,
         n: usize,
         rounds: u32,
+        streamed_chunk: usize,
         out: *mut G2Projective,
         ms: *mut f64,
     ) -> Status;

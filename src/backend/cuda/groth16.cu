@@ -264,6 +264,25 @@ struct pool_buffer {
     }
 };
 
+// Two events the chunks of streamed bases pass between a copy stream and a work stream,
+// one per buffer (beside_h.cuh, wide_msm.cuh).
+struct event_pair {
+    cudaEvent_t at[2] = {nullptr, nullptr};
+    event_pair()
+    {
+        for (auto& e : at)
+            CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    event_pair(const event_pair&) = delete;
+    event_pair& operator=(const event_pair&) = delete;
+    ~event_pair()
+    {
+        for (auto& e : at)
+            if (e)
+                (void)cudaEventDestroy(e);
+    }
+};
+
 template<class T>
 struct device_vec {
     T* ptr = nullptr;
@@ -673,10 +692,25 @@ void trimming_pool(const gpu_t& gpu, F body)
     trim();
 }
 
-// The multiexp bench (cuzk_gpu_msm_bench, _g2): both multiexps on the same inputs.
+// Pinned host memory for the bench's streamed bases, freed when it goes.
+struct pinned_bytes {
+    char* ptr = nullptr;
+    explicit pinned_bytes(size_t bytes)
+    {
+        CUDA_OK(cudaHostAlloc((void**)&ptr, std::max<size_t>(bytes, 1), cudaHostAllocPortable));
+    }
+    pinned_bytes(const pinned_bytes&) = delete;
+    pinned_bytes& operator=(const pinned_bytes&) = delete;
+    ~pinned_bytes() { if (ptr) (void)cudaFreeHost(ptr); }
+};
+
+// The multiexp bench (cuzk_gpu_msm_bench, _g2): both multiexps on the same inputs, the
+// bases on the device, or with `streamed_chunk` in pinned host memory (the wide multiexp's
+// chunks at most that many bases).
 template<class bucket, class point, class affine>
 cuzk_status msm_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const fr_t* scalars,
-                         size_t n, uint32_t rounds, point* results, double* ms)
+                         size_t n, uint32_t rounds, size_t streamed_chunk, point* results,
+                         double* ms)
 {
     return on_device(g, "timing the multiexps", [&] {
         using clock = std::chrono::steady_clock;
@@ -684,31 +718,49 @@ cuzk_status msm_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const 
         if (nbases == 0 || n == 0)
             throw sppark_error{cudaErrorInvalidValue, std::string("nothing to multiply")};
         stream_t& s = g->gpu[0];
+        const size_t given = std::min(nbases, n);
+        // Streamed: the bases repeated up to n in pinned host memory (13 GB at 2^27 in G1).
+        std::unique_ptr<pinned_bytes> host;
+        if (streamed_chunk) {
+            host.reset(new pinned_bytes{n * sizeof(affine)});
+            std::memcpy(host->ptr, bases, given * sizeof(affine));
+            for (size_t have = given; have < n; have *= 2)
+                std::memcpy(host->ptr + have * sizeof(affine), host->ptr,
+                            std::min(have, n - have) * sizeof(affine));
+        }
         // The bases and scalars (17 GB at 2^27 in G1) go back to the driver after the call.
         trimming_pool(g->gpu, [&] {
-            pool_buffer<affine> d_bases{n, s};
+            pool_buffer<affine> d_bases{streamed_chunk ? 0 : n, s};
             pool_buffer<fr_t> d_scalars{n, s};
-            size_t given = std::min(nbases, n);
-            CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine),
-                                    cudaMemcpyHostToDevice, s));
-            for (size_t have = given; have < n; have *= 2)
-                CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
-                                        std::min(have, n - have) * sizeof(affine),
-                                        cudaMemcpyDeviceToDevice, s));
+            if (!streamed_chunk) {
+                CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine),
+                                        cudaMemcpyHostToDevice, s));
+                for (size_t have = given; have < n; have *= 2)
+                    CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
+                                            std::min(have, n - have) * sizeof(affine),
+                                            cudaMemcpyDeviceToDevice, s));
+            }
             CUDA_OK(cudaMemcpyAsync(d_scalars.ptr, scalars, n * sizeof(fr_t),
                                     cudaMemcpyHostToDevice, s));
             s.sync();
+            const affine* host_bases = host ? (const affine*)host->ptr : nullptr;
+            // The wide multiexp within the memory a proof's plan gives it, as it runs there.
+            const size_t held = wide_msm_bytes<bucket, affine>(g->gpu, n, host_bases != nullptr);
             for (int engine = 0; engine < 2; engine++) {
                 double best = 1e300;
                 for (uint32_t r = 0; r < std::max(rounds, 1u); r++) {
                     auto t0 = clock::now();
                     if (engine == 0)
-                        run_msm<bucket>(g->gpu, results[0], d_bases.ptr, (const affine*)nullptr,
+                        run_msm<bucket>(g->gpu, results[0], d_bases.ptr, host_bases,
                                         d_scalars.ptr, n, false);
+                    else if (host_bases)
+                        wide_msm::multiexp_streamed<bucket>(g->gpu, results[1], host_bases,
+                                                            d_scalars.ptr, n, held,
+                                                            streamed_chunk);
                     else
                         wide_msm::multiexp<bucket>(g->gpu, results[1],
                                                    reinterpret_cast<const typename affine::mem_t*>(d_bases.ptr),
-                                                   d_scalars.ptr, n, SIZE_MAX);
+                                                   d_scalars.ptr, n, held);
                     g->gpu.sync();
                     double took = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
                     best = std::min(best, took);
@@ -887,26 +939,25 @@ cuzk_status cuzk_gpu_derive_coset_h(cuzk_gpu* g, const affine_t* h, size_t m,
 }
 
 // H's multiexp both ways on the same inputs, for examples/msm_bench: `bases` (nbases affine
-// points, host memory) repeated up to n on the device, `scalars` (n, Montgomery, host
-// memory). Each runs `rounds` times; ms[0] and out[0] are sppark's Pippenger's best wall
-// time and result, ms[1] and out[1] the wide multiexp's (Jacobian points, blst's layout).
-// Times sppark's Pippenger (results[0], ms[0]) and the wide multiexp (results[1], ms[1]) on
-// the same n bases and scalars, `rounds` times each, keeping the best: the bases are
-// `nbases` given, repeated on the device up to n.
+// points, host memory) repeated up to n on the device (`streamed_chunk` 0), or in pinned
+// host memory, streamed at each multiexp (the wide multiexp's chunks at most
+// `streamed_chunk` bases), `scalars` (n, Montgomery, host memory). Each runs `rounds`
+// times; ms[0] and out[0] are sppark's Pippenger's best wall time and result, ms[1] and
+// out[1] the wide multiexp's (Jacobian points, blst's layout).
 cuzk_status cuzk_gpu_msm_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases,
-                               const fr_t* scalars, size_t n, uint32_t rounds, void* out,
-                               double* ms)
+                               const fr_t* scalars, size_t n, uint32_t rounds,
+                               size_t streamed_chunk, void* out, double* ms)
 {
-    return msm_bench_on<bucket_t>(g, bases, nbases, scalars, n, rounds,
+    return msm_bench_on<bucket_t>(g, bases, nbases, scalars, n, rounds, streamed_chunk,
                                   static_cast<point_t*>(out), ms);
 }
 
 // The same in G2.
 cuzk_status cuzk_gpu_msm_bench_g2(cuzk_gpu* g, const affine_fp2_t* bases, size_t nbases,
-                                  const fr_t* scalars, size_t n, uint32_t rounds, void* out,
-                                  double* ms)
+                                  const fr_t* scalars, size_t n, uint32_t rounds,
+                                  size_t streamed_chunk, void* out, double* ms)
 {
-    return msm_bench_on<bucket_fp2_t>(g, bases, nbases, scalars, n, rounds,
+    return msm_bench_on<bucket_fp2_t>(g, bases, nbases, scalars, n, rounds, streamed_chunk,
                                       static_cast<point_fp2_t*>(out), ms);
 }
 

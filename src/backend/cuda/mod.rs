@@ -39,7 +39,7 @@ mod params;
 mod prover;
 
 #[cfg(feature = "cuda")]
-pub use device::{gpu_count, CudaError, CudaGpu, MultiexpTiming, PinnedBuffer};
+pub use device::{gpu_count, BenchBases, CudaError, CudaGpu, MultiexpTiming, PinnedBuffer};
 #[cfg(feature = "cuda")]
 pub use params::{ResidentParams, ResidentParamsError};
 #[cfg(feature = "cuda")]

@@ -29,6 +29,16 @@ size_t pippenger_bytes(size_t n, size_t point_bytes, size_t bucket_bytes, bool h
     return buckets + stride * 2 * sizeof(uint2) + nwins * stride * sizeof(uint32_t) + points;
 }
 
+// Device bytes the wide multiexp may take for n bases (on the device, or streamed from the
+// host): what sppark's Pippenger would take, which the prover's plan holds for it, so that
+// --gpu-memory still holds.
+template<class bucket, class affine>
+size_t wide_msm_bytes(const gpu_t& gpu, size_t n, bool host_bases)
+{
+    return pippenger_bytes(n, sizeof(affine), sizeof(typename bucket::mem_t), host_bases,
+                           gpu.sm_count()) + ((size_t)64 << 20);
+}
+
 // Owns a heap-allocated sppark msm_t, whose destructor syncs the device through calls that
 // throw once a sticky error broke the context (a throwing destructor is std::terminate): it
 // is destroyed only while the device answers, else left behind with the lost context (the
@@ -48,9 +58,10 @@ struct msm_owner {
     }
 };
 
-// out = sum_i scalars[i] bases[i]: by the wide multiexp where the bases are on the device
-// and it takes their number (wide_msm::wanted; within the device memory sppark's would take; where
-// that is too little for it, sppark's after all), else by sppark's Pippenger.
+// out = sum_i scalars[i] bases[i]: by the wide multiexp where it takes their number
+// (wide_msm::wanted), over the bases on the device or streamed from pinned host memory,
+// within the device memory sppark's would take (where that is too little for it, sppark's
+// after all), else by sppark's Pippenger.
 template<class bucket, class point, class affine>
 void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
              const fr_t* device_scalars, size_t n, bool may_widen = true)
@@ -59,13 +70,16 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
         out.inf();
         return;
     }
-    if (device_bases && may_widen && wide_msm::wanted<bucket>(n)) {
+    if ((device_bases || host_bases) && may_widen && wide_msm::wanted<bucket>(n)) {
         try {
-            size_t held = pippenger_bytes(n, sizeof(affine), sizeof(typename bucket::mem_t),
-                                          false, gpu.sm_count()) + ((size_t)64 << 20);
-            wide_msm::multiexp<bucket>(gpu, out,
-                                       reinterpret_cast<const typename affine::mem_t*>(device_bases),
-                                       device_scalars, n, held);
+            size_t held = wide_msm_bytes<bucket, affine>(gpu, n, !device_bases);
+            if (device_bases)
+                wide_msm::multiexp<bucket>(gpu, out,
+                                           reinterpret_cast<const typename affine::mem_t*>(device_bases),
+                                           device_scalars, n, held);
+            else
+                wide_msm::multiexp_streamed<bucket>(gpu, out, host_bases, device_scalars, n, held,
+                                                    wide_msm::test_chunk_points(sizeof(affine)));
             return;
         } catch (const cuda_error& e) {
             if (error_of(e) != cudaErrorMemoryAllocation)

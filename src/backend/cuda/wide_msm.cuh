@@ -1,8 +1,9 @@
 // cuzk's multiexp at wide windows (wide_msm): sum_i s_i P_i over full-width scalars and
-// bases on the device, in G1 or G2 (templates over sppark's XYZZ bucket type). run_msm
-// (split_msm.cuh) takes it for every multiexp over device bases of 2^23 bases or more
-// (wanted): H where its bases are resident. Included by groth16.cu inside its anonymous
-// namespace, after pool_buffer; not a standalone header.
+// bases on the device or streamed from pinned host memory (multiexp_streamed), in G1 or
+// G2 (templates over sppark's XYZZ bucket type). run_msm (split_msm.cuh) takes it for
+// every multiexp of 2^23 bases or more (wanted): H, resident or streamed. Included by
+// groth16.cu inside its anonymous namespace, after pool_buffer, event_pair and injects;
+// not a standalone header.
 //
 // Why: sppark's Pippenger caps its window at 18 bits, so a 2^27-point H multiexp adds every
 // base into a bucket 15 times. Here the window grows with the size, to about 64 bases a
@@ -52,12 +53,14 @@ constexpr int ACCUMULATE_THREADS = 256;
 struct plan_t {
     int windows, base, extra;
 
-    explicit plan_t(size_t n)
+    // `widest`: the widest window allowed (a streamed multiexp keeps every window's
+    // buckets at once, so it may take narrower ones).
+    explicit plan_t(size_t n, int widest = 22)
     {
         int lg = 0;
         while (((size_t)1 << (lg + 1)) <= n)
             lg++;
-        int c = std::min(std::max(lg - 5, 11), 22);
+        int c = std::min(std::max(lg - 5, 11), widest);
         windows = (256 + c - 1) / c;
         base = 256 / windows;
         extra = 256 - windows * base;
@@ -159,8 +162,10 @@ constexpr uint32_t NO_BUCKET = 0xffffffffu;
 // digits fall (a bucket may hold any share of them: equal scalars all land in one). A
 // bucket that starts in its range goes to sums[k] (its first piece, where it runs on); the
 // piece of a bucket that started before its range goes to head_sum[t], its bucket to
-// head_bucket[t] (join_pieces adds those). sums is zero (every XYZZ point the identity).
-template<class bucket>
+// head_bucket[t] (join_pieces adds those). sums starts zero (every XYZZ point the identity).
+// With `into`, a bucket's first piece is added to what sums[k] holds (a streamed
+// multiexp's buckets run on over its chunks of bases) instead of written over it.
+template<class bucket, bool into>
 __launch_bounds__(ACCUMULATE_THREADS) __global__
 void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                         typename bucket::mem_t* head_sum, const uint32_t* starts,
@@ -210,6 +215,10 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                 head_bucket[t] = k;
                 head_sum[t] = acc;
                 is_head = false;
+            } else if (into) {
+                bucket held = sums[k];
+                held.add(acc);
+                sums[k] = held;
             } else {
                 sums[k] = acc;
             }
@@ -342,6 +351,147 @@ bool wanted(size_t n)
     return from >= 0 && from < 63 && n >= ((size_t)1 << from);
 }
 
+// Device memory free for a multiexp: the driver's free bytes and what the stream's pool
+// keeps reserved and unused, less a margin, at most `max_bytes`.
+inline size_t room_for(const gpu_t& gpu, size_t max_bytes)
+{
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, gpu.cid()) == cudaSuccess) {
+        uint64_t reserved = 0, used = 0;
+        if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
+                cudaSuccess &&
+            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess &&
+            reserved > used)
+            free_bytes += reserved - used;
+    }
+    (void)cudaGetLastError();
+    const size_t margin = (size_t)256 << 20;
+    return std::min(free_bytes > margin ? free_bytes - margin : 0, max_bytes);
+}
+
+// The sort and the sums of a group of windows at a time over up to `most` bases a pass,
+// on the stream `s`: its buffers (from the stream's pool, given back when it goes) and
+// the steps. The buckets' sums are the caller's: one group's where the bases are on the
+// device, every window's where they stream (summed over the passes).
+template<class bucket>
+struct windows_t {
+    using bucket_h = typename bucket::mem_t;
+    using affine_h = typename bucket::affine_t::mem_t;
+
+    const gpu_t& gpu;
+    stream_t& s;
+    const plan_t plan;
+    const int group;
+    const int grid;
+    uint32_t accumulate_blocks = 0, threads = 0;
+    size_t scan_bytes = 0;
+    pool_buffer<uint32_t> counts, starts, entries, head_bucket;
+    pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
+    pool_buffer<uint8_t> scan_space;
+
+    windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most)
+        : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8)
+    {
+        // The first windows are the widest: the first group's buffers serve every group.
+        const size_t slots = plan.slots(0, group);
+        const uint32_t widest = plan.buckets(0);
+        counts = pool_buffer<uint32_t>{slots + 1, s};
+        starts = pool_buffer<uint32_t>{slots + 1, s};
+        entries = pool_buffer<uint32_t>{(size_t)group * most, s};
+        partial = pool_buffer<bucket_h>{widest / SEGMENT, s};
+        partial_2 = pool_buffer<bucket_h>{std::max<uint32_t>(widest / SEGMENT / 1024, 1), s};
+        window_sums = pool_buffer<bucket_h>{(size_t)plan.windows, s};
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
+                                              (int)(slots + 1), s));
+        scan_space = pool_buffer<uint8_t>{std::max<size_t>(scan_bytes, 1), s};
+        int resident_blocks = 0;
+        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &resident_blocks, accumulate_buckets<bucket, false>, ACCUMULATE_THREADS, 0));
+        accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
+        // Each a point's worth of threads: `degree` of them (accumulate_buckets).
+        threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
+        head_bucket = pool_buffer<uint32_t>{threads, s};
+        head_sum = pool_buffer<bucket_h>{threads, s};
+    }
+
+    // Device bytes of the buffers above over `most` bases a pass (the pieces' heads and the
+    // scan's space are left to the margin).
+    static size_t bytes(const plan_t& plan, int group, size_t most)
+    {
+        return plan.slots(0, group) * 2 * sizeof(uint32_t) + (size_t)group * most * sizeof(uint32_t) +
+               (plan.buckets(0) / SEGMENT + plan.windows) * sizeof(bucket_h);
+    }
+
+    // Windows first .. end of the n scalars over their n bases: each digit's entry sorted to
+    // its bucket, the buckets summed into `sums` (the group's, first window first): written
+    // over, or with `into` added to what they hold.
+    template<bool into>
+    void sum_buckets(bucket_h* sums, const fr_t* scalars, const affine_h* bases, size_t n,
+                     int first, int end)
+    {
+        uint32_t nbuckets = (uint32_t)plan.slots(first, end);
+        CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
+        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
+                                              starts.ptr, (int)(nbuckets + 1), s));
+        CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
+                                cudaMemcpyDeviceToDevice, s));
+        place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
+                                          end);
+        CUDA_OK(cudaGetLastError());
+        if (!into)
+            CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
+        accumulate_buckets<bucket, into><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
+            sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
+        CUDA_OK(cudaGetLastError());
+        join_pieces<bucket><<<grid, 256, 0, s>>>(sums, head_bucket.ptr, head_sum.ptr, threads);
+        CUDA_OK(cudaGetLastError());
+    }
+
+    // Window w's sum from its buckets' sums (`sums`, its first bucket first): its
+    // segments, then block trees over them.
+    void reduce(int w, const bucket_h* sums)
+    {
+        const size_t tree_shared = TREE_THREADS / bucket::degree * sizeof(bucket_h);
+        static_assert(TREE_THREADS / bucket::degree * sizeof(bucket_h) <= 48 * 1024,
+                      "sum_runs' shared memory within the default limit");
+        const uint32_t buckets = plan.buckets(w);
+        const uint32_t segments = buckets / SEGMENT;
+        const uint32_t run = std::min<uint32_t>(segments, 1024);
+        reduce_segments<bucket><<<grid, 128, 0, s>>>(partial.ptr, sums, buckets, segments);
+        CUDA_OK(cudaGetLastError());
+        sum_runs<bucket><<<segments / run, TREE_THREADS, tree_shared, s>>>(partial_2.ptr,
+                                                                          partial.ptr, run);
+        CUDA_OK(cudaGetLastError());
+        sum_runs<bucket><<<1, TREE_THREADS, tree_shared, s>>>(window_sums.ptr + w, partial_2.ptr,
+                                                              segments / run);
+        CUDA_OK(cudaGetLastError());
+    }
+
+    // The windows' sums joined on the host, by doublings from the top: window w starts
+    // width(w) bits below w + 1.
+    template<class point>
+    void join(point& out)
+    {
+        std::vector<bucket> host(plan.windows);
+        CUDA_OK(cudaMemcpyAsync(host.data(), window_sums.ptr, plan.windows * sizeof(bucket),
+                                cudaMemcpyDeviceToHost, s));
+        s.sync();
+        out.inf();
+        for (int w = plan.windows; w-- > 0;) {
+            for (int i = 0; i < plan.width(w); i++)
+                out.dbl();
+            point sum = host[w];
+            // (Jacobian addition gives the identity for equal points; a window's sum equal
+            // to the running total is as likely as guessing a discrete log, as in sppark's.)
+            out.add(sum);
+        }
+    }
+};
+
 // out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
 // (Montgomery) on the device, taking at most `max_bytes` of device memory (the prover
 // passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
@@ -358,104 +508,126 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (n >= ((size_t)1 << 30))
         throw sppark_error{cudaErrorInvalidValue,
                            std::string("the wide multiexp takes under 2^30 bases")};
-    stream_t& s = gpu[0];
     const plan_t plan{n};
-    // Free device memory, counting what the stream's pool keeps reserved and unused.
-    size_t free_bytes = 0, total_bytes = 0;
-    CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    cudaMemPool_t pool;
-    if (cudaDeviceGetDefaultMemPool(&pool, gpu.cid()) == cudaSuccess) {
-        uint64_t reserved = 0, used = 0;
-        if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
-                cudaSuccess &&
-            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess &&
-            reserved > used)
-            free_bytes += reserved - used;
-    }
-    (void)cudaGetLastError();
-    size_t margin = (size_t)256 << 20;
-    size_t room = std::min(free_bytes > margin ? free_bytes - margin : 0, max_bytes);
-    size_t fit = room / plan.window_bytes(n, sizeof(bucket_h));
+    size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
     int group = (int)std::min<size_t>({(size_t)MAX_GROUP, (size_t)plan.windows, fit});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-
-    // Buffers for the widest group (the first windows are the widest).
-    const size_t slots = plan.slots(0, group);
-    const uint32_t widest = plan.buckets(0);
-    pool_buffer<uint32_t> counts{slots + 1, s}, starts{slots + 1, s};
-    pool_buffer<uint32_t> entries{(size_t)group * n, s};
-    pool_buffer<bucket_h> sums{slots, s};
-    pool_buffer<bucket_h> partial{widest / SEGMENT, s};
-    pool_buffer<bucket_h> partial_2{std::max<uint32_t>(widest / SEGMENT / 1024, 1), s};
-    pool_buffer<bucket_h> window_sums{(size_t)plan.windows, s};
-    size_t scan_bytes = 0;
-    CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
-                                          (int)(slots + 1), s));
-    pool_buffer<uint8_t> scan_space{std::max<size_t>(scan_bytes, 1), s};
-
-    const int grid = (int)gpu.sm_count() * 8;
-    int resident_blocks = 0;
-    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_blocks, accumulate_buckets<bucket>,
-                                                          ACCUMULATE_THREADS, 0));
-    const uint32_t accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
-    // Each a point's worth of threads: `degree` of them (accumulate_buckets).
-    const uint32_t threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
-    pool_buffer<uint32_t> head_bucket{threads, s};
-    pool_buffer<bucket_h> head_sum{threads, s};
-    const size_t tree_shared = TREE_THREADS / bucket::degree * sizeof(bucket_h);
-    static_assert(TREE_THREADS / bucket::degree * sizeof(bucket_h) <= 48 * 1024,
-                  "sum_runs' shared memory within the default limit");
+    windows_t<bucket> win{gpu, plan, group, n};
+    pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
-        uint32_t nbuckets = (uint32_t)plan.slots(first, end);
-        CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
-        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
-        CUDA_OK(cudaGetLastError());
-        CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
-                                              starts.ptr, (int)(nbuckets + 1), s));
-        CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
-                                cudaMemcpyDeviceToDevice, s));
-        place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
-                                          end);
-        CUDA_OK(cudaGetLastError());
-        CUDA_OK(cudaMemsetAsync(sums.ptr, 0, nbuckets * sizeof(bucket_h), s));
-        accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
-            sums.ptr, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
-        CUDA_OK(cudaGetLastError());
-        join_pieces<bucket><<<grid, 256, 0, s>>>(sums.ptr, head_bucket.ptr, head_sum.ptr, threads);
-        CUDA_OK(cudaGetLastError());
-        // Each window's sum: its segments, then block trees over them.
-        size_t at = 0;
-        for (int w = first; w < end; w++) {
-            const uint32_t buckets = plan.buckets(w);
-            const uint32_t segments = buckets / SEGMENT;
-            const uint32_t run = std::min<uint32_t>(segments, 1024);
-            reduce_segments<bucket><<<grid, 128, 0, s>>>(partial.ptr, sums.ptr + at, buckets, segments);
-            CUDA_OK(cudaGetLastError());
-            sum_runs<bucket><<<segments / run, TREE_THREADS, tree_shared, s>>>(partial_2.ptr,
-                                                                       partial.ptr, run);
-            CUDA_OK(cudaGetLastError());
-            sum_runs<bucket><<<1, TREE_THREADS, tree_shared, s>>>(window_sums.ptr + w, partial_2.ptr,
-                                                          segments / run);
-            CUDA_OK(cudaGetLastError());
-            at += buckets;
+        win.template sum_buckets<false>(sums.ptr, scalars, bases, n, first, end);
+        for (int w = first; w < end; w++)
+            win.reduce(w, sums.ptr + plan.slots(first, w));
+    }
+    win.join(out);
+}
+
+// The bytes of a streamed multiexp's chunk of bases: a test's 1 MB
+// (CUZK_TEST_GPU_FAULT=small-chunks) to make a small circuit's H take many chunks.
+inline size_t test_chunk_points(size_t point_bytes)
+{
+    return injects("small-chunks") ? ((size_t)1 << 20) / point_bytes / 1024 * 1024 : SIZE_MAX;
+}
+
+// The same over bases in pinned host memory (`host_bases`, as the host stores them), which
+// go up once, chunk by chunk into two buffers, each chunk's copy (on the stream gpu[2])
+// overlapping the sums over the one before (gpu[0]).
+//
+// Why: on a card that keeps few bases H streams; sppark's Pippenger over host bases sorts
+// and sums every batch at its 18-bit windows. Here every window's buckets stay on the
+// device across the chunks, so each chunk adds its bases into them and the windows are
+// reduced once at the end: the additions of the resident multiexp at windows narrow
+// enough that all their buckets fit (13 windows of 19 and 20 bits at 2^27, 1.1 GB of
+// sums, against 12 resident and sppark's 15), without its per-batch reduction.
+//
+// Device memory: the sums first (at most a third of the room), then as many windows a pass
+// as leave chunks of at least 2^20 bases (or all of them), the chunks as large as the
+// rest allows, at most `max_chunk` bases (the prover gives it what its plan holds for
+// sppark's Pippenger over host bases: 4.9 GB at 2^27, chunks of 15M bases). Throws cuda_error;
+// cudaErrorMemoryAllocation where that does not fit, before any work.
+template<class bucket, class point>
+void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
+                       const fr_t* scalars, size_t n, size_t max_bytes, size_t max_chunk)
+{
+    using bucket_h = typename bucket::mem_t;
+    using affine_h = typename bucket::affine_t::mem_t;
+    out.inf();
+    if (n == 0)
+        return;
+    if (n >= ((size_t)1 << 30))
+        throw sppark_error{cudaErrorInvalidValue,
+                           std::string("the wide multiexp takes under 2^30 bases")};
+    const size_t room = room_for(gpu, max_bytes);
+    // The widest windows whose buckets all fit in a third of the room.
+    plan_t plan{n};
+    for (int widest = plan.width(0); widest >= 11; widest--) {
+        plan = plan_t{n, widest};
+        if (plan.slots(0, plan.windows) * sizeof(bucket_h) <= room / 3)
+            break;
+    }
+    const size_t sums_bytes = plan.slots(0, plan.windows) * sizeof(bucket_h);
+    const size_t wanted = std::min<size_t>(n, (size_t)1 << 20);
+    // Bases a pass for `group` windows a pass: what the rest of the room holds of two
+    // chunks of bases and the entries.
+    auto chunk_for = [&](int group) -> size_t {
+        size_t fixed = sums_bytes + windows_t<bucket>::bytes(plan, group, 0);
+        if (fixed >= room)
+            return 0;
+        size_t per_base = 2 * sizeof(affine_h) + (size_t)group * sizeof(uint32_t);
+        return (room - fixed) / per_base;
+    };
+    int group = plan.windows;
+    while (group > 1 && chunk_for(group) < wanted)
+        group--;
+    size_t chunk = std::min({chunk_for(group), n, max_chunk});
+    if (chunk < n)
+        chunk = chunk / 1024 * 1024;
+    if (chunk == 0 || sums_bytes > room)
+        throw cuda_error{-cudaErrorMemoryAllocation,
+                         std::string("no room for the streamed wide multiexp's buckets and chunks")};
+
+    windows_t<bucket> win{gpu, plan, group, chunk};
+    stream_t& s = win.s;
+    stream_t& copy = gpu[2];
+    pool_buffer<bucket_h> sums{plan.slots(0, plan.windows), s};
+    pool_buffer<affine_h> buffers[2] = {{chunk, s}, {chunk, s}};
+    CUDA_OK(cudaMemsetAsync(sums.ptr, 0, sums_bytes, s));
+    event_pair copied, consumed;
+    // The buffers come from the pool on `s`: the first copies wait for their allocation.
+    for (auto e : consumed.at)
+        CUDA_OK(cudaEventRecord(e, s));
+    // No copy may still write into a buffer once it goes back to the pool (on `s`, which a
+    // copy in flight is not ordered with where queueing stopped halfway).
+    struct drain_t {
+        stream_t& copy;
+        ~drain_t() { (void)cudaStreamSynchronize(copy); }
+    } drain{copy};
+    const char* host = static_cast<const char*>(host_bases);
+    size_t k = 0, len = 0;
+    for (size_t from = 0; from < n; from += len, k++) {
+        // The first chunks an eighth, a quarter and half the others: nothing runs while the
+        // first one comes up, and a chunk goes up in about the time the one before takes
+        // to sum at half its size.
+        len = std::min(std::max<size_t>(chunk >> (k < 3 ? 3 - k : 0), 1), n - from);
+        affine_h* bases = buffers[k & 1].ptr;
+        CUDA_OK(cudaStreamWaitEvent(copy, consumed.at[k & 1], 0));
+        CUDA_OK(cudaMemcpyAsync(bases, host + from * sizeof(affine_h), len * sizeof(affine_h),
+                                cudaMemcpyHostToDevice, copy));
+        CUDA_OK(cudaEventRecord(copied.at[k & 1], copy));
+        CUDA_OK(cudaStreamWaitEvent(s, copied.at[k & 1], 0));
+        for (int first = 0; first < plan.windows; first += group) {
+            int end = std::min(first + group, plan.windows);
+            win.template sum_buckets<true>(sums.ptr + plan.slots(0, first), scalars + from,
+                                           bases, len, first, end);
         }
+        CUDA_OK(cudaEventRecord(consumed.at[k & 1], s));
     }
-    std::vector<bucket> host(plan.windows);
-    CUDA_OK(cudaMemcpyAsync(host.data(), window_sums.ptr, plan.windows * sizeof(bucket),
-                            cudaMemcpyDeviceToHost, s));
-    s.sync();
-    // Horner over the windows from the top: window w starts width(w) bits below w + 1.
-    for (int w = plan.windows; w-- > 0;) {
-        for (int i = 0; i < plan.width(w); i++)
-            out.dbl();
-        point sum = host[w];
-        // (Jacobian addition gives the identity for equal points; a window's sum equal
-        // to the running total is as likely as guessing a discrete log, as in sppark's.)
-        out.add(sum);
-    }
+    for (int w = 0; w < plan.windows; w++)
+        win.reduce(w, sums.ptr + plan.slots(0, w));
+    win.join(out);
 }
 
 }  // namespace wide_msm
