@@ -162,10 +162,8 @@ constexpr uint32_t NO_BUCKET = 0xffffffffu;
 // digits fall (a bucket may hold any share of them: equal scalars all land in one). A
 // bucket that starts in its range goes to sums[k] (its first piece, where it runs on); the
 // piece of a bucket that started before its range goes to head_sum[t], its bucket to
-// head_bucket[t] (join_pieces adds those). sums starts zero (every XYZZ point the identity).
-// With `into`, a bucket's first piece is added to what sums[k] holds (a streamed
-// multiexp's buckets run on over its chunks of bases) instead of written over it.
-template<class bucket, bool into>
+// head_bucket[t] (join_pieces adds those). sums is zero (every XYZZ point the identity).
+template<class bucket>
 __launch_bounds__(ACCUMULATE_THREADS) __global__
 void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                         typename bucket::mem_t* head_sum, const uint32_t* starts,
@@ -215,10 +213,6 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                 head_bucket[t] = k;
                 head_sum[t] = acc;
                 is_head = false;
-            } else if (into) {
-                bucket held = sums[k];
-                held.add(acc);
-                sums[k] = held;
             } else {
                 sums[k] = acc;
             }
@@ -251,6 +245,24 @@ __global__ void join_pieces(typename bucket::mem_t* sums, const uint32_t* head_b
             acc.add(piece);
         }
         sums[k] = acc;
+    }
+}
+
+// sums[i] += more[i], i < n: a streamed multiexp's buckets, summed over its chunks of bases.
+// Its own kernel, not a step of accumulate_buckets: there a full addition at each bucket's
+// end would hold back the whole warp at every step of its loop (a thread crosses a bucket
+// every 30 entries or so in a chunk), measured 2.7x slower at 2^27.
+template<class bucket>
+__global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::mem_t* more,
+                         size_t n)
+{
+    constexpr uint32_t degree = bucket::degree;
+    for (size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / degree; i < n;
+         i += (size_t)gridDim.x * blockDim.x / degree) {
+        bucket total = sums[i];
+        bucket piece = more[i];
+        total.add(piece);
+        sums[i] = total;
     }
 }
 
@@ -408,7 +420,7 @@ struct windows_t {
         scan_space = pool_buffer<uint8_t>{std::max<size_t>(scan_bytes, 1), s};
         int resident_blocks = 0;
         CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &resident_blocks, accumulate_buckets<bucket, false>, ACCUMULATE_THREADS, 0));
+            &resident_blocks, accumulate_buckets<bucket>, ACCUMULATE_THREADS, 0));
         accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
         // Each a point's worth of threads: `degree` of them (accumulate_buckets).
         threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
@@ -425,9 +437,7 @@ struct windows_t {
     }
 
     // Windows first .. end of the n scalars over their n bases: each digit's entry sorted to
-    // its bucket, the buckets summed into `sums` (the group's, first window first): written
-    // over, or with `into` added to what they hold.
-    template<bool into>
+    // its bucket, the buckets summed into `sums` (the group's, first window first).
     void sum_buckets(bucket_h* sums, const fr_t* scalars, const affine_h* bases, size_t n,
                      int first, int end)
     {
@@ -442,9 +452,8 @@ struct windows_t {
         place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
                                           end);
         CUDA_OK(cudaGetLastError());
-        if (!into)
-            CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
-        accumulate_buckets<bucket, into><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
+        CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
+        accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
             sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
         join_pieces<bucket><<<grid, 256, 0, s>>>(sums, head_bucket.ptr, head_sum.ptr, threads);
@@ -518,7 +527,7 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
-        win.template sum_buckets<false>(sums.ptr, scalars, bases, n, first, end);
+        win.sum_buckets(sums.ptr, scalars, bases, n, first, end);
         for (int w = first; w < end; w++)
             win.reduce(w, sums.ptr + plan.slots(first, w));
     }
@@ -538,15 +547,15 @@ inline size_t test_chunk_points(size_t point_bytes)
 //
 // Why: on a card that keeps few bases H streams; sppark's Pippenger over host bases sorts
 // and sums every batch at its 18-bit windows. Here every window's buckets stay on the
-// device across the chunks, so each chunk adds its bases into them and the windows are
+// device across the chunks, so each chunk's sums are added into them and the windows are
 // reduced once at the end: the additions of the resident multiexp at windows narrow
 // enough that all their buckets fit (13 windows of 19 and 20 bits at 2^27, 1.1 GB of
 // sums, against 12 resident and sppark's 15), without its per-batch reduction.
 //
 // Device memory: the sums first (at most a third of the room), then as many windows a pass
-// as leave chunks of at least 2^20 bases (or all of them), the chunks as large as the
+// as leave chunks of at least 2^23 bases (or all of them) beside their sums over a chunk, the chunks as large as the
 // rest allows, at most `max_chunk` bases (the prover gives it what its plan holds for
-// sppark's Pippenger over host bases: 4.9 GB at 2^27, chunks of 15M bases). Throws cuda_error;
+// sppark's Pippenger over host bases: 4.9 GB at 2^27, chunks of 11M bases). Throws cuda_error;
 // cudaErrorMemoryAllocation where that does not fit, before any work.
 template<class bucket, class point>
 void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
@@ -569,11 +578,12 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
             break;
     }
     const size_t sums_bytes = plan.slots(0, plan.windows) * sizeof(bucket_h);
-    const size_t wanted = std::min<size_t>(n, (size_t)1 << 20);
+    const size_t wanted = std::min<size_t>(n, (size_t)1 << 23);
     // Bases a pass for `group` windows a pass: what the rest of the room holds of two
-    // chunks of bases and the entries.
+    // chunks of bases and the entries, beside the group's sums over a chunk.
     auto chunk_for = [&](int group) -> size_t {
-        size_t fixed = sums_bytes + windows_t<bucket>::bytes(plan, group, 0);
+        size_t fixed = sums_bytes + plan.slots(0, group) * sizeof(bucket_h) +
+                       windows_t<bucket>::bytes(plan, group, 0);
         if (fixed >= room)
             return 0;
         size_t per_base = 2 * sizeof(affine_h) + (size_t)group * sizeof(uint32_t);
@@ -593,6 +603,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
     stream_t& s = win.s;
     stream_t& copy = gpu[2];
     pool_buffer<bucket_h> sums{plan.slots(0, plan.windows), s};
+    pool_buffer<bucket_h> chunk_sums{plan.slots(0, group), s};
     pool_buffer<affine_h> buffers[2] = {{chunk, s}, {chunk, s}};
     CUDA_OK(cudaMemsetAsync(sums.ptr, 0, sums_bytes, s));
     event_pair copied, consumed;
@@ -620,8 +631,11 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
         CUDA_OK(cudaStreamWaitEvent(s, copied.at[k & 1], 0));
         for (int first = 0; first < plan.windows; first += group) {
             int end = std::min(first + group, plan.windows);
-            win.template sum_buckets<true>(sums.ptr + plan.slots(0, first), scalars + from,
-                                           bases, len, first, end);
+            win.sum_buckets(chunk_sums.ptr, scalars + from, bases, len, first, end);
+            size_t nbuckets = plan.slots(first, end);
+            add_sums<bucket><<<win.grid, 256, 0, s>>>(sums.ptr + plan.slots(0, first),
+                                                      chunk_sums.ptr, nbuckets);
+            CUDA_OK(cudaGetLastError());
         }
         CUDA_OK(cudaEventRecord(consumed.at[k & 1], s));
     }
