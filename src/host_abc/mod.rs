@@ -39,6 +39,12 @@ pub trait LendsAbc: Send + Sync {
     /// made then in its way, its bytes reserved from `budget` now (nothing is made when they
     /// do not fit). Called before each [`LendsAbc::lend`]; the lender decides.
     fn make_ahead(&self, _rows: usize, _budget: &MemoryBudget) {}
+
+    /// Starts making every set it lends at once, of `rows`, before its prover's first
+    /// partitions: called while the prover's parameters load, so that the partitions do not
+    /// wait for their sets after. Each set's bytes are reserved from `budget` now; a set whose
+    /// bytes do not fit is not made ahead.
+    fn make_all_ahead(&self, _rows: usize, _budget: &MemoryBudget) {}
 }
 
 /// Gives a set's memory back to its lender, with the reservation it holds.

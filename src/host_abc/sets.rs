@@ -10,8 +10,9 @@
 //! idle set too small is replaced.
 //!
 //! Making one is slow (12.9 GB of pinned memory at 32GiB took 7-18 s on an H200 box), so
-//! the second set is made ahead ([`LendsAbc::make_ahead`]): at a prover's first partition,
-//! beside the first set, its bytes reserved at once from the room the budget keeps for
+//! before a prover's first partitions, while its parameters load, both are made ahead
+//! ([`LendsAbc::make_all_ahead`]), and otherwise the second set is made ahead
+//! ([`LendsAbc::make_ahead`]): at a prover's first partition, beside the first set, its bytes reserved at once from the room the budget keeps for
 //! partitions at the provers (where they do not fit, nothing is made ahead). The second
 //! partition, evaluated beside the first one's proof, waits for it rather than making
 //! another in the GPU's way, unless it needs more rows than it will hold. A set made ahead
@@ -204,53 +205,15 @@ impl<M: SetMaker> LendsAbc for AbcSets<M> {
     }
 
     fn make_ahead(&self, rows: usize, budget: &MemoryBudget) {
-        let mut state = self.state();
         // Only beside the first set: later sets are made where one is too small.
-        if state.refused || state.ahead_failed || state.idle.len() + state.lent + state.making > 0 {
-            return;
-        }
-        // From the room the budget keeps for partitions at the provers, as the partition
-        // that will take it would grow there.
-        let bytes = (3 * rows * std::mem::size_of::<Fr>()) as u64;
-        let Some(reservation) = budget.try_reserve_at_prover(bytes) else {
-            return;
-        };
-        state.making += 1;
-        state.making_rows = rows;
-        drop(state);
-        let (maker, shared, name) = (self.maker.clone(), self.shared.clone(), self.name.clone());
-        let made_ahead = move || {
-            // A panic is a failed set: `lend` must not wait for this one forever.
-            let set = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                make_set(&*maker, &name, rows)
-            }))
-            .unwrap_or(None);
-            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.making -= 1;
-            let unused = match set {
-                Some(mut set) => {
-                    set.reservation = Some(reservation);
-                    state.idle.push(set);
-                    None
-                }
-                None => {
-                    state.ahead_failed = true;
-                    Some(reservation)
-                }
-            };
-            shared.made.notify_all();
-            drop(state);
-            drop(unused);
-        };
-        if let Err(error) = std::thread::Builder::new()
-            .name("abc-set-ahead".into())
-            .spawn(made_ahead)
-        {
-            warn!("{}: no thread to make a set ahead ({error})", self.name);
-            let mut state = self.state();
-            state.making -= 1;
-            state.ahead_failed = true;
-            self.shared.made.notify_all();
+        self.start_making(rows, budget, 0);
+    }
+
+    fn make_all_ahead(&self, rows: usize, budget: &MemoryBudget) {
+        for before in 0..MOST_SETS {
+            if !self.start_making(rows, budget, before) {
+                break;
+            }
         }
     }
 
@@ -304,6 +267,65 @@ impl<M: SetMaker> LendsAbc for AbcSets<M> {
                 None
             }
         }
+    }
+}
+
+impl<M: SetMaker> AbcSets<M> {
+    /// Starts making a set of `rows` on a thread of its own, where the lender has exactly
+    /// `sets` sets (idle, lent or being made), has failed none and the set's bytes fit the
+    /// budget; true if it started one.
+    fn start_making(&self, rows: usize, budget: &MemoryBudget, sets: usize) -> bool {
+        let mut state = self.state();
+        if state.refused
+            || state.ahead_failed
+            || state.idle.len() + state.lent + state.making != sets
+        {
+            return false;
+        }
+        // From the room the budget keeps for partitions at the provers, as the partition
+        // that will take it would grow there.
+        let bytes = (3 * rows * std::mem::size_of::<Fr>()) as u64;
+        let Some(reservation) = budget.try_reserve_at_prover(bytes) else {
+            return false;
+        };
+        state.making += 1;
+        state.making_rows = rows;
+        drop(state);
+        let (maker, shared, name) = (self.maker.clone(), self.shared.clone(), self.name.clone());
+        let made_ahead = move || {
+            // A panic is a failed set: `lend` must not wait for this one forever.
+            let set = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                make_set(&*maker, &name, rows)
+            }))
+            .unwrap_or(None);
+            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.making -= 1;
+            let unused = match set {
+                Some(mut set) => {
+                    set.reservation = Some(reservation);
+                    state.idle.push(set);
+                    None
+                }
+                None => {
+                    state.ahead_failed = true;
+                    Some(reservation)
+                }
+            };
+            shared.made.notify_all();
+            drop(state);
+            drop(unused);
+        };
+        if let Err(error) = std::thread::Builder::new()
+            .name("abc-set-ahead".into())
+            .spawn(made_ahead)
+        {
+            warn!("{}: no thread to make a set ahead ({error})", self.name);
+            let mut state = self.state();
+            state.making -= 1;
+            state.ahead_failed = true;
+            self.shared.made.notify_all();
+        }
+        true
     }
 }
 
@@ -437,6 +459,51 @@ mod tests {
         assert_eq!(budget.in_use(), 2 * SET_BYTES, "idle sets stay counted");
         assert!(lender.lend(ROWS).is_some());
         assert_eq!(maker.made.load(Ordering::SeqCst), 6, "the sets are kept");
+    }
+
+    #[test]
+    fn before_the_first_partition_every_set_is_made_ahead_as_far_as_the_budget_holds() {
+        // Both sets' six buffers are made at once, or the maker waits in vain.
+        let (lender, maker) = sets(HeapMaker {
+            overlap: 6,
+            ..HeapMaker::default()
+        });
+        let budget = MemoryBudget::new(10 * SET_BYTES, None);
+        lender.make_all_ahead(ROWS, &budget);
+        assert_eq!(budget.in_use(), 2 * SET_BYTES, "both reserved at once");
+        // The partitions then make nothing: each takes a set made ahead, with its bytes.
+        lender.make_ahead(ROWS, &budget);
+        let mut first = lender.lend(ROWS).expect("a set made ahead");
+        let mut second = lender.lend(ROWS).expect("the other");
+        for set in [&mut first, &mut second] {
+            let held = set
+                .take_reservation()
+                .expect("made ahead, with its reservation");
+            assert_eq!(held.bytes(), SET_BYTES);
+            set.hold(held);
+        }
+        assert_eq!(maker.made.load(Ordering::SeqCst), 6);
+        assert_eq!(maker.saw_overlap.load(Ordering::SeqCst), 6, "side by side");
+        assert_eq!(budget.in_use(), 2 * SET_BYTES);
+        // Sets made: asking again makes none.
+        lender.make_all_ahead(ROWS, &budget);
+        assert_eq!(maker.made.load(Ordering::SeqCst), 6);
+
+        // A budget that holds one set: one is made ahead, the other when a partition wants it.
+        let (lender, maker) = sets(HeapMaker::default());
+        let budget = MemoryBudget::new(SET_BYTES + SET_BYTES / 2, None);
+        lender.make_all_ahead(ROWS, &budget);
+        assert_eq!(budget.in_use(), SET_BYTES);
+        // Made while the parameters load, it is ready by the first partition.
+        let deadline = Instant::now() + PATIENCE;
+        while lender.state().idle.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut first = lender.lend(ROWS).expect("the set made ahead");
+        assert!(first.take_reservation().is_some());
+        let mut second = lender.lend(ROWS).expect("made when wanted");
+        assert!(second.take_reservation().is_none());
+        assert_eq!(maker.made.load(Ordering::SeqCst), 6);
     }
 
     #[test]

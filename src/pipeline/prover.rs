@@ -137,6 +137,9 @@ fn prove_while_healthy(
         }
         // The queue closed and empty: done.
         let batch = next_batch(&links.rx, held, prover.batch_size())?;
+        // Before looking ahead: the partitions that come while the batch's parameters load
+        // (minutes, at a prover's start) are then there to be evaluated beside its proof.
+        get_ready(&mut prover, &batch, links, &worker, lender.as_deref());
         // A prover that uploads ahead, or evaluates on the host, gets the next partition
         // now, if one is coming: its upload or evaluation overlaps this batch's proof. (A
         // partition evaluated beside the last call is no longer due, so once is enough.)
@@ -173,6 +176,32 @@ fn prove_while_healthy(
                 return Some(health);
             }
         }
+    }
+}
+
+/// Loads `batch`'s parameters and uploads them to the prover's device, as its call would
+/// (which then finds them there; a failure is left for the call to report), having first
+/// started making the prover's sets for a, b and c where the batch is evaluated on the host:
+/// at a prover's start the sets (seconds each at 32GiB) are made while the parameters load,
+/// not in the way of its first proofs.
+fn get_ready(
+    prover: &mut Prover,
+    batch: &[SynthesizedMsg],
+    links: &ProverLinks,
+    worker: &WorkerName,
+    lender: Option<&dyn LendsAbc>,
+) {
+    let Some(first) = batch.first() else {
+        return;
+    };
+    let due = batch.iter().find(|msg| evaluation::is_due(msg));
+    if let (Some(lender), Some(due)) = (lender, due) {
+        let rows = due.synthesized.deferred.as_ref().map_or(0, |m| m.rows());
+        lender.make_all_ahead(rows, due.memory.budget());
+    }
+    let path = &first.job.params_path;
+    if let Ok(params) = links.params.get(path, worker, &links.events) {
+        upload(prover, worker, path, &params, &links.events);
     }
 }
 
