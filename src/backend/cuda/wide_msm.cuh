@@ -553,9 +553,11 @@ inline size_t test_chunk_points(size_t point_bytes)
 // sums, against 12 resident and sppark's 15), without its per-batch reduction.
 //
 // Device memory: the sums first (at most a third of the room), then as many windows a pass
-// as leave chunks of at least 2^23 bases (or all of them) beside their sums over a chunk, the chunks as large as the
-// rest allows, at most `max_chunk` bases (the prover gives it what its plan holds for
-// sppark's Pippenger over host bases: 4.9 GB at 2^27, chunks of 11M bases). Throws cuda_error;
+// as leave chunks of at least 2^20 bases (or all of them) beside their sums over a chunk,
+// the chunks as large as the rest allows, at most `max_chunk` bases. The prover gives it
+// what its plan holds for sppark's Pippenger over host bases: 4.9 GB at 2^27, so all 13
+// windows a pass and chunks of 11M bases; at 2^23, 0.7 GB, so all 15 windows a pass over
+// chunks of 1.1M (each pass sorts the chunk's scalars again). Throws cuda_error;
 // cudaErrorMemoryAllocation where that does not fit, before any work.
 template<class bucket, class point>
 void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
@@ -578,7 +580,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
             break;
     }
     const size_t sums_bytes = plan.slots(0, plan.windows) * sizeof(bucket_h);
-    const size_t wanted = std::min<size_t>(n, (size_t)1 << 23);
+    const size_t wanted = std::min<size_t>(n, (size_t)1 << 20);
     // Bases a pass for `group` windows a pass: what the rest of the room holds of two
     // chunks of bases and the entries, beside the group's sums over a chunk.
     auto chunk_for = [&](int group) -> size_t {
