@@ -8,7 +8,7 @@
 # Default cards: all 48GiB 32GiB 24GiB 16GiB. SECTORS (default 3), BENCH_DIR and BENCH_TIMEOUT
 # as scripts/gpu-production.sh takes them. Each card's log, timeline and waterfall go to
 # OUT_DIR/gm-CARD/; the lines that matter are printed as they come, with the most device
-# memory nvidia-smi saw in use.
+# memory nvidia-smi saw in use. scripts/bench-summary.py OUT_DIR prints them as one table.
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
 mkdir -p "$out"

@@ -22,7 +22,8 @@
 #        each of SHARED (default "on"; "off" sets CUZK_SHARED_PASS=0: every partition its
 #        own pass over the streamed bases), and for each of EVALS (default "compact";
 #        "whole" sets CUZK_HOST_EVALUATION=whole: the host evaluates a, b and c from the
-#        expanded witness and makes them compact after).
+#        expanded witness and makes them compact after). scripts/bench-summary.py OUT_DIR
+#        prints the bench runs as one table.
 set -uo pipefail
 bin="$(realpath "$1")"; out="$(realpath -m "$2")"; shift 2
 steps=("$@")

@@ -249,8 +249,9 @@ mod tests {
     use crate::memory::MemoryBudget;
     use crate::synth::tests::BitsCircuit;
 
-    #[test]
-    fn a_partition_kept_compact_gives_back_what_its_evaluation_no_longer_holds() {
+    /// A partition of a witness of bits, synthesized over recorded constraints with its a,
+    /// b and c deferred and its witness held compact.
+    fn compact_partition() -> SynthesizedPartition {
         let circuit = BitsCircuit {
             value: Some(0x00ff_00ff_00ff_00ff),
         };
@@ -259,15 +260,21 @@ mod tests {
             .num_threads(1)
             .build()
             .expect("pool");
+        let mut partition = r1cs
+            .synthesize(circuit, &pool, Default::default(), true)
+            .expect("deferred");
+        assert!(partition.compact_witness(), "a witness of bits");
+        partition
+    }
+
+    #[test]
+    fn a_partition_kept_compact_gives_back_what_its_evaluation_no_longer_holds() {
         let lender = HeapLender {
             most: 1,
             ..HeapLender::default()
         };
         let budget = MemoryBudget::new(1 << 30, None);
-        let mut partition = r1cs
-            .synthesize(circuit, &pool, Default::default(), true)
-            .expect("deferred");
-        assert!(partition.compact_witness(), "a witness of bits");
+        let mut partition = compact_partition();
         let rows = partition.num_constraints();
         // The peak: a, b and c over the domain and the witness whole.
         let peak = 32 * (3 * rows.next_power_of_two() + 2 * partition.aux_len()) as u64;
@@ -303,18 +310,7 @@ mod tests {
 
     #[test]
     fn a_partition_evaluated_compact_grows_by_what_it_will_hold_not_its_full_peak() {
-        let circuit = BitsCircuit {
-            value: Some(0x00ff_00ff_00ff_00ff),
-        };
-        let r1cs = Arc::new(crate::r1cs::R1cs::record(circuit.clone()).expect("record"));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .expect("pool");
-        let mut partition = r1cs
-            .synthesize(circuit, &pool, Default::default(), true)
-            .expect("deferred");
-        assert!(partition.compact_witness(), "a witness of bits");
+        let mut partition = compact_partition();
         let rows = partition.num_constraints();
         let full = 32
             * (3 * rows.next_power_of_two()

@@ -501,6 +501,18 @@ struct windows_t {
     }
 };
 
+// out = the identity; false where there is nothing to sum (n = 0). Throws where n is too
+// large for the entries' 31-bit indices.
+template<class point>
+bool has_work(point& out, size_t n)
+{
+    out.inf();
+    if (n >= ((size_t)1 << 30))
+        throw sppark_error{cudaErrorInvalidValue,
+                           std::string("the wide multiexp takes under 2^30 bases")};
+    return n > 0;
+}
+
 // out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
 // (Montgomery) on the device, taking at most `max_bytes` of device memory (the prover
 // passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
@@ -511,12 +523,8 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
               const fr_t* scalars, size_t n, size_t max_bytes)
 {
     using bucket_h = typename bucket::mem_t;
-    out.inf();
-    if (n == 0)
+    if (!has_work(out, n))
         return;
-    if (n >= ((size_t)1 << 30))
-        throw sppark_error{cudaErrorInvalidValue,
-                           std::string("the wide multiexp takes under 2^30 bases")};
     const plan_t plan{n};
     size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
     int group = (int)std::min<size_t>({(size_t)MAX_GROUP, (size_t)plan.windows, fit});
@@ -565,12 +573,8 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
 {
     using bucket_h = typename bucket::mem_t;
     using affine_h = typename bucket::affine_t::mem_t;
-    out.inf();
-    if (n == 0)
+    if (!has_work(out, n))
         return;
-    if (n >= ((size_t)1 << 30))
-        throw sppark_error{cudaErrorInvalidValue,
-                           std::string("the wide multiexp takes under 2^30 bases")};
     const size_t room = room_for(gpu, max_bytes);
     // The widest windows whose buckets all fit in a third of the room.
     plan_t plan{n};
