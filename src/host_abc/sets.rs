@@ -12,8 +12,9 @@
 //! Making one is slow (12.9 GB of pinned memory at 32GiB took 7-18 s on an H200 box), so
 //! before a prover's first partitions, while its parameters load, both are made ahead
 //! ([`LendsAbc::make_all_ahead`]), and otherwise the second set is made ahead
-//! ([`LendsAbc::make_ahead`]): at a prover's first partition, beside the first set, its bytes reserved at once from the room the budget keeps for
-//! partitions at the provers (where they do not fit, nothing is made ahead). The second
+//! ([`LendsAbc::make_ahead`]): at a prover's first partition, beside the first set. A set
+//! made ahead has its bytes reserved at once from the room the budget keeps for partitions
+//! at the provers (where they do not fit, nothing is made ahead). The second
 //! partition, evaluated beside the first one's proof, waits for it rather than making
 //! another in the GPU's way, unless it needs more rows than it will hold. A set made ahead
 //! that fails only ends the making ahead; a partition's own set that fails sends the

@@ -6,9 +6,10 @@
 //! keeps for the provers ([`crate::memory::MemoryBudget::keep_for_provers`]), so at most the
 //! partitions at a prover hold a, b and c: the partition's full bytes, or where the witness
 //! stays compact and a, b and c are written compact into a lent set, that set, the witness
-//! and the vectors' layouts ([`SynthesizedPartition::compact_evaluation_bytes`]). A prover evaluates the partition it takes after
-//! a batch while the batch is proved ([`evaluate_beside`]), so on a GPU the evaluation
-//! overlaps the kernels instead of idling them.
+//! and the vectors' layouts ([`SynthesizedPartition::compact_evaluation_bytes`]). A prover
+//! evaluates the partition it takes after a batch while the batch is proved
+//! ([`evaluate_beside`]), so on a GPU the evaluation overlaps the kernels instead of idling
+//! them.
 //!
 //! Where the prover lends host memory for a, b and c (the cuda backend's pinned sets,
 //! [`crate::host_abc`]), they are written there, and the set's bytes go back to it with the

@@ -428,11 +428,11 @@ struct windows_t {
         head_sum = pool_buffer<bucket_h>{threads, s};
     }
 
-    // Device bytes of the buffers above over `most` bases a pass (the pieces' heads and the
-    // scan's space are left to the margin).
-    static size_t bytes(const plan_t& plan, int group, size_t most)
+    // Device bytes of the buffers above but the entries (4 bytes a base and window of a
+    // pass); the pieces' heads and the scan's space are left to the margin.
+    static size_t bytes_besides_entries(const plan_t& plan, int group)
     {
-        return plan.slots(0, group) * 2 * sizeof(uint32_t) + (size_t)group * most * sizeof(uint32_t) +
+        return plan.slots(0, group) * 2 * sizeof(uint32_t) +
                (plan.buckets(0) / SEGMENT + plan.windows) * sizeof(bucket_h);
     }
 
@@ -542,8 +542,8 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     win.join(out);
 }
 
-// The bytes of a streamed multiexp's chunk of bases: a test's 1 MB
-// (CUZK_TEST_GPU_FAULT=small-chunks) to make a small circuit's H take many chunks.
+// The most bases in a streamed multiexp's chunk: none but its memory, or a test's 1 MB of
+// them (CUZK_TEST_GPU_FAULT=small-chunks) to make a small circuit's H take many chunks.
 inline size_t test_chunk_points(size_t point_bytes)
 {
     return injects("small-chunks") ? ((size_t)1 << 20) / point_bytes / 1024 * 1024 : SIZE_MAX;
@@ -589,7 +589,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
     // chunks of bases and the entries, beside the group's sums over a chunk.
     auto chunk_for = [&](int group) -> size_t {
         size_t fixed = sums_bytes + plan.slots(0, group) * sizeof(bucket_h) +
-                       windows_t<bucket>::bytes(plan, group, 0);
+                       windows_t<bucket>::bytes_besides_entries(plan, group);
         if (fixed >= room)
             return 0;
         size_t per_base = 2 * sizeof(affine_h) + (size_t)group * sizeof(uint32_t);
