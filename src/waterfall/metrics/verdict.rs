@@ -36,8 +36,10 @@ pub enum Bound {
     GpuLock,
     /// Parameter loading covered much of the run; see [`PARAMS_BOUND_FROM`].
     Params,
-    /// Lanes idle waiting for synthesis while the run recorded a circuit's constraints, which
-    /// its partitions wait for, over [`PARAMS_BOUND_FROM`] of the run: paid once per machine.
+    /// The run recorded a circuit's constraints, which its partitions wait for, over
+    /// [`PARAMS_BOUND_FROM`] of the run and longer than its parameters loaded, while the lanes
+    /// waited for synthesis or queued partitions piled up behind the late start: paid once
+    /// per machine.
     Recording,
     /// Nothing above held the run back for long.
     Balanced,
@@ -188,7 +190,11 @@ pub(super) fn verdict(
         sum(steps.iter().map(|s| s.pcie_gb)),
         steps.iter().map(|s| s.partitions).sum::<usize>() as f64,
     );
-    let bound = if ratio(params_s, span_s) >= PARAMS_BOUND_FROM {
+    // A run's start, paid once: loading the parameters and recording the constraints
+    // overlap, and the longer of the two held back the first proof.
+    let bound = if ratio(recording_s, span_s) >= PARAMS_BOUND_FROM && recording_s > params_s {
+        Bound::Recording
+    } else if ratio(params_s, span_s) >= PARAMS_BOUND_FROM {
         Bound::Params
     } else if ratio(seconds, span_s) < BALANCED_BELOW {
         Bound::Balanced
@@ -321,11 +327,16 @@ pub(super) fn verdict(
             pct(ratio(gpu_lock_wait, span_s))
         ),
         Bound::Recording => format!(
-            "recording-bound: {names} idle {} of the run{average} waiting for synthesis while \
+            "recording-bound: {names} idle {} of the run{average} waiting for synthesis{} while \
              the circuit's constraints were recorded ({recording_s:.1} s, {} of the run), which \
              its partitions wait for; recording is once per machine: the runs after this one \
              map the saved file, and `cuzk params constraints` records them ahead of a run",
             pct(ratio(synthesis_wait, span_s)),
+            if params_s > 0.0 {
+                format!(" and {params_s:.1} s loading parameters")
+            } else {
+                String::new()
+            },
             pct(ratio(recording_s, span_s))
         ),
         Bound::Params if generating_s > 0.0 => format!(
@@ -478,6 +489,41 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_run_that_recorded_its_constraints_is_not_gpu_bound() {
+        // Two 32GiB shape sectors at --gpu-memory 24GiB on a bench directory without recorded
+        // constraints: loading took 48.2 s (38% of the span) and recording 60.7 s (48%), so
+        // the first proof came at 78 s; the twenty proofs then queued behind one another,
+        // which alone would have made it GPU-bound with the GPU busy 35% of the run.
+        let run = metrics("recording_streamed.csv");
+        assert_eq!(run.verdict.bound, Bound::Recording, "{}", run.verdict.text);
+        assert_says(
+            &run.verdict.text,
+            "and 48.2 s loading parameters while the circuit's constraints were recorded \
+             (60.7 s, 48% of the run)",
+            true,
+        );
+        assert_says(&run.verdict.text, "GPU-bound", false);
+        // Recording shorter than the load leaves the run to the load.
+        let judged = |recording_s: f64| {
+            verdict(
+                &run.lanes,
+                &run.queue,
+                run.span_s,
+                (run.lanes[0].params_s, 0.0, recording_s),
+                SynthesisUse {
+                    workers: 14,
+                    partitions: 20,
+                },
+                run.gpu_kernels.as_ref(),
+                &run.memory,
+            )
+            .bound
+        };
+        assert_eq!(judged(60.7), Bound::Recording);
+        assert_eq!(judged(run.lanes[0].params_s - 1.0), Bound::Prover);
+    }
+
+    #[test]
     fn a_synthesis_bound_run_held_by_memory_says_so_and_not_more_workers() {
         let run = metrics("memory_bound.csv");
         assert_eq!(run.verdict.bound, Bound::Memory);
@@ -574,6 +620,7 @@ mod tests {
             ("params_preload.csv", vec![Bound::Params]),
             ("params_generated.csv", vec![Bound::Params]),
             ("recording_constraints.csv", vec![Bound::Recording]),
+            ("recording_streamed.csv", vec![Bound::Recording]),
             ("partitions.csv", vec![Bound::Synthesis]),
             ("runs.csv", vec![Bound::Synthesis, Bound::Synthesis]),
             ("supraseal_host.csv", vec![Bound::Host]),
