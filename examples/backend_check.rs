@@ -262,40 +262,66 @@ fn main() -> Result<()> {
     // A shared pass over the streamed bases: each partition is proved with the one after it
     // as `next`, so the second's streamed queries ride the first's pass and are kept for its
     // call (no work beside its own H, and only its share of the pass's bytes); the third,
-    // after a partition taken ahead, streams its own. Every proof equals the CPU's.
+    // after a partition taken ahead, streams its own. Every proof equals the CPU's. Once with
+    // whole witnesses, once as the pipeline holds them where the constraints do not fit on
+    // the card: compact, a, b and c evaluated on the host (the next partition's queries are
+    // then split from its compact witness).
     #[cfg(feature = "cuda")]
     if beside_h_expected() && shared_pass_expected() {
-        let mut cuda = CudaProver::open(0, "cuda-0".into())?;
-        let streamed = Arc::new(ResidentParams::load(&path_of(&dir), 0)?);
-        let mut queue = (0..3)
-            .map(|k| synthesize(circuits[k % circuits.len()].clone()))
-            .collect::<Result<std::collections::VecDeque<_>, _>>()?;
-        let mut timed = Vec::new();
-        while let Some(partition) = queue.pop_front() {
-            let k = timed.len();
-            let (on_gpu, timings) =
-                cuda.prove(partition, &streamed, Fr::ZERO, Fr::ZERO, queue.front())?;
-            let partition = synthesize(circuits[k % circuits.len()].clone())?;
-            let on_cpu = prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+        let r1cs = Arc::new(cuzk::r1cs::R1cs::record(Chain { x: None, steps })?);
+        let pool = rayon::ThreadPoolBuilder::new().build()?;
+        for compact in [false, true] {
+            let form = if compact { "compact" } else { "whole" };
+            let mut cuda = CudaProver::open(0, "cuda-0".into())?;
+            let streamed = Arc::new(ResidentParams::load(&path_of(&dir), 0)?);
+            let mut queue = std::collections::VecDeque::new();
+            for k in 0..3 {
+                let circuit = circuits[k % circuits.len()].clone();
+                if !compact {
+                    queue.push_back(synthesize(circuit)?);
+                    continue;
+                }
+                let mut partition = r1cs.synthesize(circuit, &pool, Default::default(), true)?;
+                ensure!(
+                    partition.compact_witness(),
+                    "a witness of bits was not compacted"
+                );
+                let set = cuda.abc_lender().lend(partition.num_constraints());
+                partition.evaluate_deferred_keeping_compact(set);
+                ensure!(
+                    partition.compact_aux.is_some() && partition.deferred.is_none(),
+                    "evaluated on the host, the witness still compact"
+                );
+                queue.push_back(partition);
+            }
+            let mut timed = Vec::new();
+            while let Some(partition) = queue.pop_front() {
+                let k = timed.len();
+                let (on_gpu, timings) =
+                    cuda.prove(partition, &streamed, Fr::ZERO, Fr::ZERO, queue.front())?;
+                let partition = synthesize(circuits[k % circuits.len()].clone())?;
+                let on_cpu =
+                    prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+                ensure!(
+                    on_gpu == on_cpu,
+                    "cuda, a shared pass ({form}): partition {k}'s proof differs from the CPU's"
+                );
+                ensure!(
+                    (timings.beside_h_ms > 0.0) == (k != 1),
+                    "cuda, a shared pass ({form}): partition {k} worked beside H for {} ms ({timings})",
+                    timings.beside_h_ms
+                );
+                eprintln!("cuda, a shared pass ({form}), partition {k}: {timings}");
+                timed.push(timings);
+            }
             ensure!(
-                on_gpu == on_cpu,
-                "cuda, a shared pass: partition {k}'s proof differs from the CPU's"
+                timed[1].pcie_bytes < timed[2].pcie_bytes,
+                "cuda, a shared pass ({form}): the second partition counted {} bytes over PCIe, the third (its own pass) {}",
+                timed[1].pcie_bytes,
+                timed[2].pcie_bytes
             );
-            ensure!(
-                (timings.beside_h_ms > 0.0) == (k != 1),
-                "cuda, a shared pass: partition {k} worked beside H for {} ms ({timings})",
-                timings.beside_h_ms
-            );
-            eprintln!("cuda, a shared pass, partition {k}: {timings}");
-            timed.push(timings);
+            println!("cuda, a shared pass ({form}): proofs equal the CPU's, the second partition's queries rode the first's pass");
         }
-        ensure!(
-            timed[1].pcie_bytes < timed[2].pcie_bytes,
-            "cuda, a shared pass: the second partition counted {} bytes over PCIe, the third (its own pass) {}",
-            timed[1].pcie_bytes,
-            timed[2].pcie_bytes
-        );
-        println!("cuda, a shared pass: proofs equal the CPU's, the second partition's queries rode the first's pass");
     }
 
     // The constraints on the GPU: partitions that are their witness alone, evaluated there.

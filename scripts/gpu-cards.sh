@@ -3,8 +3,10 @@
 # 32GiB --sectors N` once per card size, one run after the other on one bench directory (the
 # first run writes the parameters and records the constraints; the rest reuse them).
 #
-#   scripts/gpu-cards.sh BIN OUT_DIR [CARD...]    # CARD: a --gpu-memory value, or "all"
+#   scripts/gpu-cards.sh BIN OUT_DIR [CARD...]    # CARD: a --gpu-memory value, "all" or "fresh"
 #
+# "fresh" is a run at defaults as on a machine that has not recorded the circuit's constraints:
+# recorded constraints left in the bench directory are removed first, and the run records them.
 # Default cards: all 48GiB 32GiB 24GiB 16GiB. SECTORS (default 3), BENCH_DIR and BENCH_TIMEOUT
 # as scripts/gpu-production.sh takes them. Each card's log, timeline and waterfall go to
 # OUT_DIR/gm-CARD/; the lines that matter are printed as they come, with the most device
@@ -17,7 +19,11 @@ cards=("$@")
 here="$(dirname "$0")"
 for card in "${cards[@]}"; do
   extra=""
-  [ "$card" = all ] || extra="--gpu-memory $card"
+  case "$card" in
+    all) ;;
+    fresh) rm -f "${BENCH_DIR:-/tmp/cuzk-bench}"/params/cuzk-r1cs-*.r1cs ;;
+    *) extra="--gpu-memory $card" ;;
+  esac
   EXTRA_ARGS="$extra" STEPS="bench:32GiB:${SECTORS:-3}" \
     "$here/gpu-production.sh" "$bin" "$out/gm-$card" > "$out/gm-$card.stderr" 2>&1
   echo "== --gpu-memory $card"

@@ -45,7 +45,7 @@ struct beside_h {
     // One stretch of a query: `nbits` variables of `src` filtered by a density (`words` and
     // `prefix`; null: all of them), from query position `offset`.
     struct part {
-        const fr_t* src;
+        witness_view src;
         const uint64_t* words;
         const uint32_t* prefix;
         size_t nwords, nbits, offset;

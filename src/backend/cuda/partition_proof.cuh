@@ -348,8 +348,8 @@ struct partition_proof {
             return;
         auto& own = side.own;
         try {
-            split_queries(side, own, streams, g->d_inputs.ptr, aux_dev, w_a, w_bi, w_ba, pf_a,
-                          pf_bi, pf_ba);
+            split_queries(side, own, streams, g->d_inputs.ptr, witness_view::whole(aux_dev),
+                          w_a, w_bi, w_ba, pf_a, pf_bi, pf_ba);
             split_next(side, next, streams);
             // The chunks get what the sets' own buffers leave.
             if (!side.allocate_chunks(own.bytes(side, streams) + side.next.bytes(side, streams)))
@@ -373,21 +373,22 @@ struct partition_proof {
 
     // Splits a partition's queries over the sets that stream (L over the aux witness, A over
     // [inputs, aux used in A], B over [inputs used in B, aux used in B]) into `q`, from its
-    // inputs, aux witness and densities on the device.
+    // inputs, aux witness (whole or compact) and densities on the device.
     void split_queries(beside_h& side, beside_h::queries_t& q, const bool* streams,
-                       const fr_t* inputs, const fr_t* aux, const uint64_t* wa,
+                       const fr_t* inputs, witness_view aux, const uint64_t* wa,
                        const uint64_t* wbi, const uint64_t* wba, const uint32_t* pfa,
                        const uint32_t* pfbi, const uint32_t* pfba)
     {
+        const witness_view in = witness_view::whole(inputs);
         if (streams[CUZK_L])
             side.split(q.l, p->aux_len, {{aux, nullptr, nullptr, words_a, p->aux_len, 0}});
         if (streams[CUZK_A])
             side.split(q.a, a_len,
-                       {{inputs, nullptr, nullptr, words_bi, p->input_len, 0},
+                       {{in, nullptr, nullptr, words_bi, p->input_len, 0},
                         {aux, wa, pfa, words_a, p->aux_len, p->input_len}});
         if (streams[CUZK_B_G1] || streams[CUZK_B_G2])
             side.split(q.b, b_len,
-                       {{inputs, wbi, pfbi, words_bi, p->input_len, 0},
+                       {{in, wbi, pfbi, words_bi, p->input_len, 0},
                         {aux, wba, pfba, words_a, p->aux_len, p->b_input_total}});
     }
 
@@ -411,7 +412,9 @@ struct partition_proof {
 
     // The next partition's queries split like this one's into side.next: its witness,
     // inputs and densities go up into buffers of their own for the split, given back (and
-    // the pool trimmed, so that the chunks and H find the room) before the pass.
+    // the pool trimmed, so that the chunks and H find the room) before the pass. A compact
+    // witness is split as it is (witness_view): at 32GiB ~100 MB on the device where
+    // expanded it took 4.2 GB, which a 16 GB card does not have beside H.
     void split_next(beside_h& side, const cuzk_partition* q, const bool* streams)
     {
         if (!shares_pass_with(q))
@@ -419,15 +422,19 @@ struct partition_proof {
         step = "splitting the next partition's queries";
         stager_t& stage = g->stage;
         const size_t words = 2 * words_a + words_bi;
-        const size_t bytes = (q->aux_len + q->input_len) * sizeof(fr_t) + words * 12;
+        const size_t aux_words = (q->aux_len + 63) / 64, wide = q->aux_wide_len;
+        const size_t witness_bytes =
+            q->aux_ones ? aux_words * 20 + wide * (sizeof(fr_t) + sizeof(uint32_t))
+                        : q->aux_len * sizeof(fr_t);
+        const size_t bytes = witness_bytes + q->input_len * sizeof(fr_t) + words * 12;
         if (!g->has_room_for(bytes, side.margin))
             return;
         try {
-            pool_buffer<fr_t> aux{q->aux_len, stage.stream};
             pool_buffer<fr_t> inputs{q->input_len, stage.stream};
             pool_buffer<uint64_t> w{words, stage.stream};
             pool_buffer<uint32_t> pf{words, stage.stream};
-            upload_witness(g, aux.ptr, q);
+            next_witness_t aux;
+            aux.upload(g, q);
             CUDA_OK(cudaMemcpyAsync(inputs.ptr, q->inputs, q->input_len * sizeof(fr_t),
                                     cudaMemcpyHostToDevice, stage.stream));
             const uint64_t* host_w[3] = {q->a_aux_words, q->b_input_words, q->b_aux_words};
@@ -443,7 +450,7 @@ struct partition_proof {
             }
             CUDA_OK(cudaStreamSynchronize(stage.stream));
             sent_bytes += witness_bytes_of(q) + q->input_len * sizeof(fr_t) + words * 12;
-            split_queries(side, side.next, streams, inputs.ptr, aux.ptr, w.ptr,
+            split_queries(side, side.next, streams, inputs.ptr, aux.view, w.ptr,
                           w.ptr + words_a, w.ptr + words_a + words_bi, pf.ptr,
                           pf.ptr + words_a, pf.ptr + words_a + words_bi);
         } catch (const cuda_error& e) {
@@ -462,6 +469,49 @@ struct partition_proof {
             (void)cudaMemPoolTrimTo(pool, 0);
         step = "preparing the queries beside H";
     }
+
+    // The next partition's witness on the device for its split, as it came: whole, or its
+    // bits and wide values with the lookup's bits and counts made here (witness_view).
+    struct next_witness_t {
+        pool_buffer<fr_t> whole, values;
+        pool_buffer<uint64_t> ones, wide;
+        pool_buffer<uint32_t> index, before;
+        witness_view view;
+
+        void upload(cuzk_gpu* g, const cuzk_partition* q)
+        {
+            stager_t& stage = g->stage;
+            if (!q->aux_ones) {
+                whole = pool_buffer<fr_t>{q->aux_len, stage.stream};
+                upload_witness(g, whole.ptr, q);
+                view = witness_view::whole(whole.ptr);
+                return;
+            }
+            const size_t nwords = (q->aux_len + 63) / 64, n = q->aux_wide_len;
+            ones = pool_buffer<uint64_t>{nwords ? nwords : 1, stage.stream};
+            wide = pool_buffer<uint64_t>{nwords ? nwords : 1, stage.stream};
+            before = pool_buffer<uint32_t>{nwords ? nwords : 1, stage.stream};
+            index = pool_buffer<uint32_t>{n ? n : 1, stage.stream};
+            values = pool_buffer<fr_t>{n ? n : 1, stage.stream};
+            stage.copy(ones.ptr, q->aux_ones, nwords * sizeof(uint64_t));
+            stage.copy(index.ptr, q->aux_wide_index, n * sizeof(uint32_t));
+            stage.copy(values.ptr, q->aux_wide, n * sizeof(fr_t));
+            CUDA_OK(cudaMemsetAsync(wide.ptr, 0, nwords * sizeof(uint64_t), stage.stream));
+            const int grid = (int)g->gpu.sm_count() * 4;
+            if (n)
+                mark_wide<<<grid, 256, 0, stage.stream>>>(
+                    reinterpret_cast<unsigned long long*>(wide.ptr), index.ptr, n);
+            CUDA_OK(cudaGetLastError());
+            if (nwords)
+                count_wide_before<<<grid, 256, 0, stage.stream>>>(before.ptr, index.ptr, n,
+                                                                  nwords);
+            CUDA_OK(cudaGetLastError());
+            view.ones = ones.ptr;
+            view.wide = wide.ptr;
+            view.wide_before = before.ptr;
+            view.values = values.ptr;
+        }
+    };
 
     // The next partition's multiexps over the shared pass: finished here (their tails'
     // Pippenger, their sums) and kept on the handle for its call, with its share of the
