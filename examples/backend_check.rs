@@ -281,18 +281,7 @@ fn main() -> Result<()> {
                     queue.push_back(synthesize(circuit)?);
                     continue;
                 }
-                let mut partition = r1cs.synthesize(circuit, &pool, Default::default(), true)?;
-                ensure!(
-                    partition.compact_witness(),
-                    "a witness of bits was not compacted"
-                );
-                let set = cuda.abc_lender().lend(partition.num_constraints());
-                partition.evaluate_deferred_keeping_compact(set);
-                ensure!(
-                    partition.compact_aux.is_some() && partition.deferred.is_none(),
-                    "evaluated on the host, the witness still compact"
-                );
-                queue.push_back(partition);
+                queue.push_back(evaluated_on_host_compact(&r1cs, circuit, &pool, &cuda)?);
             }
             let mut timed = Vec::new();
             while let Some(partition) = queue.pop_front() {
@@ -413,18 +402,7 @@ fn main() -> Result<()> {
             let resident = Arc::new(ResidentParams::load(&path_of(&dir), device_bytes)?);
             let mut cuda = CudaProver::open(0, "cuda-0".into())?;
             for (k, circuit) in circuits.iter().take(2).enumerate() {
-                let mut partition =
-                    r1cs.synthesize(circuit.clone(), &pool, Default::default(), true)?;
-                ensure!(
-                    partition.compact_witness(),
-                    "a witness of bits was not compacted"
-                );
-                let set = cuda.abc_lender().lend(partition.num_constraints());
-                partition.evaluate_deferred_keeping_compact(set);
-                ensure!(
-                    partition.compact_aux.is_some() && partition.deferred.is_none(),
-                    "evaluated on the host, the witness still compact"
-                );
+                let partition = evaluated_on_host_compact(&r1cs, circuit.clone(), &pool, &cuda)?;
                 let (on_gpu, timings) =
                     cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO, None)?;
                 let on_cpu = prove_partition(
@@ -481,6 +459,30 @@ fn main() -> Result<()> {
 
 fn path_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
     dir.path().join("chain.params")
+}
+
+/// `circuit` synthesized with the recorded constraints, its witness compact, and a, b and c
+/// evaluated on the host into `cuda`'s pinned set where one is free: as the pipeline holds a
+/// partition where the constraints do not fit on the card.
+#[cfg(feature = "cuda")]
+fn evaluated_on_host_compact(
+    r1cs: &Arc<cuzk::r1cs::R1cs>,
+    circuit: Chain,
+    pool: &rayon::ThreadPool,
+    cuda: &CudaProver,
+) -> Result<SynthesizedPartition> {
+    let mut partition = r1cs.synthesize(circuit, pool, Default::default(), true)?;
+    ensure!(
+        partition.compact_witness(),
+        "a witness of bits was not compacted"
+    );
+    let set = cuda.abc_lender().lend(partition.num_constraints());
+    partition.evaluate_deferred_keeping_compact(set);
+    ensure!(
+        partition.compact_aux.is_some() && partition.deferred.is_none(),
+        "evaluated on the host, the witness still compact"
+    );
+    Ok(partition)
 }
 
 #[cfg(feature = "cuda")]
