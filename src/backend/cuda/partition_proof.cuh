@@ -422,11 +422,10 @@ struct partition_proof {
         step = "splitting the next partition's queries";
         stager_t& stage = g->stage;
         const size_t words = 2 * words_a + words_bi;
-        const size_t aux_words = (q->aux_len + 63) / 64, wide = q->aux_wide_len;
-        const size_t witness_bytes =
-            q->aux_ones ? aux_words * 20 + wide * (sizeof(fr_t) + sizeof(uint32_t))
-                        : q->aux_len * sizeof(fr_t);
-        const size_t bytes = witness_bytes + q->input_len * sizeof(fr_t) + words * 12;
+        // A compact witness also takes the lookup's bit and count per 64 variables.
+        const size_t lookup_bytes = q->aux_ones ? (q->aux_len + 63) / 64 * 12 : 0;
+        const size_t bytes =
+            witness_bytes_of(q) + lookup_bytes + q->input_len * sizeof(fr_t) + words * 12;
         if (!g->has_room_for(bytes, side.margin))
             return;
         try {
