@@ -503,7 +503,8 @@ mod tests {
             true,
         );
         assert_says(&run.verdict.text, "GPU-bound", false);
-        // Recording shorter than the load leaves the run to the load.
+        // Recording shorter than the load (itself under 40% here) leaves the run to the
+        // other candidates: GPU-bound, as it was called before.
         let judged = |recording_s: f64| {
             verdict(
                 &run.lanes,
