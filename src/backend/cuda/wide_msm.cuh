@@ -340,6 +340,75 @@ void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uin
         out[blockIdx.x] = share[0];
 }
 
+// CUZK_WIDE_PHASES=1: each multiexp prints to stderr the device time of its steps on its
+// stream (events between the steps), to see which step sets its time; off, nothing is
+// recorded. A failed event turns it off: it is a measurement, never a cause of failure.
+class phases_t {
+public:
+    enum step { WAIT, COUNT, SORT, ACCUMULATE, JOIN, ADD, REDUCE, STEPS };
+
+    explicit phases_t(cudaStream_t s) : s_(s)
+    {
+        const char* given = std::getenv("CUZK_WIDE_PHASES");
+        on_ = given && *given == '1';
+        mark(STEPS);
+    }
+    phases_t(const phases_t&) = delete;
+    phases_t& operator=(const phases_t&) = delete;
+    ~phases_t()
+    {
+        for (auto e : events_)
+            (void)cudaEventDestroy(e);
+    }
+
+    // The work queued on the stream since the last mark was `done`.
+    void mark(step done)
+    {
+        if (!on_)
+            return;
+        cudaEvent_t e;
+        if (cudaEventCreate(&e) != cudaSuccess || cudaEventRecord(e, s_) != cudaSuccess) {
+            (void)cudaGetLastError();
+            on_ = false;
+            return;
+        }
+        events_.push_back(e);
+        steps_.push_back(done);
+    }
+
+    // After the stream is synchronized: one line, milliseconds per step.
+    void print(const char* what, size_t n, const plan_t& plan, int group)
+    {
+        if (!on_ || events_.size() < 2)
+            return;
+        static const char* names[STEPS] = {"wait for bases", "count", "sort", "accumulate",
+                                           "join pieces", "add chunk sums", "reduce"};
+        float total[STEPS] = {}, all = 0;
+        for (size_t i = 1; i < events_.size(); i++) {
+            float ms = 0;
+            if (cudaEventElapsedTime(&ms, events_[i - 1], events_[i]) != cudaSuccess) {
+                (void)cudaGetLastError();
+                return;
+            }
+            total[steps_[i]] += ms;
+            all += ms;
+        }
+        std::string line;
+        for (int k = 0; k < STEPS; k++)
+            if (total[k] > 0)
+                line += std::string(", ") + names[k] + " " + std::to_string(total[k]) + " ms";
+        std::fprintf(stderr, "wide_msm %s n=%zu windows=%d (%d-%d bits) group=%d: %.1f ms%s\n",
+                     what, n, plan.windows, plan.base, plan.base + (plan.extra ? 1 : 0), group,
+                     all, line.c_str());
+    }
+
+private:
+    cudaStream_t s_;
+    bool on_ = false;
+    std::vector<cudaEvent_t> events_;
+    std::vector<int> steps_;
+};
+
 // Whether a multiexp of n bases on the device takes this one: from 2^23 bases, unless
 // CUZK_MULTIEXP=sppark keeps sppark's Pippenger for all. Below 2^23 sppark's is faster
 // (msm_bench on an H100: 0.97x at 2^22, 1.07x at 2^23, 1.23x at 2^27; a fixed cost of about
@@ -402,9 +471,15 @@ struct windows_t {
     pool_buffer<uint32_t> counts, starts, entries, head_bucket;
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
     pool_buffer<uint8_t> scan_space;
+    phases_t phases;
+    const char* what;
+    const size_t n_bases;
 
-    windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most)
-        : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8)
+    // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line.
+    windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
+              const char* what_, size_t n)
+        : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
+          phases(g[0]), what(what_), n_bases(n)
     {
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
@@ -445,6 +520,7 @@ struct windows_t {
         CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
         count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
         CUDA_OK(cudaGetLastError());
+        phases.mark(phases_t::COUNT);
         CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
                                               starts.ptr, (int)(nbuckets + 1), s));
         CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
@@ -452,12 +528,15 @@ struct windows_t {
         place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
                                           end);
         CUDA_OK(cudaGetLastError());
+        phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
         accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
             sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
+        phases.mark(phases_t::ACCUMULATE);
         join_pieces<bucket><<<grid, 256, 0, s>>>(sums, head_bucket.ptr, head_sum.ptr, threads);
         CUDA_OK(cudaGetLastError());
+        phases.mark(phases_t::JOIN);
     }
 
     // Window w's sum from its buckets' sums (`sums`, its first bucket first): its
@@ -478,6 +557,7 @@ struct windows_t {
         sum_runs<bucket><<<1, TREE_THREADS, tree_shared, s>>>(window_sums.ptr + w, partial_2.ptr,
                                                               segments / run);
         CUDA_OK(cudaGetLastError());
+        phases.mark(phases_t::REDUCE);
     }
 
     // The windows' sums joined on the host, by doublings from the top: window w starts
@@ -489,6 +569,7 @@ struct windows_t {
         CUDA_OK(cudaMemcpyAsync(host.data(), window_sums.ptr, plan.windows * sizeof(bucket),
                                 cudaMemcpyDeviceToHost, s));
         s.sync();
+        phases.print(what, n_bases, plan, group);
         out.inf();
         for (int w = plan.windows; w-- > 0;) {
             for (int i = 0; i < plan.width(w); i++)
@@ -531,7 +612,7 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-    windows_t<bucket> win{gpu, plan, group, n};
+    windows_t<bucket> win{gpu, plan, group, n, "resident", n};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
@@ -605,7 +686,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for the streamed wide multiexp's buckets and chunks")};
 
-    windows_t<bucket> win{gpu, plan, group, chunk};
+    windows_t<bucket> win{gpu, plan, group, chunk, "streamed", n};
     stream_t& s = win.s;
     stream_t& copy = gpu[2];
     pool_buffer<bucket_h> sums{plan.slots(0, plan.windows), s};
@@ -635,6 +716,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
                                 cudaMemcpyHostToDevice, copy));
         CUDA_OK(cudaEventRecord(copied.at[k & 1], copy));
         CUDA_OK(cudaStreamWaitEvent(s, copied.at[k & 1], 0));
+        win.phases.mark(phases_t::WAIT);
         for (int first = 0; first < plan.windows; first += group) {
             int end = std::min(first + group, plan.windows);
             win.sum_buckets(chunk_sums.ptr, scalars + from, bases, len, first, end);
@@ -642,6 +724,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
             add_sums<bucket><<<win.grid, 256, 0, s>>>(sums.ptr + plan.slots(0, first),
                                                       chunk_sums.ptr, nbuckets);
             CUDA_OK(cudaGetLastError());
+            win.phases.mark(phases_t::ADD);
         }
         CUDA_OK(cudaEventRecord(consumed.at[k & 1], s));
     }
