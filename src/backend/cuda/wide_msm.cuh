@@ -11,7 +11,7 @@
 // sets the multiexp's time. And where sppark sums each window's buckets on the host, here
 // only one point per window comes back, which counts at small sizes (2KiB: 2^22 points).
 //
-// How, per group of windows (up to four, as many as the device memory allows):
+// How, per group of windows (as many as the device memory allows; all of them at small sizes):
 // - count: each scalar's signed digits (a carry rippling up from window 0: digits in
 //   (-2^(c-1), 2^(c-1)] at c bits, so a window needs 2^(c-1) buckets), one counter per
 //   bucket of each window in the group (atomics: the buckets are many, the digits random);
@@ -21,9 +21,9 @@
 // - accumulate: each thread adds an equal share of the sorted entries, one a step (mixed
 //   XYZZ additions; the next base loads while this one adds), however the digits fall
 //   among the buckets; the pieces of buckets cut between threads are joined after;
-// - reduce, window by window: sum_b b S_b by running sums over segments of 32 buckets (a
-//   segment's offset times its plain sum added by double-and-add), then the segments
-//   summed by block trees.
+// - reduce, the whole group at once: sum_b b S_b by running sums over segments of 32
+//   buckets (a segment's offset times its plain sum added by double-and-add), then the
+//   segments summed by block trees, a launch a step for all the group's windows.
 // The windows' sums come back to the host, which joins them by doublings.
 //
 // A point takes bucket::degree threads side by side (sppark's G2 field holds an element's
@@ -33,7 +33,7 @@
 //
 // Device memory (from the stream's pool, given back before the call returns): per window
 // of a group, a counter and a start per bucket (8 bytes), its XYZZ sum (192 bytes) and an
-// entry per base (4 bytes): 0.96 GB a window at 2^27, 3.8 GB with four. The prover gives
+// entry per base (4 bytes): 0.96 GB a window at 2^27, 11.6 GB with all 12. The prover gives
 // it what its plan holds for sppark's Pippenger (1.9 GB at 2^27: two windows a group).
 // Bases and scalars are the caller's.
 
@@ -42,7 +42,7 @@ namespace wide_msm {
 constexpr uint32_t SIGN = 0x80000000u;
 constexpr uint32_t SEGMENT = 32;            // buckets per thread in the reduction
 constexpr uint32_t TREE_THREADS = 128;      // a block tree's threads (24 KB of G1 or G2 XYZZ points)
-constexpr int MAX_GROUP = 4;
+constexpr int MAX_GROUP = 32;  // more than any plan's windows (at most 24)
 constexpr int ACCUMULATE_THREADS = 256;
 
 // The windows for n bases: about 64 bases a bucket at c bits, ceil(256 / c) windows whose
@@ -71,7 +71,7 @@ struct plan_t {
     __host__ __device__ uint32_t buckets(int w) const { return 1u << (width(w) - 1); }
 
     // Buckets of windows first .. end, laid out one window after the other.
-    size_t slots(int first, int end) const
+    __host__ __device__ size_t slots(int first, int end) const
     {
         size_t total = 0;
         for (int w = first; w < end; w++)
@@ -280,18 +280,23 @@ __device__ __forceinline__ bucket times_small(const bucket& p, uint32_t k)
     return acc;
 }
 
-// partial[j] = sum over segment j's buckets b of (b + 1) S_b, segments of SEGMENT buckets
-// in windows of `buckets` (bucket b holds digit magnitude b + 1).
+// partial[j] = sum over segment j's buckets b of (b + 1) S_b (bucket b holds digit
+// magnitude b + 1), segments of SEGMENT buckets over the sums of windows first, first + 1,
+// ... (plan_t::slots' layout). A window's buckets are a multiple of SEGMENT, so no segment
+// crosses two windows.
 template<class bucket>
 __global__ void reduce_segments(typename bucket::mem_t* partial,
-                                const typename bucket::mem_t* sums, uint32_t buckets,
+                                const typename bucket::mem_t* sums, plan_t plan, int first,
                                 size_t nsegments)
 {
     constexpr uint32_t degree = bucket::degree;
     for (size_t j = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / degree; j < nsegments;
          j += (size_t)gridDim.x * blockDim.x / degree) {
         const typename bucket::mem_t* row = sums + j * SEGMENT;
-        uint32_t lo = (uint32_t)((j * SEGMENT) % buckets);
+        // The segment's first bucket within its window.
+        size_t lo = j * SEGMENT;
+        for (int w = first; lo >= plan.buckets(w); w++)
+            lo -= plan.buckets(w);
         bucket run, total;
         run.inf();
         total.inf();
@@ -303,26 +308,25 @@ __global__ void reduce_segments(typename bucket::mem_t* partial,
             total.add(run);
         }
         if (lo)
-            total.add(times_small(run, lo));
+            total.add(times_small(run, (uint32_t)lo));
         partial[j] = total;
     }
 }
 
-// out[j] = the sum of in[j * len .. (j + 1) * len): a block each, its points' strided
-// shares summed in shared memory by a tree (a point per `degree` threads).
+// *out = the sum of run[0 .. len), by the whole block: its points' strided shares summed
+// in shared memory by a tree (a point per `degree` threads).
 template<class bucket>
-__launch_bounds__(TREE_THREADS) __global__
-void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uint32_t len)
+__device__ __forceinline__ void sum_in_block(typename bucket::mem_t* out,
+                                             const typename bucket::mem_t* run, size_t len)
 {
     using bucket_h = typename bucket::mem_t;
     constexpr uint32_t degree = bucket::degree;
     extern __shared__ uint4 scratch_[];
     auto* share = reinterpret_cast<bucket_h*>(scratch_);
-    const bucket_h* run = in + (size_t)blockIdx.x * len;
     const uint32_t points = blockDim.x / degree, me = threadIdx.x / degree;
     bucket acc;
     acc.inf();
-    for (uint32_t i = me; i < len; i += points) {
+    for (size_t i = me; i < len; i += points) {
         bucket p = run[i];
         acc.add(p);
     }
@@ -337,7 +341,28 @@ void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uin
         __syncthreads();
     }
     if (me == 0)
-        out[blockIdx.x] = share[0];
+        *out = share[0];
+}
+
+// out[j] = the sum of in[j * len .. (j + 1) * len), a block each.
+template<class bucket>
+__launch_bounds__(TREE_THREADS) __global__
+void sum_runs(typename bucket::mem_t* out, const typename bucket::mem_t* in, uint32_t len)
+{
+    sum_in_block<bucket>(out + blockIdx.x, in + (size_t)blockIdx.x * len, len);
+}
+
+// out[j] = the sum of window first + j's share of `in`, a block each: `in` holds an entry
+// per `per` buckets of windows first, first + 1, ... (plan_t::slots' layout), `per`
+// dividing every window's buckets.
+template<class bucket>
+__launch_bounds__(TREE_THREADS) __global__
+void sum_windows(typename bucket::mem_t* out, const typename bucket::mem_t* in, plan_t plan,
+                 int first, uint32_t per)
+{
+    const int w = first + (int)blockIdx.x;
+    const size_t from = plan.slots(first, w) / per;
+    sum_in_block<bucket>(out + blockIdx.x, in + from, plan.buckets(w) / per);
 }
 
 // CUZK_WIDE_PHASES=1: each multiexp prints to stderr the device time of its steps on its
@@ -487,8 +512,8 @@ struct windows_t {
         counts = pool_buffer<uint32_t>{slots + 1, s};
         starts = pool_buffer<uint32_t>{slots + 1, s};
         entries = pool_buffer<uint32_t>{(size_t)group * most, s};
-        partial = pool_buffer<bucket_h>{widest / SEGMENT, s};
-        partial_2 = pool_buffer<bucket_h>{std::max<uint32_t>(widest / SEGMENT / 1024, 1), s};
+        partial = pool_buffer<bucket_h>{(size_t)group * (widest / SEGMENT), s};
+        partial_2 = pool_buffer<bucket_h>{(size_t)group * std::max<uint32_t>(widest / SEGMENT / run_of(plan), 1), s};
         window_sums = pool_buffer<bucket_h>{(size_t)plan.windows, s};
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
                                               (int)(slots + 1), s));
@@ -507,8 +532,18 @@ struct windows_t {
     // pass); the pieces' heads and the scan's space are left to the margin.
     static size_t bytes_besides_entries(const plan_t& plan, int group)
     {
+        const uint32_t segments = plan.buckets(0) / SEGMENT;
         return plan.slots(0, group) * 2 * sizeof(uint32_t) +
-               (plan.buckets(0) / SEGMENT + plan.windows) * sizeof(bucket_h);
+               ((size_t)group * (segments + std::max<uint32_t>(segments / run_of(plan), 1)) +
+                plan.windows) *
+                   sizeof(bucket_h);
+    }
+
+    // Segments a block sums in the reduction's second step: as many as the narrowest
+    // window has (every window's are a multiple of them), at most 1024.
+    static uint32_t run_of(const plan_t& plan)
+    {
+        return std::min<uint32_t>(plan.buckets(plan.windows - 1) / SEGMENT, 1024);
     }
 
     // Windows first .. end of the n scalars over their n bases: each digit's entry sorted to
@@ -539,23 +574,25 @@ struct windows_t {
         phases.mark(phases_t::JOIN);
     }
 
-    // Window w's sum from its buckets' sums (`sums`, its first bucket first): its
-    // segments, then block trees over them.
-    void reduce(int w, const bucket_h* sums)
+    // The sums of windows first .. end from their buckets' sums (`sums`, window first's
+    // first bucket first), all of them at once: each window's segments, then block trees
+    // over runs of segments, then a block tree a window. One launch a step for the group,
+    // not a window: at small sizes a window's reduction is a few chains of additions, each
+    // one after the other, which the windows would otherwise wait on in turn.
+    void reduce(int first, int end, const bucket_h* sums)
     {
         const size_t tree_shared = TREE_THREADS / bucket::degree * sizeof(bucket_h);
         static_assert(TREE_THREADS / bucket::degree * sizeof(bucket_h) <= 48 * 1024,
                       "sum_runs' shared memory within the default limit");
-        const uint32_t buckets = plan.buckets(w);
-        const uint32_t segments = buckets / SEGMENT;
-        const uint32_t run = std::min<uint32_t>(segments, 1024);
-        reduce_segments<bucket><<<grid, 128, 0, s>>>(partial.ptr, sums, buckets, segments);
+        const size_t segments = plan.slots(first, end) / SEGMENT;
+        const uint32_t run = run_of(plan);
+        reduce_segments<bucket><<<grid, 128, 0, s>>>(partial.ptr, sums, plan, first, segments);
         CUDA_OK(cudaGetLastError());
-        sum_runs<bucket><<<segments / run, TREE_THREADS, tree_shared, s>>>(partial_2.ptr,
-                                                                          partial.ptr, run);
+        sum_runs<bucket><<<(unsigned)(segments / run), TREE_THREADS, tree_shared, s>>>(
+            partial_2.ptr, partial.ptr, run);
         CUDA_OK(cudaGetLastError());
-        sum_runs<bucket><<<1, TREE_THREADS, tree_shared, s>>>(window_sums.ptr + w, partial_2.ptr,
-                                                              segments / run);
+        sum_windows<bucket><<<end - first, TREE_THREADS, tree_shared, s>>>(
+            window_sums.ptr + first, partial_2.ptr, plan, first, SEGMENT * run);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::REDUCE);
     }
@@ -617,8 +654,7 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
         win.sum_buckets(sums.ptr, scalars, bases, n, first, end);
-        for (int w = first; w < end; w++)
-            win.reduce(w, sums.ptr + plan.slots(first, w));
+        win.reduce(first, end, sums.ptr);
     }
     win.join(out);
 }
@@ -728,8 +764,8 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
         }
         CUDA_OK(cudaEventRecord(consumed.at[k & 1], s));
     }
-    for (int w = 0; w < plan.windows; w++)
-        win.reduce(w, sums.ptr + plan.slots(0, w));
+    for (int first = 0; first < plan.windows; first += group)
+        win.reduce(first, std::min(first + group, plan.windows), sums.ptr + plan.slots(0, first));
     win.join(out);
 }
 
