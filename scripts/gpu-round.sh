@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# One round of GPU measurements on a machine held for a limited time: the checks first, then
+# the multiexp tables, the real 2KiB sectors and the 32GiB cards, each step's results packed
+# into OUT_DIR/results.tgz as soon as it ends, so a round cut short keeps what it finished.
+# No Rust toolchain needed there.
+#
+#   scripts/gpu-round.sh BIN_DIR OUT_DIR
+#
+# BIN_DIR holds cuzk, backend_check and msm_bench (scripts/build-cuda.sh --bins --example
+# backend_check --example msm_bench; stripped and gzipped as NAME.gz, or not). Steps, by
+# environment:
+#   CHECKS=1   backend_check at 2^LOG constraints (default 16) with every multiexp of 2^12
+#              bases or more at wide windows and H's streamed bases in many small chunks
+#              (CUZK_MULTIEXP=wide:from=12 CUZK_TEST_GPU_FAULT=small-chunks): every cuda
+#              proof, resident, streamed and in the shared pass, equals the CPU's at r = s = 0
+#   TABLE=0    msm_bench --gpu --streamed from 2^FROM to 2^TO (16, 27), ROUNDS (2), with
+#              CUZK_WIDE_PHASES=1 (each wide multiexp's steps in the log); BEFORE_DIR, a
+#              directory with another build's msm_bench, runs that one too, after
+#   SMALL=0    the real 2KiB sectors in C1_DIR (scripts/gpu-bench.sh, the cuda run), once
+#              for each CUZK_MULTIEXP in ENGINES (default "default wide:from=20 sppark
+#              default"; "default" leaves it unset), each a fresh process
+#   REAL=0     a real 2KiB sector through backend_check (scripts/gpu-msm.sh real)
+#   CARDS=     scripts/gpu-cards.sh for each card in turn (e.g. "16GiB 24GiB", "all"), SECTORS
+#              (3) each; a card is skipped unless NEED seconds (120) are left of LIMIT (590)
+# scripts/bench-summary.py OUT_DIR/cards prints the cards' runs as one table.
+set -uo pipefail
+bins="$(realpath "$1")"; out="$(realpath -m "$2")"
+here="$(cd "$(dirname "$0")" && pwd)"
+# The binaries outside OUT_DIR, which should hold only what comes back.
+work="${WORK_DIR:-/tmp/cuzk-round}"
+run="$work/bin"
+mkdir -p "$run" "$out/results"
+for name in cuzk backend_check msm_bench; do
+  if [ -e "$bins/$name.gz" ]; then gunzip -c "$bins/$name.gz" > "$run/$name"; else cp "$bins/$name" "$run/"; fi
+  chmod +x "$run/$name"
+done
+started=$SECONDS
+pack() { tar czf "$out/results.tgz" -C "$out" results 2>/dev/null; }
+left() { echo $(( ${LIMIT:-590} - (SECONDS - started) )); }
+
+if [ "${CHECKS:-1}" = 1 ]; then
+  CUZK_TEST_GPU_FAULT=small-chunks MULTIEXP=wide:from=12 LOG="${LOG:-16}" \
+    "$here/gpu-msm.sh" "$run/cuzk" "$out/results/check" check
+  pack
+fi
+if [ "${TABLE:-0}" = 1 ]; then
+  tables=(after)
+  [ -n "${BEFORE_DIR:-}" ] && tables+=(before)
+  for which in "${tables[@]}"; do
+    dir="$run"
+    if [ "$which" = before ]; then
+      dir="$work/before"; mkdir -p "$dir"
+      if [ -e "$BEFORE_DIR/msm_bench.gz" ]; then gunzip -c "$BEFORE_DIR/msm_bench.gz" > "$dir/msm_bench"; else cp "$BEFORE_DIR/msm_bench" "$dir/"; fi
+      chmod +x "$dir/msm_bench"
+    fi
+    CUZK_WIDE_PHASES=1 FROM="${FROM:-16}" TO="${TO:-27}" ROUNDS="${ROUNDS:-2}" \
+      "$here/gpu-msm.sh" "$dir/cuzk" "$out/results/table-$which" table
+    pack
+  done
+fi
+if [ "${SMALL:-0}" = 1 ]; then
+  k=0
+  for engine in ${ENGINES:-default wide:from=20 sppark default}; do
+    k=$((k + 1))
+    if [ "$engine" = default ]; then unset CUZK_MULTIEXP; else export CUZK_MULTIEXP="$engine"; fi
+    echo "== 2KiB sectors, CUZK_MULTIEXP=${CUZK_MULTIEXP:-(default)}"
+    GPU_BENCH_RUNS=cuda "$here/gpu-bench.sh" "$run/cuzk" "${C1_DIR:?C1_DIR: real 2KiB C1 files}" \
+      "$out/results/small-$k-${engine//[:=]/-}" | tail -n 12
+    unset CUZK_MULTIEXP
+    pack
+  done
+fi
+if [ "${REAL:-0}" = 1 ]; then
+  "$here/gpu-msm.sh" "$run/cuzk" "$out/results/real" real
+  pack
+fi
+for card in ${CARDS:-}; do
+  if [ "$(left)" -lt "${NEED:-120}" ]; then
+    echo "== --gpu-memory $card skipped: $(left) s left"
+    continue
+  fi
+  BENCH_TIMEOUT=$(( $(left) - 20 )) SECTORS="${SECTORS:-3}" \
+    "$here/gpu-cards.sh" "$run/cuzk" "$out/results/cards" "$card"
+  pack
+done
+[ -d "$out/results/cards" ] && python3 "$here/bench-summary.py" "$out/results/cards"
+pack
+echo "== round done in $((SECONDS - started)) s"
