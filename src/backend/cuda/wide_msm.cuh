@@ -84,8 +84,11 @@ struct plan_t {
     size_t window_bytes(size_t n, size_t bucket_bytes) const
     {
         size_t widest = buckets(0);
+        // The entries, a counter and a start per bucket, the buckets' sums, and the
+        // reduction's sums of segments and of runs of them (at most two a window, or one
+        // per 1024 segments).
         return n * sizeof(uint32_t) + widest * (2 * sizeof(uint32_t) + bucket_bytes) +
-               (widest / SEGMENT) * bucket_bytes;
+               (widest / SEGMENT + std::max<size_t>(widest / SEGMENT / 1024, 2)) * bucket_bytes;
     }
 };
 
@@ -392,13 +395,24 @@ public:
         if (!on_)
             return;
         cudaEvent_t e;
-        if (cudaEventCreate(&e) != cudaSuccess || cudaEventRecord(e, s_) != cudaSuccess) {
+        if (cudaEventCreate(&e) != cudaSuccess) {
             (void)cudaGetLastError();
             on_ = false;
             return;
         }
-        events_.push_back(e);
-        steps_.push_back(done);
+        if (cudaEventRecord(e, s_) != cudaSuccess) {
+            (void)cudaGetLastError();
+            (void)cudaEventDestroy(e);
+            on_ = false;
+            return;
+        }
+        try {
+            events_.push_back(e);
+            steps_.push_back(done);
+        } catch (...) {
+            (void)cudaEventDestroy(e);
+            on_ = false;
+        }
     }
 
     // After the stream is synchronized: one line, milliseconds per step.
@@ -619,6 +633,13 @@ struct windows_t {
     }
 };
 
+// The most of a group's windows (or of a pass's bases) whose entries, `per` each, a pass may
+// sort: the counts, the starts and the entries' places are 32-bit.
+inline size_t most_entries(size_t per)
+{
+    return (size_t)UINT32_MAX / std::max<size_t>(per, 1);
+}
+
 // out = the identity; false where there is nothing to sum (n = 0). Throws where n is too
 // large for the entries' 31-bit indices.
 template<class point>
@@ -645,7 +666,8 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
         return;
     const plan_t plan{n};
     size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
-    int group = (int)std::min<size_t>({(size_t)MAX_GROUP, (size_t)plan.windows, fit});
+    int group = (int)std::min<size_t>({(size_t)MAX_GROUP, (size_t)plan.windows, fit,
+                                       most_entries(n)});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
@@ -715,7 +737,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
     int group = plan.windows;
     while (group > 1 && chunk_for(group) < wanted)
         group--;
-    size_t chunk = std::min({chunk_for(group), n, max_chunk});
+    size_t chunk = std::min({chunk_for(group), n, max_chunk, most_entries((size_t)group)});
     if (chunk < n)
         chunk = chunk / 1024 * 1024;
     if (chunk == 0 || sums_bytes > room)
