@@ -42,7 +42,6 @@ namespace wide_msm {
 constexpr uint32_t SIGN = 0x80000000u;
 constexpr uint32_t SEGMENT = 32;            // buckets per thread in the reduction
 constexpr uint32_t TREE_THREADS = 128;      // a block tree's threads (24 KB of G1 or G2 XYZZ points)
-constexpr int MAX_GROUP = 32;  // more than any plan's windows (at most 24)
 constexpr int ACCUMULATE_THREADS = 256;
 
 // The windows for n bases: about 64 bases a bucket at c bits, ceil(256 / c) windows whose
@@ -666,8 +665,7 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
         return;
     const plan_t plan{n};
     size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
-    int group = (int)std::min<size_t>({(size_t)MAX_GROUP, (size_t)plan.windows, fit,
-                                       most_entries(n)});
+    int group = (int)std::min<size_t>({(size_t)plan.windows, fit, most_entries(n)});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
