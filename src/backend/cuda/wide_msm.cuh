@@ -84,11 +84,17 @@ struct plan_t {
     {
         size_t widest = buckets(0);
         // The entries, a counter and a start per bucket, the buckets' sums, and the
-        // reduction's sums of segments and of runs of them (at most two a window, or one
-        // per 1024 segments).
+        // reduction's sums of segments and of runs of them.
         return n * sizeof(uint32_t) + widest * (2 * sizeof(uint32_t) + bucket_bytes) +
-               (widest / SEGMENT + std::max<size_t>(widest / SEGMENT / 1024, 2)) * bucket_bytes;
+               (widest / SEGMENT + runs(0)) * bucket_bytes;
     }
+
+    // Segments a block sums in the reduction's second step: as many as the narrowest
+    // window has (every window's are a multiple of them), at most 1024.
+    uint32_t run() const { return std::min<uint32_t>(buckets(windows - 1) / SEGMENT, 1024); }
+
+    // Runs of segments in window w (in the widest, the most).
+    uint32_t runs(int w) const { return std::max<uint32_t>(buckets(w) / SEGMENT / run(), 1); }
 };
 
 // Calls f(slot, negative) for each non-zero signed digit of windows first .. end of the
@@ -374,7 +380,8 @@ class phases_t {
 public:
     enum step { WAIT, COUNT, SORT, ACCUMULATE, JOIN, ADD, REDUCE, STEPS };
 
-    explicit phases_t(cudaStream_t s) : s_(s)
+    // `what` and `n` name the multiexp in its line.
+    phases_t(cudaStream_t s, const char* what, size_t n) : s_(s), what_(what), n_(n)
     {
         const char* given = std::getenv("CUZK_WIDE_PHASES");
         on_ = given && *given == '1';
@@ -415,7 +422,7 @@ public:
     }
 
     // After the stream is synchronized: one line, milliseconds per step.
-    void print(const char* what, size_t n, const plan_t& plan, int group)
+    void print(const plan_t& plan, int group)
     {
         if (!on_ || events_.size() < 2)
             return;
@@ -436,12 +443,14 @@ public:
             if (total[k] > 0)
                 line += std::string(", ") + names[k] + " " + std::to_string(total[k]) + " ms";
         std::fprintf(stderr, "wide_msm %s n=%zu windows=%d (%d-%d bits) group=%d: %.1f ms%s\n",
-                     what, n, plan.windows, plan.base, plan.base + (plan.extra ? 1 : 0), group,
+                     what_, n_, plan.windows, plan.base, plan.base + (plan.extra ? 1 : 0), group,
                      all, line.c_str());
     }
 
 private:
     cudaStream_t s_;
+    const char* what_;
+    size_t n_;
     bool on_ = false;
     std::vector<cudaEvent_t> events_;
     std::vector<int> steps_;
@@ -510,14 +519,12 @@ struct windows_t {
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
     pool_buffer<uint8_t> scan_space;
     phases_t phases;
-    const char* what;
-    const size_t n_bases;
 
     // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line.
     windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
-              const char* what_, size_t n)
+              const char* what, size_t n)
         : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
-          phases(g[0]), what(what_), n_bases(n)
+          phases(g[0], what, n)
     {
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
@@ -526,7 +533,7 @@ struct windows_t {
         starts = pool_buffer<uint32_t>{slots + 1, s};
         entries = pool_buffer<uint32_t>{(size_t)group * most, s};
         partial = pool_buffer<bucket_h>{(size_t)group * (widest / SEGMENT), s};
-        partial_2 = pool_buffer<bucket_h>{(size_t)group * std::max<uint32_t>(widest / SEGMENT / run_of(plan), 1), s};
+        partial_2 = pool_buffer<bucket_h>{(size_t)group * plan.runs(0), s};
         window_sums = pool_buffer<bucket_h>{(size_t)plan.windows, s};
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
                                               (int)(slots + 1), s));
@@ -545,18 +552,9 @@ struct windows_t {
     // pass); the pieces' heads and the scan's space are left to the margin.
     static size_t bytes_besides_entries(const plan_t& plan, int group)
     {
-        const uint32_t segments = plan.buckets(0) / SEGMENT;
         return plan.slots(0, group) * 2 * sizeof(uint32_t) +
-               ((size_t)group * (segments + std::max<uint32_t>(segments / run_of(plan), 1)) +
-                plan.windows) *
+               ((size_t)group * (plan.buckets(0) / SEGMENT + plan.runs(0)) + plan.windows) *
                    sizeof(bucket_h);
-    }
-
-    // Segments a block sums in the reduction's second step: as many as the narrowest
-    // window has (every window's are a multiple of them), at most 1024.
-    static uint32_t run_of(const plan_t& plan)
-    {
-        return std::min<uint32_t>(plan.buckets(plan.windows - 1) / SEGMENT, 1024);
     }
 
     // Windows first .. end of the n scalars over their n bases: each digit's entry sorted to
@@ -598,7 +596,7 @@ struct windows_t {
         static_assert(TREE_THREADS / bucket::degree * sizeof(bucket_h) <= 48 * 1024,
                       "sum_runs' shared memory within the default limit");
         const size_t segments = plan.slots(first, end) / SEGMENT;
-        const uint32_t run = run_of(plan);
+        const uint32_t run = plan.run();
         reduce_segments<bucket><<<grid, 128, 0, s>>>(partial.ptr, sums, plan, first, segments);
         CUDA_OK(cudaGetLastError());
         sum_runs<bucket><<<(unsigned)(segments / run), TREE_THREADS, tree_shared, s>>>(
@@ -619,7 +617,7 @@ struct windows_t {
         CUDA_OK(cudaMemcpyAsync(host.data(), window_sums.ptr, plan.windows * sizeof(bucket),
                                 cudaMemcpyDeviceToHost, s));
         s.sync();
-        phases.print(what, n_bases, plan, group);
+        phases.print(plan, group);
         out.inf();
         for (int w = plan.windows; w-- > 0;) {
             for (int i = 0; i < plan.width(w); i++)
