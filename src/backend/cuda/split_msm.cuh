@@ -70,7 +70,7 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
         out.inf();
         return;
     }
-    if ((device_bases || host_bases) && may_widen && wide_msm::wanted<bucket>(n)) {
+    if ((device_bases || host_bases) && may_widen && wide_msm::wanted<bucket>(n, !device_bases)) {
         try {
             size_t held = wide_msm_bytes<bucket, affine>(gpu, n, !device_bases);
             if (device_bases)

@@ -1,7 +1,8 @@
 // cuzk's multiexp at wide windows (wide_msm): sum_i s_i P_i over full-width scalars and
 // bases on the device or streamed from pinned host memory (multiexp_streamed), in G1 or
 // G2 (templates over sppark's XYZZ bucket type). run_msm (split_msm.cuh) takes it for
-// every multiexp of 2^23 bases or more (wanted): H, resident or streamed. Included by
+// every multiexp of 2^16 bases or more on the device and 2^22 streamed (wanted): H, and
+// the split multiexps' tails where they are that large. Included by
 // groth16.cu inside its anonymous namespace, after pool_buffer, event_pair and injects;
 // not a standalone header.
 //
@@ -20,7 +21,8 @@
 //   counting sort, no digits kept;
 // - accumulate: each thread adds an equal share of the sorted entries, one a step (mixed
 //   XYZZ additions; the next base loads while this one adds), however the digits fall
-//   among the buckets; the pieces of buckets cut between threads are joined after;
+//   among the buckets; the pieces of buckets cut between threads are folded by a tree
+//   (fold_pieces) and joined after;
 // - reduce, the whole group at once: sum_b b S_b by running sums over segments of 32
 //   buckets (a segment's offset times its plain sum added by double-and-add), then the
 //   segments summed by block trees, a launch a step for all the group's windows.
@@ -234,9 +236,46 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
     }
 }
 
-// Adds the pieces of each bucket cut by the threads' ranges: thread t owns bucket k when
-// thread t + 1's head piece is k's and its own is not (k started in t's range); it adds the
-// head pieces of k of t + 1, t + 2, ... in order.
+// The pieces of a bucket cut between threads (head_sum[t], head_bucket[t]: a run of
+// consecutive t with the same bucket) folded into the run's first piece, FOLD at a time, a
+// launch a level, spans 1, FOLD, FOLD^2, ... The holders at span s are the run's first piece
+// and its pieces at multiples of s; each holds its run's pieces from itself up to the next
+// holder. A level's collectors (the run's first piece and its pieces at multiples of s FOLD)
+// add the holders after them up to the next multiple of s FOLD, at most FOLD - 1 additions,
+// and become the next level's holders. Once s FOLD >= threads, the run's first piece holds
+// the whole run. Not one thread adding a run's pieces in turn: equal scalars put every
+// entry of a window in one bucket, a run across all threads, measured at 0.2-0.4 s a call.
+constexpr uint32_t FOLD = 32;
+
+template<class bucket>
+__global__ void fold_pieces(typename bucket::mem_t* head_sum, const uint32_t* head_bucket,
+                            uint32_t threads, uint64_t span)
+{
+    constexpr uint32_t degree = bucket::degree;
+    const uint64_t level = span * FOLD;
+    for (uint32_t t = (blockIdx.x * blockDim.x + threadIdx.x) / degree; t < threads;
+         t += gridDim.x * blockDim.x / degree) {
+        const uint32_t k = head_bucket[t];
+        if (k == NO_BUCKET || (t > 0 && head_bucket[t - 1] == k && t % level != 0))
+            continue;
+        uint64_t end = (t / level + 1) * level;
+        if (end > threads)
+            end = threads;
+        uint64_t m = (t / span + 1) * span;
+        if (m >= end || head_bucket[m] != k)
+            continue;
+        bucket acc = head_sum[t];
+        for (; m < end && head_bucket[m] == k; m += span) {
+            bucket piece = head_sum[m];
+            acc.add(piece);
+        }
+        head_sum[t] = acc;
+    }
+}
+
+// Adds each run of pieces, folded into its first (fold_pieces), to its bucket's sum: thread
+// t owns bucket k when thread t + 1's head piece is k's and its own is not (k started in t's
+// range).
 template<class bucket>
 __global__ void join_pieces(typename bucket::mem_t* sums, const uint32_t* head_bucket,
                             const typename bucket::mem_t* head_sum, uint32_t threads)
@@ -248,10 +287,8 @@ __global__ void join_pieces(typename bucket::mem_t* sums, const uint32_t* head_b
         if (k == NO_BUCKET || head_bucket[t] == k)
             continue;
         bucket acc = sums[k];
-        for (uint32_t j = t + 1; j < threads && head_bucket[j] == k; j++) {
-            bucket piece = head_sum[j];
-            acc.add(piece);
-        }
+        bucket run = head_sum[t + 1];
+        acc.add(run);
         sums[k] = acc;
     }
 }
@@ -456,15 +493,16 @@ private:
     std::vector<int> steps_;
 };
 
-// Whether a multiexp of n bases on the device takes this one: from 2^23 bases, unless
-// CUZK_MULTIEXP=sppark keeps sppark's Pippenger for all. Below 2^23 sppark's is faster
-// (msm_bench on an H100: 0.97x at 2^22, 1.07x at 2^23, 1.23x at 2^27; a fixed cost of about
-// 28 ms a call that sppark's does not have). Checked on an H100 with it taking every size
-// from 2^12: msm_bench's checks against the CPU in G1 and G2, backend_check's proofs equal
-// to the CPU's at 2^20 and on a real 2KiB sector. "wide:g1" or "wide:g2" keeps it to one
-// group, and "wide:from=N" takes it from 2^N bases.
+// Whether a multiexp of n bases takes this one: from 2^16 bases on the device and from
+// 2^22 streamed, unless CUZK_MULTIEXP=sppark keeps sppark's Pippenger for all. msm_bench on
+// an H100, against sppark's: on the device 2.9x at 2^16, 1.7x at 2^20, 1.5x at 2^22, 1.24x
+// at 2^24 (the windows of a group reduced at once; before, a fixed 28 ms a call left it
+// slower below 2^23); streamed 0.43-0.58x at 2^19-2^21 and 1.35x at 2^22. Below 2^16 it is
+// not measured. Checked with it taking every size from 2^12: msm_bench's checks against the
+// CPU in G1 and G2, backend_check's proofs equal to the CPU's. "wide:g1" or "wide:g2" keeps
+// it to one group, and "wide:from=N" takes it from 2^N bases, on the device or streamed.
 template<class bucket>
-bool wanted(size_t n)
+bool wanted(size_t n, bool streamed)
 {
     static const char* given = std::getenv("CUZK_MULTIEXP");
     const char* choice = given && *given ? given : "wide";
@@ -473,7 +511,7 @@ bool wanted(size_t n)
     const bool is_g2 = sizeof(typename bucket::mem_t) > 4 * 48 + 1;
     if ((std::strstr(choice, "g1") && is_g2) || (std::strstr(choice, "g2") && !is_g2))
         return false;
-    int from = 23;
+    int from = streamed ? 22 : 16;
     if (const char* at = std::strstr(choice, "from="))
         from = std::atoi(at + 5);
     return from >= 0 && from < 63 && n >= ((size_t)1 << from);
@@ -580,6 +618,12 @@ struct windows_t {
             sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::ACCUMULATE);
+        for (uint64_t span = 1;; span *= FOLD) {
+            fold_pieces<bucket><<<grid, 256, 0, s>>>(head_sum.ptr, head_bucket.ptr, threads, span);
+            CUDA_OK(cudaGetLastError());
+            if (span * FOLD >= threads)
+                break;
+        }
         join_pieces<bucket><<<grid, 256, 0, s>>>(sums, head_bucket.ptr, head_sum.ptr, threads);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::JOIN);
