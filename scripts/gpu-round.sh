@@ -20,6 +20,11 @@
 #              for each CUZK_MULTIEXP in ENGINES (default "default wide:from=20 sppark
 #              default"; "default" leaves it unset), each a fresh process
 #   REAL=0     a real 2KiB sector through backend_check (scripts/gpu-msm.sh real)
+#   PROVE=     directories of real C1 files (e.g. a 512MiB sector's), each proved by
+#              `cuzk prove-dir --once` for each --gpu-memory in PROVE_CARDS (default "2GiB
+#              all"; "all" sets none), after `cuzk params gen` for SIZE (default 512MiB):
+#              every proof written has passed verify_seal, and the waterfall says where
+#              the time went
 #   CARDS=     scripts/gpu-cards.sh for each card in turn (e.g. "16GiB 24GiB", "all"), SECTORS
 #              (3) each; a card is skipped unless NEED seconds (120) are left of LIMIT (590)
 # scripts/bench-summary.py OUT_DIR/cards prints the cards' runs as one table.
@@ -73,6 +78,29 @@ fi
 if [ "${REAL:-0}" = 1 ]; then
   "$here/gpu-msm.sh" "$run/cuzk" "$out/results/real" real
   pack
+fi
+if [ -n "${PROVE:-}" ]; then
+  export FIL_PROOFS_PARAMETER_CACHE="${FIL_PROOFS_PARAMETER_CACHE:-/tmp/cuzk-params}"
+  echo "== cuzk params gen --sector-size ${SIZE:-512MiB}"
+  "$run/cuzk" params gen --sector-size "${SIZE:-512MiB}" > "$out/results/params-gen.log" 2>&1 ||
+    tail -n 3 "$out/results/params-gen.log"
+  k=0
+  for dir in $PROVE; do
+    for card in ${PROVE_CARDS:-2GiB all}; do
+      k=$((k + 1))
+      spool="$work/prove-$k"; logs="$out/results/prove-$k-$card"
+      rm -rf "$spool"; mkdir -p "$spool/inbox" "$logs"
+      cp "$dir"/*.json "$spool/inbox/"
+      extra=(); [ "$card" = all ] || extra=(--gpu-memory "$card")
+      echo "== prove-dir $dir, --gpu-memory $card"
+      RUST_LOG="${RUST_LOG:-info}" timeout "${PROVE_TIMEOUT:-300}" "$run/cuzk" prove-dir \
+        "$spool/inbox" --once --settle-secs 0 "${extra[@]}" > "$logs/prove-dir.log" 2>&1
+      echo "exit $?: $(ls "$spool/outbox" 2>/dev/null | wc -l) proofs written, $(ls "$spool/failed" 2>/dev/null | wc -l) failed"
+      "$run/cuzk" waterfall "$spool/timeline.csv" > "$logs/waterfall.txt" 2>&1
+      grep -E "proved|^verdict" "$logs/waterfall.txt" | cut -c1-300
+      pack
+    done
+  done
 fi
 for card in ${CARDS:-}; do
   if [ "$(left)" -lt "${NEED:-120}" ]; then

@@ -72,6 +72,36 @@ fn wrong_miner_is_caught_before_proving() {
     );
 }
 
+/// A real 512MiB sector (made by examples/make_c1.rs; scripts/gpu-round.sh's PROVE step proves
+/// it on a GPU): it parses, binds to its replica id and to no other miner's, and is one
+/// partition of the 512MiB circuit.
+#[test]
+fn a_real_512mib_sector_binds_to_its_replica_id() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/c1-512mib/s-t01000-300.json");
+    let c1 = read_c1_file(&path, DEFAULT_MAX_C1_BYTES).expect("parse");
+    assert_eq!(c1.wrapper_sector_num, Some(300));
+    let identity = resolve_identity(&path, &c1, None).expect("identity");
+    let sector = bind(c1, identity).expect("bind");
+    assert_eq!(sector.sector_size(), 512 << 20);
+    assert_eq!(sector.circuits.partition_count(), 1);
+    assert!(!sector
+        .circuits
+        .public_inputs(0)
+        .expect("public inputs")
+        .is_empty());
+
+    let c1 = read_c1_file(&path, DEFAULT_MAX_C1_BYTES).expect("parse");
+    let wrong = SectorIdentity {
+        miner_id: 1000,
+        sector_num: 301,
+    };
+    assert!(matches!(
+        bind(c1, wrong),
+        Err(BindSectorError::ReplicaIdMismatch { .. })
+    ));
+}
+
 /// The memory budget charges SupraSeal's own buffers for a share of each point set
 /// (`supraseal::host_buffers::ESTIMATED_TAIL_SHARE`): the points whose scalar is neither 0 nor 1. The
 /// real circuit's witness must not need more, alone or two partitions to a call.
