@@ -1,5 +1,5 @@
 //! Chaos: the real binary killed with SIGKILL at random moments, over and over, while it
-//! proves ten sectors of two partitions each, with a device fault injected at a random call
+//! proves six sectors of two partitions each, with a device fault injected at a random call
 //! of one run and every native witness of another made wrong (so their proofs are rejected).
 //! After every kill each C1 file is in exactly one place; at the end every one is proved
 //! exactly once, its proof verifies, and none is in `failed/` or `set-aside/`: files in
@@ -23,7 +23,7 @@ use common::{c1_locations, cuzk_command, names, show, verifies_for_sector};
 use cuzk::c1::SectorIdentity;
 use rand::SeedableRng;
 
-const SECTORS: u64 = 10;
+const SECTORS: u64 = 6;
 
 /// Kills: three, so that even a file killed every time could be blamed twice at most, under
 /// the default `--max-attempts` of three (the first kill of a file in flight with others
