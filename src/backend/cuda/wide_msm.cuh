@@ -244,7 +244,7 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
 // add the holders after them up to the next multiple of s FOLD, at most FOLD - 1 additions,
 // and become the next level's holders. Once s FOLD >= threads, the run's first piece holds
 // the whole run. Not one thread adding a run's pieces in turn: equal scalars put every
-// entry of a window in one bucket, a run across all threads, measured at 0.2-0.4 s a call.
+// entry of a window in one bucket, a run across all threads: up to 0.44 s a call, measured.
 constexpr uint32_t FOLD = 32;
 
 template<class bucket>
