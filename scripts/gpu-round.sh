@@ -95,7 +95,9 @@ if [ -n "${PROVE:-}" ]; then
       echo "== prove-dir $dir, --gpu-memory $card"
       RUST_LOG="${RUST_LOG:-info}" timeout "${PROVE_TIMEOUT:-300}" "$run/cuzk" prove-dir \
         "$spool/inbox" --once --settle-secs 0 "${extra[@]}" > "$logs/prove-dir.log" 2>&1
-      echo "exit $?: $(ls "$spool/outbox" 2>/dev/null | wc -l) proofs written, $(ls "$spool/failed" 2>/dev/null | wc -l) failed"
+      rc=$?
+      proofs=$(find "$spool/outbox" -maxdepth 1 -name '*.proof' 2>/dev/null | wc -l)
+      echo "exit $rc: $proofs proofs written, $(ls "$spool/failed" 2>/dev/null | wc -l) failed"
       "$run/cuzk" waterfall "$spool/timeline.csv" > "$logs/waterfall.txt" 2>&1
       grep -E "proved|^verdict" "$logs/waterfall.txt" | cut -c1-300
       pack

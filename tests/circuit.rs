@@ -73,8 +73,8 @@ fn wrong_miner_is_caught_before_proving() {
 }
 
 /// A real 512MiB sector (made by examples/make_c1.rs; scripts/gpu-round.sh's PROVE step proves
-/// it on a GPU): it parses, binds to its replica id and to no other miner's, and is one
-/// partition of the 512MiB circuit.
+/// it on a GPU): it parses, binds to its replica id and not under another sector number, and
+/// is one partition of the 512MiB circuit.
 #[test]
 fn a_real_512mib_sector_binds_to_its_replica_id() {
     let path =
