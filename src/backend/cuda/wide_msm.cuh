@@ -22,7 +22,10 @@
 // - accumulate: each thread adds an equal share of the sorted entries, one a step (mixed
 //   XYZZ additions; the next base loads while this one adds), however the digits fall
 //   among the buckets; the pieces of buckets cut between threads are folded by a tree
-//   (fold_pieces) and joined after;
+//   (fold_pieces) and joined after. XYZZ, not affine additions sharing a step's inversion:
+//   those, with each thread's shares kept in device memory between steps (b16d569), took
+//   763 ms at 2^27 on an H100 at best against 673, the multiplications saved spent on the
+//   shares' traffic (BENCHMARKS.md);
 // - reduce, the whole group at once: sum_b b S_b by running sums over segments of 32
 //   buckets (a segment's offset times its plain sum added by double-and-add), then the
 //   segments summed by block trees, a launch a step for all the group's windows.
@@ -293,8 +296,6 @@ __global__ void join_pieces(typename bucket::mem_t* sums, const uint32_t* head_b
     }
 }
 
-#include "affine_buckets.cuh"
-
 // sums[i] += more[i], i < n: a streamed multiexp's buckets, summed over its chunks of bases.
 // Its own kernel, not a step of accumulate_buckets: there a full addition at each bucket's
 // end would hold back the whole warp at every step of its loop (a thread crosses a bucket
@@ -557,20 +558,15 @@ struct windows_t {
     size_t scan_bytes = 0;
     pool_buffer<uint32_t> counts, starts, entries, head_bucket;
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
-    pool_buffer<uint8_t> scan_space, affine_space;
-    // Where the buckets are summed by affine additions (G1 only: accumulate_affine).
-    affine_choice_t affine;
+    pool_buffer<uint8_t> scan_space;
     phases_t phases;
 
-    // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line; `by_affine`, whether
-    // accumulate_affine sums the buckets (affine_choice_t::bytes more device memory).
+    // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line.
     windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
-              const char* what, size_t n, affine_choice_t by_affine = {})
+              const char* what, size_t n)
         : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
-          affine(by_affine), phases(g[0], what, n)
+          phases(g[0], what, n)
     {
-        if (!std::is_same<bucket, bucket_t>::value)
-            affine.on = false;
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
         const uint32_t widest = plan.buckets(0);
@@ -589,11 +585,6 @@ struct windows_t {
         accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
         // Each a point's worth of threads: `degree` of them (accumulate_buckets).
         threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
-        if (affine.on) {
-            // A head piece a share.
-            threads = (uint32_t)affine.shares(gpu);
-            affine_space = pool_buffer<uint8_t>{threads * affine_scratch_t::SHARE_BYTES, s};
-        }
         head_bucket = pool_buffer<uint32_t>{threads, s};
         head_sum = pool_buffer<bucket_h>{threads, s};
     }
@@ -626,16 +617,8 @@ struct windows_t {
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
-        if constexpr (std::is_same<bucket, bucket_t>::value) {
-            if (affine.on) {
-                accumulate_affine<<<affine.threads(gpu) / AFFINE_THREADS, AFFINE_THREADS, 0, s>>>(
-                    sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets,
-                    affine_scratch_t::carve(affine_space.ptr, threads), affine.lanes);
-            }
-        }
-        if (!affine.on)
-            accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
-                sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
+        accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
+            sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::ACCUMULATE);
         for (uint64_t span = 1;; span *= FOLD) {
@@ -726,18 +709,12 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (!has_work(out, n))
         return;
     const plan_t plan{n};
-    const size_t room = room_for(gpu, max_bytes), window = plan.window_bytes(n, sizeof(bucket_h));
-    // Affine sums where asked for and their state leaves room for a window.
-    affine_choice_t affine = affine_choice_t::from_env();
-    affine.on = affine.on && std::is_same<bucket, bucket_t>::value &&
-                room >= affine.bytes(gpu) + window;
-    size_t fit = (room - (affine.on ? affine.bytes(gpu) : 0)) / window;
+    size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
     int group = (int)std::min<size_t>({(size_t)plan.windows, fit, most_entries(n)});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-    windows_t<bucket> win{gpu, plan, group, n, affine.on ? "resident affine" : "resident", n,
-                          affine};
+    windows_t<bucket> win{gpu, plan, group, n, "resident", n};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
