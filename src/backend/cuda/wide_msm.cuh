@@ -1,7 +1,7 @@
 // cuzk's multiexp at wide windows (wide_msm): sum_i s_i P_i over full-width scalars and
 // bases on the device or streamed from pinned host memory (multiexp_streamed), in G1 or
 // G2 (templates over sppark's XYZZ bucket type). run_msm (split_msm.cuh) takes it for
-// every multiexp of 2^16 bases or more on the device and 2^22 streamed (wanted): H, and
+// every multiexp of 2^10 bases or more on the device and most streamed (wanted): H, and
 // the split multiexps' tails where they are that large. Included by
 // groth16.cu inside its anonymous namespace, after pool_buffer, event_pair and injects;
 // not a standalone header.
@@ -496,14 +496,18 @@ private:
     std::vector<int> steps_;
 };
 
-// Whether a multiexp of n bases takes this one: from 2^16 bases on the device and from
-// 2^22 streamed, unless CUZK_MULTIEXP=sppark keeps sppark's Pippenger for all. msm_bench on
-// an H100, against sppark's: on the device 2.9x at 2^16, 1.7x at 2^20, 1.5x at 2^22, 1.24x
-// at 2^24 (the windows of a group reduced at once; before, a fixed 28 ms a call left it
-// slower below 2^23); streamed 0.43-0.58x at 2^19-2^21 and 1.35x at 2^22. Below 2^16 it is
-// not measured. Checked with it taking every size from 2^12: msm_bench's checks against the
-// CPU in G1 and G2, backend_check's proofs equal to the CPU's. "wide:g1" or "wide:g2" keeps
-// it to one group, and "wide:from=N" takes it from 2^N bases, on the device or streamed.
+// Whether a multiexp of n bases takes this one: from 2^10 bases on the device; streamed,
+// from 2^10 to 2^18 and from 2^22 (the windows of 2^19-2^21 do not all fit beside a chunk in
+// the memory sppark's would take, and each group reads the bases again); unless
+// CUZK_MULTIEXP=sppark keeps sppark's Pippenger for all. msm_bench on an H100, against
+// sppark's: on the device 1.9x at 2^10, 2.4x at 2^13, 2.8x at 2^16, 1.7x at 2^20, 1.5x at
+// 2^22, 1.26x at 2^27; streamed 1.5x at 2^10, 2.2x at 2^16, 2.9x at 2^18, 0.43-0.58x at
+// 2^19-2^21, 1.35x at 2^22. Below 2^10 it is not measured. From 2^16 down to 2^10 it took
+// a real 2KiB proof from 0.092 to 0.069 s (the split multiexps' tails and G2: sppark's fixed
+// cost a call, about 3.5 ms, and its windows summed on the host). Checked with it taking
+// every size from 2^12: msm_bench's checks against the CPU in G1 and G2, backend_check's
+// proofs equal to the CPU's. "wide:g1" or "wide:g2" keeps it to one group, and
+// "wide:from=N" takes it from 2^N bases, on the device or streamed.
 template<class bucket>
 bool wanted(size_t n, bool streamed)
 {
@@ -514,10 +518,13 @@ bool wanted(size_t n, bool streamed)
     const bool is_g2 = sizeof(typename bucket::mem_t) > 4 * 48 + 1;
     if ((std::strstr(choice, "g1") && is_g2) || (std::strstr(choice, "g2") && !is_g2))
         return false;
-    int from = streamed ? 22 : 16;
-    if (const char* at = std::strstr(choice, "from="))
-        from = std::atoi(at + 5);
-    return from >= 0 && from < 63 && n >= ((size_t)1 << from);
+    if (const char* at = std::strstr(choice, "from=")) {
+        int from = std::atoi(at + 5);
+        return from >= 0 && from < 63 && n >= ((size_t)1 << from);
+    }
+    if (n < ((size_t)1 << 10))
+        return false;
+    return !streamed || n < ((size_t)1 << 19) || n >= ((size_t)1 << 22);
 }
 
 // Device memory free for a multiexp: the driver's free bytes and what the stream's pool
