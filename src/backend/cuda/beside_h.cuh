@@ -352,10 +352,7 @@ struct beside_h {
         if (q.tail)
             run_msm<bucket>(gpu, out, (const affine*)s.tail_bases.ptr, (const affine*)nullptr,
                             (const fr_t*)q.tail_scalars.ptr, q.tail);
-        std::vector<bucket> sums(nbuckets);
-        work.DtoH(&sums[0], s.sums.ptr, nbuckets);
-        work.sync();
-        point ones_sum = sum_up(sums);
+        point ones_sum = sum_on_device<bucket>(work, s.sums.ptr, nbuckets);
         out.add(ones_sum);
         s.sums.release();
         s.tail_bases.release();
