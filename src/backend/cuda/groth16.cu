@@ -52,6 +52,7 @@
 #include <vector>
 #include <exception>
 #include <memory>
+#include <type_traits>
 
 #include <ff/bls12-381-fp2.hpp>
 #include <ec/jacobian_t.hpp>
