@@ -117,7 +117,6 @@ fn sppark_prover() {
         "partition_proof.cuh",
         "coset_h.cuh",
         "wide_msm.cuh",
-        "affine_buckets.cuh",
     ] {
         println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
     }

@@ -52,7 +52,6 @@
 #include <vector>
 #include <exception>
 #include <memory>
-#include <type_traits>
 
 #include <ff/bls12-381-fp2.hpp>
 #include <ec/jacobian_t.hpp>

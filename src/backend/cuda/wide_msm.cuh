@@ -296,8 +296,6 @@ __global__ void join_pieces(typename bucket::mem_t* sums, const uint32_t* head_b
     }
 }
 
-#include "affine_buckets.cuh"
-
 // sums[i] += more[i], i < n: a streamed multiexp's buckets, summed over its chunks of bases.
 // Its own kernel, not a step of accumulate_buckets: there a full addition at each bucket's
 // end would hold back the whole warp at every step of its loop (a thread crosses a bucket
@@ -563,24 +561,19 @@ struct windows_t {
     const plan_t plan;
     const int group;
     const int grid;
-    uint32_t accumulate_blocks = 0, threads = 0, affine_blocks = 0;
+    uint32_t accumulate_blocks = 0, threads = 0;
     size_t scan_bytes = 0;
     pool_buffer<uint32_t> counts, starts, entries, head_bucket;
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
-    pool_buffer<uint8_t> scan_space, affine_space;
-    // Where the buckets are summed by affine additions (G1 only: accumulate_affine).
-    affine_choice_t affine;
+    pool_buffer<uint8_t> scan_space;
     phases_t phases;
 
-    // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line; `by_affine`, whether
-    // accumulate_affine sums the buckets (affine_choice_t::bytes more device memory).
+    // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line.
     windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
-              const char* what, size_t n, affine_choice_t by_affine = {})
+              const char* what, size_t n)
         : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
-          affine(by_affine), phases(g[0], what, n)
+          phases(g[0], what, n)
     {
-        if (!std::is_same<bucket, bucket_t>::value)
-            affine.on = false;
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
         const uint32_t widest = plan.buckets(0);
@@ -599,12 +592,6 @@ struct windows_t {
         accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
         // Each a point's worth of threads: `degree` of them (accumulate_buckets).
         threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
-        if (affine.on) {
-            // A head piece a share.
-            affine_blocks = affine.threads(gpu, most * plan.windows) / AFFINE_THREADS;
-            threads = affine_blocks * AFFINE_THREADS * affine.lanes;
-            affine_space = pool_buffer<uint8_t>{threads * affine_scratch_t::SHARE_BYTES, s};
-        }
         head_bucket = pool_buffer<uint32_t>{threads, s};
         head_sum = pool_buffer<bucket_h>{threads, s};
     }
@@ -637,16 +624,8 @@ struct windows_t {
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
-        if constexpr (std::is_same<bucket, bucket_t>::value) {
-            if (affine.on) {
-                affine.launch(affine_blocks, s, sums,
-                              head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases,
-                              nbuckets, affine_scratch_t::carve(affine_space.ptr, threads));
-            }
-        }
-        if (!affine.on)
-            accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
-                sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
+        accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
+            sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::ACCUMULATE);
         for (uint64_t span = 1;; span *= FOLD) {
@@ -737,18 +716,12 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (!has_work(out, n))
         return;
     const plan_t plan{n};
-    const size_t room = room_for(gpu, max_bytes), window = plan.window_bytes(n, sizeof(bucket_h));
-    // Affine sums where asked for and their state leaves room for a window.
-    affine_choice_t affine = affine_choice_t::from_env();
-    const size_t affine_bytes = affine.bytes(gpu, n * plan.windows);
-    affine.on = affine.on && std::is_same<bucket, bucket_t>::value && room >= affine_bytes + window;
-    size_t fit = (room - (affine.on ? affine_bytes : 0)) / window;
+    size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
     int group = (int)std::min<size_t>({(size_t)plan.windows, fit, most_entries(n)});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-    windows_t<bucket> win{gpu, plan, group, n, affine.on ? "resident affine" : "resident", n,
-                          affine};
+    windows_t<bucket> win{gpu, plan, group, n, "resident", n};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
