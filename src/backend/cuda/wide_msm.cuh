@@ -23,9 +23,10 @@
 //   XYZZ additions; the next base loads while this one adds), however the digits fall
 //   among the buckets; the pieces of buckets cut between threads are folded by a tree
 //   (fold_pieces) and joined after. XYZZ, not affine additions sharing a step's inversion:
-//   those, with each thread's shares kept in device memory between steps (b16d569), took
-//   763 ms at 2^27 on an H100 at best against 673, the multiplications saved spent on the
-//   shares' traffic (BENCHMARKS.md);
+//   those, with each thread's shares kept in device memory between steps, took 763 ms at
+//   2^27 on an H100 against 673 (b16d569), and 681 against 672 with their loads issued
+//   ahead (a1a6d3b), the multiplications saved spent on the shares' traffic, and their
+//   state left room for fewer windows a group (BENCHMARKS.md);
 // - reduce, the whole group at once: sum_b b S_b by running sums over segments of 32
 //   buckets (a segment's offset times its plain sum added by double-and-add), then the
 //   segments summed by block trees, a launch a step for all the group's windows.
