@@ -16,8 +16,6 @@
 // - count: each scalar's signed digits (a carry rippling up from window 0: digits in
 //   (-2^(c-1), 2^(c-1)] at c bits, so a window needs 2^(c-1) buckets), one counter per
 //   bucket of each window in the group (atomics: the buckets are many, the digits random);
-//   where the bases on the device leave room for fewer windows a group than there are, every
-//   window's digits are counted in one pass first (count_all), each group taking its share;
 // - place: an exclusive sum turns the counts into where each bucket's run starts, and each
 //   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
 //   counting sort, no digits kept;
@@ -566,7 +564,7 @@ struct windows_t {
     const int grid;
     uint32_t accumulate_blocks = 0, threads = 0;
     size_t scan_bytes = 0;
-    pool_buffer<uint32_t> counts, starts, entries, head_bucket, all_counts;
+    pool_buffer<uint32_t> counts, starts, entries, head_bucket;
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
     pool_buffer<uint8_t> scan_space;
     phases_t phases;
@@ -608,40 +606,15 @@ struct windows_t {
                    sizeof(bucket_h);
     }
 
-    // Device bytes count_all takes.
-    static size_t all_counts_bytes(const plan_t& plan)
-    {
-        return plan.slots(0, plan.windows) * sizeof(uint32_t);
-    }
-
-    // Every window's digits counted in one pass over the scalars, for a multiexp whose
-    // windows take several groups: each group's own count reads the scalars and converts
-    // them from Montgomery form again (38 ms of 887 at 2^27 on an H100, one window a group).
-    void count_all(const fr_t* scalars, size_t n)
-    {
-        const size_t slots = plan.slots(0, plan.windows);
-        all_counts = pool_buffer<uint32_t>{slots, s};
-        CUDA_OK(cudaMemsetAsync(all_counts.ptr, 0, slots * sizeof(uint32_t), s));
-        count_digits<<<grid, 256, 0, s>>>(all_counts.ptr, scalars, n, plan, 0, plan.windows);
-        CUDA_OK(cudaGetLastError());
-        phases.mark(phases_t::COUNT);
-    }
-
     // Windows first .. end of the n scalars over their n bases: each digit's entry sorted to
     // its bucket, the buckets summed into `sums` (the group's, first window first).
     void sum_buckets(bucket_h* sums, const fr_t* scalars, const affine_h* bases, size_t n,
                      int first, int end)
     {
         uint32_t nbuckets = (uint32_t)plan.slots(first, end);
-        if (all_counts.ptr) {   // counted already (count_all): the group's share, then a 0
-            CUDA_OK(cudaMemcpyAsync(counts.ptr, all_counts.ptr + plan.slots(0, first),
-                                    nbuckets * sizeof(uint32_t), cudaMemcpyDeviceToDevice, s));
-            CUDA_OK(cudaMemsetAsync(counts.ptr + nbuckets, 0, sizeof(uint32_t), s));
-        } else {
-            CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
-            count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
-            CUDA_OK(cudaGetLastError());
-        }
+        CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
+        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
+        CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::COUNT);
         CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
                                               starts.ptr, (int)(nbuckets + 1), s));
@@ -744,20 +717,13 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (!has_work(out, n))
         return;
     const plan_t plan{n};
-    const size_t room = room_for(gpu, max_bytes), window = plan.window_bytes(n, sizeof(bucket_h));
-    size_t fit = room / window;
+    size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
     int group = (int)std::min<size_t>({(size_t)plan.windows, fit, most_entries(n)});
-    // Windows in several groups are counted at once where the counts fit beside a group.
-    const size_t counted = windows_t<bucket>::all_counts_bytes(plan);
-    const bool counted_once = group < plan.windows && room > counted &&
-                              (room - counted) / window >= (size_t)std::max(group, 1);
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
     windows_t<bucket> win{gpu, plan, group, n, "resident", n};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
-    if (counted_once)
-        win.count_all(scalars, n);
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
         win.sum_buckets(sums.ptr, scalars, bases, n, first, end);
