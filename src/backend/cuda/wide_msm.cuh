@@ -15,7 +15,9 @@
 // How, per group of windows (as many as the device memory allows; all of them at small sizes):
 // - count: each scalar's signed digits (a carry rippling up from window 0: digits in
 //   (-2^(c-1), 2^(c-1)] at c bits, so a window needs 2^(c-1) buckets), one counter per
-//   bucket of each window in the group (atomics: the buckets are many, the digits random);
+//   bucket of each window in the group (atomics: the buckets are many, the digits random;
+//   a group's counters fit the L2 cache where every window's would not: counting all of them
+//   in one pass ahead of the groups took 66 ms against 38 at 2^27, c58ca99);
 // - place: an exclusive sum turns the counts into where each bucket's run starts, and each
 //   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
 //   counting sort, no digits kept;
