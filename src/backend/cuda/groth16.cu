@@ -656,9 +656,7 @@ cudaError_t error_of(const cuda_error& e)
 // steps after H, as `split-oom` and `tail-oom` do too; `small-chunks` streams its bases in
 // 1 MB chunks), `split-oom` and `tail-oom` make the bit split's tail and its
 // gathered bases fail to allocate as out of memory, `matrices-oom` the pre-compiled
-// constraints' upload, `one-window-groups` keeps the resident wide multiexp to a window a
-// group with the next group's sort beside it (wide_msm.cuh). Read once; production runs
-// never set it.
+// constraints' upload. Read once; production runs never set it.
 bool injects(const char* fault, int device = -1)
 {
     static const char* spec = std::getenv("CUZK_TEST_GPU_FAULT");

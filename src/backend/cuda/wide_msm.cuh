@@ -20,7 +20,9 @@
 //   in one pass ahead of the groups took 66 ms against 38 at 2^27, c58ca99);
 // - place: an exclusive sum turns the counts into where each bucket's run starts, and each
 //   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
-//   counting sort, no digits kept;
+//   counting sort, no digits kept. In turn with the accumulation, not beside it on a
+//   second stream: there the accumulation slowed by what the sort saved (989 ms at 2^27
+//   against 888 with one sort block an SM beside, 899 with two; 01da22a);
 // - accumulate: each thread adds an equal share of the sorted entries, one a step (mixed
 //   XYZZ additions; the next base loads while this one adds), however the digits fall
 //   among the buckets; the pieces of buckets cut between threads are folded by a tree
@@ -51,7 +53,6 @@ constexpr uint32_t SIGN = 0x80000000u;
 constexpr uint32_t SEGMENT = 32;            // buckets per thread in the reduction
 constexpr uint32_t TREE_THREADS = 128;      // a block tree's threads (24 KB of G1 or G2 XYZZ points)
 constexpr int ACCUMULATE_THREADS = 256;
-constexpr int SORT_THREADS = 256;           // count_digits' and place_digits' blocks
 
 // The windows for n bases: about 64 bases a bucket at c bits, ceil(256 / c) windows whose
 // widths share the scalar's 256 bits evenly (the first `extra` one bit wider). Even widths
@@ -422,7 +423,7 @@ void sum_windows(typename bucket::mem_t* out, const typename bucket::mem_t* in, 
 // recorded. A failed event turns it off: it is a measurement, never a cause of failure.
 class phases_t {
 public:
-    enum step { WAIT, COUNT, SORT, SORT_WAIT, ACCUMULATE, JOIN, ADD, REDUCE, STEPS };
+    enum step { WAIT, COUNT, SORT, ACCUMULATE, JOIN, ADD, REDUCE, STEPS };
 
     // `what` and `n` name the multiexp in its line.
     phases_t(cudaStream_t s, const char* what, size_t n) : s_(s), what_(what), n_(n)
@@ -470,9 +471,8 @@ public:
     {
         if (!on_ || events_.size() < 2)
             return;
-        static const char* names[STEPS] = {"wait for bases", "count", "sort",
-                                           "wait for the sort", "accumulate", "join pieces",
-                                           "add chunk sums", "reduce"};
+        static const char* names[STEPS] = {"wait for bases", "count", "sort", "accumulate",
+                                           "join pieces", "add chunk sums", "reduce"};
         float total[STEPS] = {}, all = 0;
         for (size_t i = 1; i < events_.size(); i++) {
             float ms = 0;
@@ -561,34 +561,14 @@ struct windows_t {
     using bucket_h = typename bucket::mem_t;
     using affine_h = typename bucket::affine_t::mem_t;
 
-    // A group's digits sorted by bucket: a counter and a start per bucket, and the
-    // entries (most bases a pass, times the group's windows).
-    struct sorted_t {
-        pool_buffer<uint32_t> counts, starts, entries;
-
-        sorted_t() = default;
-        sorted_t(const plan_t& plan, int group, size_t most, cudaStream_t s)
-            : counts{plan.slots(0, group) + 1, s}, starts{plan.slots(0, group) + 1, s},
-              entries{(size_t)group * most, s}
-        {}
-
-        static size_t bytes(const plan_t& plan, int group, size_t most)
-        {
-            return (plan.slots(0, group) + 1) * 2 * sizeof(uint32_t) +
-                   (size_t)group * most * sizeof(uint32_t);
-        }
-    };
-
     const gpu_t& gpu;
     stream_t& s;
     const plan_t plan;
     const int group;
     const int grid;
-    int accumulate_per_sm = 1;
     uint32_t accumulate_blocks = 0, threads = 0;
     size_t scan_bytes = 0;
-    sorted_t sorted;
-    pool_buffer<uint32_t> head_bucket;
+    pool_buffer<uint32_t> counts, starts, entries, head_bucket;
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
     pool_buffer<uint8_t> scan_space;
     phases_t phases;
@@ -602,46 +582,23 @@ struct windows_t {
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
         const uint32_t widest = plan.buckets(0);
-        sorted = sorted_t{plan, group, most, s};
+        counts = pool_buffer<uint32_t>{slots + 1, s};
+        starts = pool_buffer<uint32_t>{slots + 1, s};
+        entries = pool_buffer<uint32_t>{(size_t)group * most, s};
         partial = pool_buffer<bucket_h>{(size_t)group * (widest / SEGMENT), s};
         partial_2 = pool_buffer<bucket_h>{(size_t)group * plan.runs(0), s};
         window_sums = pool_buffer<bucket_h>{(size_t)plan.windows, s};
-        CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, sorted.counts.ptr,
-                                              sorted.starts.ptr, (int)(slots + 1), s));
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
+                                              (int)(slots + 1), s));
         scan_space = pool_buffer<uint8_t>{std::max<size_t>(scan_bytes, 1), s};
+        int resident_blocks = 0;
         CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &accumulate_per_sm, accumulate_buckets<bucket>, ACCUMULATE_THREADS, 0));
-        accumulate_per_sm = std::max(accumulate_per_sm, 1);
-        accumulate_blocks = gpu.sm_count() * accumulate_per_sm;
+            &resident_blocks, accumulate_buckets<bucket>, ACCUMULATE_THREADS, 0));
+        accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
         // Each a point's worth of threads: `degree` of them (accumulate_buckets).
         threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
         head_bucket = pool_buffer<uint32_t>{threads, s};
         head_sum = pool_buffer<bucket_h>{threads, s};
-    }
-
-    // Blocks of the sort's kernels an SM holds beside the accumulation's resident blocks
-    // (registers and threads), at most `wanted`; 0 where none fits.
-    int sort_blocks_beside(int wanted) const
-    {
-        cudaFuncAttributes acc{}, cnt{}, plc{};
-        CUDA_OK(cudaFuncGetAttributes(&acc, accumulate_buckets<bucket>));
-        CUDA_OK(cudaFuncGetAttributes(&cnt, count_digits));
-        CUDA_OK(cudaFuncGetAttributes(&plc, place_digits));
-        const cudaDeviceProp& prop = gpu.props();
-        // Registers go to a warp in 256s: 8 a thread.
-        auto block_regs = [](int regs, int threads) {
-            return (size_t)((regs + 7) / 8 * 8) * threads;
-        };
-        const size_t used = (size_t)accumulate_per_sm * block_regs(acc.numRegs, ACCUMULATE_THREADS);
-        const size_t all = (size_t)prop.regsPerMultiprocessor;
-        const size_t sort = block_regs(std::max(cnt.numRegs, plc.numRegs), SORT_THREADS);
-        if (used >= all)
-            return 0;
-        const int by_regs = (int)((all - used) / sort);
-        const int by_threads =
-            (prop.maxThreadsPerMultiProcessor - accumulate_per_sm * ACCUMULATE_THREADS) /
-            SORT_THREADS;
-        return std::max(0, std::min({wanted, by_regs, by_threads}));
     }
 
     // Device bytes of the buffers above but the entries (4 bytes a base and window of a
@@ -658,44 +615,22 @@ struct windows_t {
     void sum_buckets(bucket_h* sums, const fr_t* scalars, const affine_h* bases, size_t n,
                      int first, int end)
     {
-        sort(sorted, s, grid, scalars, n, first, end);
-        accumulate(sorted, sums, bases, first, end);
-    }
-
-    // Windows first .. end's digits sorted into `into` by a counting sort on stream `on`
-    // with `blocks` blocks (the scan's space is this one's: one sort at a time).
-    void sort(sorted_t& into, cudaStream_t on, int blocks, const fr_t* scalars, size_t n,
-              int first, int end)
-    {
-        const bool mine = on == (cudaStream_t)s;
         uint32_t nbuckets = (uint32_t)plan.slots(first, end);
-        CUDA_OK(cudaMemsetAsync(into.counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), on));
-        count_digits<<<blocks, SORT_THREADS, 0, on>>>(into.counts.ptr, scalars, n, plan, first,
-                                                      end);
+        CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
+        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
         CUDA_OK(cudaGetLastError());
-        if (mine)
-            phases.mark(phases_t::COUNT);
-        CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, into.counts.ptr,
-                                              into.starts.ptr, (int)(nbuckets + 1), on));
-        CUDA_OK(cudaMemcpyAsync(into.counts.ptr, into.starts.ptr, nbuckets * sizeof(uint32_t),
-                                cudaMemcpyDeviceToDevice, on));
-        place_digits<<<blocks, SORT_THREADS, 0, on>>>(into.counts.ptr, into.entries.ptr, scalars,
-                                                      n, plan, first, end);
+        phases.mark(phases_t::COUNT);
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
+                                              starts.ptr, (int)(nbuckets + 1), s));
+        CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
+                                cudaMemcpyDeviceToDevice, s));
+        place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
+                                          end);
         CUDA_OK(cudaGetLastError());
-        if (mine)
-            phases.mark(phases_t::SORT);
-    }
-
-    // The buckets of windows first .. end summed into `sums` from their sorted entries
-    // (`from`), on the stream `s`: the entries are free for another sort once this is done.
-    void accumulate(const sorted_t& from, bucket_h* sums, const affine_h* bases, int first,
-                    int end)
-    {
-        uint32_t nbuckets = (uint32_t)plan.slots(first, end);
+        phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
         accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
-            sums, head_bucket.ptr, head_sum.ptr, from.starts.ptr, from.entries.ptr, bases,
-            nbuckets);
+            sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::ACCUMULATE);
         for (uint64_t span = 1;; span *= FOLD) {
@@ -773,103 +708,29 @@ bool has_work(point& out, size_t n)
     return n > 0;
 }
 
-// Blocks an SM of the sort beside the accumulation (overlapped, below): CUZK_WIDE_SORT_BLOCKS,
-// 1 unless given; CUZK_WIDE_OVERLAP=0 sorts each group in turn instead, for measuring.
-inline int sort_blocks_wanted()
-{
-    const char* off = std::getenv("CUZK_WIDE_OVERLAP");
-    if (off && off[0] == '0')
-        return 0;
-    const char* given = std::getenv("CUZK_WIDE_SORT_BLOCKS");
-    int blocks = given && *given ? std::atoi(given) : 1;
-    return std::max(blocks, 0);
-}
-
 // out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
 // (Montgomery) on the device, taking at most `max_bytes` of device memory (the prover
 // passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
 // Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits, before any
 // work.
-//
-// Where the windows take several groups and the room holds a second sort beside a group,
-// each group's digits are sorted on a second stream while the group before accumulates:
-// the sort (counting digits, placing entries) is atomics and scattered stores, the
-// accumulation integer multiply-adds with one block an SM, so a few blocks of the sort run
-// beside it on the registers it leaves. At 2^27 the sort was 171 ms of 888 (H100, twelve
-// groups of one window).
 template<class bucket, class point>
 void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem_t* bases,
               const fr_t* scalars, size_t n, size_t max_bytes)
 {
     using bucket_h = typename bucket::mem_t;
-    using sorted_t = typename windows_t<bucket>::sorted_t;
     if (!has_work(out, n))
         return;
     const plan_t plan{n};
-    const size_t window = plan.window_bytes(n, sizeof(bucket_h));
-    size_t room = room_for(gpu, max_bytes);
-    // A test's groups of one window each, overlapped (CUZK_TEST_GPU_FAULT=one-window-groups):
-    // the way of 2^23 bases and more, at any size.
-    if (injects("one-window-groups"))
-        room = std::min(room, window + sorted_t::bytes(plan, 1, n));
-    size_t fit = room / window;
+    size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
     int group = (int)std::min<size_t>({(size_t)plan.windows, fit, most_entries(n)});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-    // The largest group that fits twice sorted, where that leaves two groups or more.
-    int overlapped = 0;
-    if (group < plan.windows && sort_blocks_wanted() > 0)
-        for (int g = group; g >= 1 && !overlapped; g--)
-            if (g * window + sorted_t::bytes(plan, g, n) <= room)
-                overlapped = g;
-    if (overlapped)
-        group = overlapped;
     windows_t<bucket> win{gpu, plan, group, n, "resident", n};
-    const int side_blocks = overlapped ? win.sort_blocks_beside(sort_blocks_wanted()) : 0;
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
-    if (side_blocks == 0) {
-        for (int first = 0; first < plan.windows; first += group) {
-            int end = std::min(first + group, plan.windows);
-            win.sum_buckets(sums.ptr, scalars, bases, n, first, end);
-            win.reduce(first, end, sums.ptr);
-        }
-        win.join(out);
-        return;
-    }
-    // Group k's digits go to sets[k % 2]; sorted.at[i] says set i is sorted, consumed.at[i]
-    // that its accumulation is done with it.
-    sorted_t second{plan, group, n, win.s};
-    sorted_t* sets[2] = {&win.sorted, &second};
-    priority_stream side;
-    event_pair sorted, consumed;
-    // Nothing of the side stream's may be in flight once the buffers go back to the pool.
-    struct drain_t {
-        cudaStream_t side;
-        ~drain_t() { (void)cudaStreamSynchronize(side); }
-    } drain{side};
-    const int groups = (plan.windows + group - 1) / group;
-    // The first group's sort alone, on the whole device; the side stream starts after it
-    // (the buffers' allocations, and the scan's space, which the sorts share).
-    win.sort(*sets[0], win.s, win.grid, scalars, n, 0, std::min(group, plan.windows));
-    CUDA_OK(cudaEventRecord(sorted.at[0], win.s));
-    CUDA_OK(cudaStreamWaitEvent(side, sorted.at[0], 0));
-    for (int k = 0; k < groups; k++) {
-        const int first = k * group, end = std::min(first + group, plan.windows);
-        if (k + 1 < groups) {
-            const int next = (k + 1) % 2;
-            if (k + 1 >= 2)
-                CUDA_OK(cudaStreamWaitEvent(side, consumed.at[next], 0));
-            win.sort(*sets[next], side, gpu.sm_count() * side_blocks, scalars, n, end,
-                     std::min(end + group, plan.windows));
-            CUDA_OK(cudaEventRecord(sorted.at[next], side));
-        }
-        if (k >= 1) {
-            CUDA_OK(cudaStreamWaitEvent(win.s, sorted.at[k % 2], 0));
-            win.phases.mark(phases_t::SORT_WAIT);
-        }
-        win.accumulate(*sets[k % 2], sums.ptr, bases, first, end);
-        CUDA_OK(cudaEventRecord(consumed.at[k % 2], win.s));
+    for (int first = 0; first < plan.windows; first += group) {
+        int end = std::min(first + group, plan.windows);
+        win.sum_buckets(sums.ptr, scalars, bases, n, first, end);
         win.reduce(first, end, sums.ptr);
     }
     win.join(out);
