@@ -105,13 +105,13 @@ impl CompactAbc {
     };
 }
 
-/// A circuit's pre-compiled constraints, borrowed for an upload. See `cuzk_matrices` in
-/// groth16.cu.
+/// A circuit's pre-compiled constraints, borrowed for an upload: A and B, as the GPU needs
+/// no C. See `cuzk_matrices` in groth16.cu.
 #[repr(C)]
 pub struct Matrices {
-    pub row_ptr: [*const u64; 3],
-    pub entries: [*const u64; 3],
-    pub nnz: [usize; 3],
+    pub row_ptr: [*const u64; 2],
+    pub entries: [*const u64; 2],
+    pub nnz: [usize; 2],
     pub rows: usize,
     pub coeffs: *const Fr,
     pub ncoeffs: usize,

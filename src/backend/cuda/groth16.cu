@@ -106,13 +106,14 @@ enum cuzk_base_set { CUZK_H = 0, CUZK_L = 1, CUZK_A = 2, CUZK_B_G1 = 3, CUZK_B_G
 // the card holds both, so a mixed workload uploads each once).
 #define CUZK_SETS 4
 
-// A circuit's pre-compiled constraints, borrowed for the upload: A, B and C in compressed
-// sparse rows (rows + 1 offsets; entries with the column in the low 31 bits, bit 31 set for
-// an input, and the coefficient's id in the high 32), and the distinct coefficients.
+// A circuit's pre-compiled constraints, borrowed for the upload: A and B (no C: set_slot_t)
+// in compressed sparse rows (rows + 1 offsets; entries with the column in the low 31 bits,
+// bit 31 set for an input, and the coefficient's id in the high 32), and the distinct
+// coefficients.
 struct cuzk_matrices {
-    const uint64_t* row_ptr[3];
-    const uint64_t* entries[3];
-    size_t nnz[3];
+    const uint64_t* row_ptr[2];
+    const uint64_t* entries[2];
+    size_t nnz[2];
     size_t rows;
     const fr_t* coeffs;
     size_t ncoeffs;
@@ -405,8 +406,9 @@ struct set_slot_t {
     device_vec<affine_fp2_t> b_g2;
     bool resident[5] = {false, false, false, false, false};
 
-    // The pre-compiled constraints, when the GPU evaluates them.
-    device_vec<uint64_t> row_ptr[3], entries[3];
+    // The pre-compiled constraints, when the GPU evaluates them: A's and B's only (C·w is
+    // A·w ∘ B·w, partition_proof::evaluate_constraints).
+    device_vec<uint64_t> row_ptr[2], entries[2];
     device_vec<fr_t> coeffs;
     size_t matrix_rows = 0;
     uint32_t one_id = UINT32_MAX, minus_one_id = UINT32_MAX;
@@ -423,7 +425,7 @@ struct set_slot_t {
     {
         matrix_rows = 0;
         coeffs.release();
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 2; k++) {
             row_ptr[k].release();
             entries[k].release();
         }
@@ -895,7 +897,7 @@ cuzk_status cuzk_gpu_upload_bases(cuzk_gpu* g, size_t slot, uint32_t which, size
 
 // Uploads a circuit's pre-compiled constraints into slot `slot`, beside its bases,
 // replacing any before there; `one_id` and `minus_one_id` name the coefficients one and
-// minus one (UINT32_MAX when absent).
+// minus one (UINT32_MAX when absent). A and B only: the proof needs no C (set_slot_t).
 cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, size_t slot, const cuzk_matrices* m,
                                      uint32_t one_id, uint32_t minus_one_id)
 {
@@ -908,7 +910,7 @@ cuzk_status cuzk_gpu_upload_matrices(cuzk_gpu* g, size_t slot, const cuzk_matric
                              std::string("injected: no memory for the constraints")};
         set.coeffs.reserve(m->ncoeffs ? m->ncoeffs : 1);
         g->stage.copy(set.coeffs.ptr, m->coeffs, m->ncoeffs * sizeof(fr_t));
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 2; k++) {
             set.row_ptr[k].reserve(m->rows + 1);
             set.entries[k].reserve(m->nnz[k] ? m->nnz[k] : 1);
             g->stage.copy(set.row_ptr[k].ptr, m->row_ptr[k], (m->rows + 1) * sizeof(uint64_t));

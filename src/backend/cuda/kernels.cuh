@@ -11,6 +11,15 @@ void pointwise_mul(fr_t* a, const fr_t* b, size_t n)
         a[i] *= b[i];
 }
 
+// c[i] = a[i] b[i], i < n.
+__launch_bounds__(1024) __global__
+void pointwise_product(fr_t* c, const fr_t* a, const fr_t* b, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        c[i] = a[i] * b[i];
+}
+
 // a = (a - c) / Z, where Z is the vanishing polynomial's constant value on the coset.
 __launch_bounds__(1024) __global__
 void sub_scale(fr_t* a, const fr_t* c, fr_t z_inv, size_t n)

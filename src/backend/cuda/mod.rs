@@ -8,9 +8,10 @@
 //!   parameters, or `--gpu-memory`) stay in pinned host memory, loaded once, and stream
 //!   through the multiexp's chunk buffers at each proof.
 //! - **Pre-compiled constraints**: where they fit beside every base, each prover uploads a
-//!   circuit's A, B and C matrices once, and partitions arrive as their witness alone
-//!   ([`SynthesizedPartition::deferred`]): a = A·w, b = B·w, c = C·w are evaluated on the
-//!   GPU. Elsewhere a, b and c come from the host.
+//!   circuit's A and B matrices once, and partitions arrive as their witness alone
+//!   ([`SynthesizedPartition::deferred`]): a = A·w and b = B·w are evaluated on the GPU,
+//!   and c = a ∘ b, which equals C·w for a witness that satisfies the circuit (C is not
+//!   needed there). Elsewhere a, b and c come from the host.
 //! - **Per partition, on the GPU**: the witness (and a, b, c from the host, written by the
 //!   host's evaluation straight into the prover's pinned sets, `abc_sets`) go up once;
 //!   the quotient, the density filtering of the A and B queries and all five multiexps (B

@@ -11,7 +11,8 @@
 //   y = aux; the queries split from it beside H (beside_h.cuh); H over x
 //   L, A, B: each query's tail and sums; or, for one not done beside H,
 //   L over y; x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
-// With the constraints on the device, x, y, z = A·w, B·w, C·w from the witness's slot.
+// With the constraints on the device, x, y = A·w, B·w from the witness's slot and z = x ∘ y,
+// which is C·w (evaluate_constraints says why).
 // `step` names what runs, for the error message of a failure.
 struct partition_proof {
     using clock = std::chrono::steady_clock;
@@ -204,7 +205,14 @@ struct partition_proof {
     }
 
     // x, y, z = A·w, B·w, C·w from the witness's slot, uploading the witness first unless
-    // the previous call did (then its upload costs this call nothing).
+    // the previous call did (then its upload costs this call nothing). z as x ∘ y, not from
+    // C: a witness that satisfies the circuit has (A·w)_r (B·w)_r = (C·w)_r in every row (the
+    // inputs' rows, input · 0 = 0, and the rows past the constraints, 0 · 0 = 0, too), so
+    // the quotient is the same, and C's entries (39% of a PoRep circuit's) are neither read
+    // nor kept on the device. One that does not satisfy it gave a proof that fails
+    // verification and still does: the proof's C element carries C through the L query
+    // (sum_i w_i (β u_i + α v_i + w_i)(τ)), so the verifier's check holds only if
+    // A·w ∘ B·w = C·w, and x ∘ y in place of C·w makes h exact but not the check.
     void evaluate_constraints()
     {
         step = "uploading the witness";
@@ -219,14 +227,16 @@ struct partition_proof {
         aux_dev = g->slot_aux[slot].ptr;
         step = "evaluating the constraints";
         auto e0 = clock::now();
-        fr_t* outs[3] = {x, y, z};
-        for (int k = 0; k < 3; k++) {
+        fr_t* outs[2] = {x, y};
+        for (int k = 0; k < 2; k++) {
             evaluate_rows<<<sms * 8, 256, 0, s0>>>(outs[k], set.row_ptr[k].ptr,
                                                    set.entries[k].ptr, set.coeffs.ptr,
                                                    g->d_inputs.ptr, aux_dev, p->abc_len, n,
                                                    set.one_id, set.minus_one_id);
             CUDA_OK(cudaGetLastError());
         }
+        pointwise_product<<<sms, 1024, 0, s0>>>(z, x, y, n);
+        CUDA_OK(cudaGetLastError());
         s0.sync();
         evaluate_ms = ms_between(e0, clock::now());
     }
