@@ -1,7 +1,8 @@
 //! Pre-compiled constraints on real 2KiB partitions: the witness-only pass over the recorded
 //! R1CS gives exactly what full synthesis gives (a, b, c, the assignments and the densities),
 //! for a sector other than the one the constraints were recorded from, and from the saved file
-//! as well as from memory.
+//! as well as from memory. Also what a GPU keeping A and B only relies on: c = a ∘ b in every
+//! row of real PoRep and update partitions, and the bytes it is planned for.
 
 mod common;
 
@@ -10,20 +11,41 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use ff::Field;
+
 use cuzk::c1::{read_c1_file, resolve_identity, DEFAULT_MAX_C1_BYTES};
 use cuzk::params::check_recorded;
 use cuzk::porep::bind;
-use cuzk::r1cs::{r1cs_path, R1cs};
+use cuzk::r1cs::{r1cs_path, R1cs, GPU_MATRICES};
 use cuzk::sector::{Sector, SynthesisPlan};
-use cuzk::synth::SynthesizedPartition;
+use cuzk::synth::{ConstraintMatrices, SynthesizedPartition};
 
-use common::{cuzk, fixture, prove_inbox_once, require_params, verifies_for_sector};
+use common::{
+    cuzk, fixture, prove_inbox_once, read_update, require_params, update_fixture,
+    verifies_for_sector,
+};
 
 fn sector(name: &str) -> Sector {
     let path = fixture(name);
     let c1 = read_c1_file(&path, DEFAULT_MAX_C1_BYTES).expect("parse");
     let identity = resolve_identity(&path, &c1, None).expect("identity");
     bind(c1, identity).expect("bind")
+}
+
+/// c = a ∘ b in every row, the input constraints' and the padding's included: what lets a
+/// GPU keep A and B only and take a ∘ b for C·w (`GPU_MATRICES`).
+fn assert_c_is_a_times_b(p: &SynthesizedPartition, what: &str) {
+    assert_eq!(p.c.len(), p.num_constraints(), "{what}: c evaluated");
+    assert_eq!((p.a.len(), p.b.len()), (p.c.len(), p.c.len()), "{what}");
+    let rows = p.a.iter().zip(&p.b).zip(&p.c);
+    if let Some(row) = rows.clone().position(|((a, b), c)| *a * *b != *c) {
+        panic!("{what}: row {row} of {} has c != a b", p.c.len());
+    }
+    let nonzero = rows.filter(|(_, c)| !bool::from(c.is_zero())).count();
+    assert!(
+        nonzero > 1000,
+        "{what}: only {nonzero} rows of c are not zero"
+    );
 }
 
 fn assert_same(ours: &SynthesizedPartition, full: &SynthesizedPartition, what: &str) {
@@ -72,6 +94,17 @@ fn the_witness_only_pass_equals_full_synthesis_on_real_partitions() {
     let r1cs = Arc::new(r1cs);
     let mapped = Arc::new(R1cs::load(&file).expect("load"));
     assert_eq!(mapped.counts(), counts);
+    // What the plan counts for a GPU is what its upload sends: A and B, and the coefficients.
+    let sent: usize = GPU_MATRICES
+        .iter()
+        .map(|&which| {
+            let (row_ptr, entries) = mapped.matrix(which);
+            8 * (row_ptr.len() + entries.len())
+        })
+        .sum::<usize>()
+        + 32 * mapped.coefficients().len();
+    assert_eq!(mapped.gpu_bytes(), sent as u64);
+    assert!(mapped.gpu_bytes() < mapped.memory_bytes());
 
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
@@ -85,6 +118,7 @@ fn the_witness_only_pass_equals_full_synthesis_on_real_partitions() {
             .synthesize_partition(0, &SynthesisPlan::default())
             .expect("full synthesis");
         let full_s = started.elapsed().as_secs_f64();
+        assert_c_is_a_times_b(&full, name);
         for (how, r1cs) in [("recorded", &r1cs), ("mapped", &mapped)] {
             let started = Instant::now();
             let plan = SynthesisPlan {
@@ -115,6 +149,19 @@ fn the_witness_only_pass_equals_full_synthesis_on_real_partitions() {
         assert_eq!(deferred.num_constraints(), full.num_constraints());
         deferred.evaluate_deferred();
         assert_same(&deferred, &full, &format!("{name} (deferred)"));
+    }
+}
+
+#[test]
+fn c_is_a_times_b_on_real_update_partitions() {
+    for name in ["s-t01000-11.json", "s-t02000-12.json"] {
+        let sector =
+            cuzk::update::bind(read_update(&update_fixture(name)), None).expect("bind update");
+        let full = sector
+            .circuits
+            .synthesize_partition(0, &SynthesisPlan::default())
+            .expect("full synthesis");
+        assert_c_is_a_times_b(&full, name);
     }
 }
 

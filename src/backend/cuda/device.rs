@@ -14,12 +14,8 @@ use group::Group;
 use super::ffi;
 use super::residency::BaseSet;
 use crate::backend::groth16::Multiexps;
+use crate::r1cs::GPU_MATRICES;
 use crate::synth::ConstraintMatrices;
-
-/// The constraint matrices a GPU keeps (0: A, 1: B). Not C: for a witness that satisfies
-/// the circuit, C·w is A·w ∘ B·w row by row, which the device computes instead
-/// (`evaluate_constraints` in partition_proof.cuh says why the proof is the same).
-pub const DEVICE_MATRICES: [usize; 2] = [0, 1];
 
 /// A failed CUDA call, with the GPU it ran on.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -241,13 +237,13 @@ impl CudaGpu {
 
     /// Uploads `matrices` (a circuit's pre-compiled constraints) into slot `slot`, beside
     /// its bases, so that partitions whose a, b and c were deferred are evaluated on the
-    /// device: A and B, [`DEVICE_MATRICES`]; c is a ∘ b there.
+    /// device: A and B, [`GPU_MATRICES`]; c is a ∘ b there.
     pub fn upload_matrices(
         &mut self,
         slot: usize,
         matrices: &dyn ConstraintMatrices,
     ) -> Result<(), CudaError> {
-        let sections = DEVICE_MATRICES.map(|which| matrices.matrix(which));
+        let sections = GPU_MATRICES.map(|which| matrices.matrix(which));
         let rows = matrices.rows();
         if let Some(bad) = sections
             .iter()

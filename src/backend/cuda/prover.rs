@@ -12,7 +12,7 @@ use blstrs::{Bls12, Scalar as Fr};
 use log::{debug, info, warn};
 
 use super::abc_sets::{PinnedAbcSets, PinnedMaker};
-use super::device::{CudaError, CudaGpu, PinnedBuffer, DEVICE_MATRICES};
+use super::device::{CudaError, CudaGpu, PinnedBuffer};
 use super::ffi;
 use super::params::{decode_set, ResidentParams};
 use super::residency::{
@@ -436,7 +436,7 @@ impl CudaProver {
             set.matrices_bytes = 0;
         }
         let started = Instant::now();
-        let bytes: usize = DEVICE_MATRICES
+        let bytes: usize = crate::r1cs::GPU_MATRICES
             .into_iter()
             .map(|which| {
                 let (row_ptr, entries) = matrices.matrix(which);

@@ -600,7 +600,7 @@ impl Feeder<'_> {
             // prover's thread does right before the proof where the budget keeps room for
             // that: the partition in flight is then its witness alone.
             let (evaluation, bytes) =
-                footprint.partition_in_flight(r1cs.as_ref().map(|r1cs| r1cs.memory_bytes()));
+                footprint.partition_in_flight(r1cs.as_ref().map(|r1cs| r1cs.gpu_bytes()));
             if let (Evaluation::AtProver, Some(room)) = (evaluation, footprint.room_at_provers) {
                 self.memory.keep_for_provers(room);
             }
