@@ -143,14 +143,16 @@ __device__ __forceinline__ void for_each_digit(const fr_t& s, const plan_t& plan
     }
 }
 
-// counts[slot] += 1 for each digit of windows first .. end.
+// counts[slot] += 1 for each digit of windows first .. end. `canonical`: the scalars are
+// not in Montgomery form (the caller converted them once, not each pass here).
 __global__ void count_digits(uint32_t* counts, const fr_t* scalars, size_t n, plan_t plan,
-                             int first, int end)
+                             int first, int end, bool canonical)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
-        s.from();
+        if (!canonical)
+            s.from();
         for_each_digit(s, plan, first, end, [&](uint32_t slot, bool) {
             atomicAdd(&counts[slot], 1u);
         });
@@ -159,12 +161,13 @@ __global__ void count_digits(uint32_t* counts, const fr_t* scalars, size_t n, pl
 
 // Each digit's entry (the base's index, the sign in the top bit) at its bucket's next place.
 __global__ void place_digits(uint32_t* cursors, uint32_t* entries, const fr_t* scalars,
-                             size_t n, plan_t plan, int first, int end)
+                             size_t n, plan_t plan, int first, int end, bool canonical)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
-        s.from();
+        if (!canonical)
+            s.from();
         for_each_digit(s, plan, first, end, [&](uint32_t slot, bool negative) {
             uint32_t at = atomicAdd(&cursors[slot], 1u);
             entries[at] = (uint32_t)i | (negative ? SIGN : 0u);
@@ -566,6 +569,7 @@ struct windows_t {
     const plan_t plan;
     const int group;
     const int grid;
+    const bool canonical;       // the scalars are not in Montgomery form
     uint32_t accumulate_blocks = 0, threads = 0;
     size_t scan_bytes = 0;
     pool_buffer<uint32_t> counts, starts, entries, head_bucket;
@@ -575,9 +579,9 @@ struct windows_t {
 
     // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line.
     windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
-              const char* what, size_t n)
+              const char* what, size_t n, bool canonical_scalars)
         : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
-          phases(g[0], what, n)
+          canonical(canonical_scalars), phases(g[0], what, n)
     {
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
@@ -617,7 +621,7 @@ struct windows_t {
     {
         uint32_t nbuckets = (uint32_t)plan.slots(first, end);
         CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
-        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
+        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end, canonical);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::COUNT);
         CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
@@ -625,7 +629,7 @@ struct windows_t {
         CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
                                 cudaMemcpyDeviceToDevice, s));
         place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
-                                          end);
+                                          end, canonical);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
@@ -709,13 +713,13 @@ bool has_work(point& out, size_t n)
 }
 
 // out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
-// (Montgomery) on the device, taking at most `max_bytes` of device memory (the prover
-// passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
-// Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits, before any
-// work.
+// (Montgomery, or `canonical`) on the device, taking at most `max_bytes` of device memory
+// (the prover passes what its plan holds for sppark's Pippenger, so that --gpu-memory still
+// holds). Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits,
+// before any work.
 template<class bucket, class point>
 void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem_t* bases,
-              const fr_t* scalars, size_t n, size_t max_bytes)
+              const fr_t* scalars, size_t n, size_t max_bytes, bool canonical = false)
 {
     using bucket_h = typename bucket::mem_t;
     if (!has_work(out, n))
@@ -726,7 +730,7 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-    windows_t<bucket> win{gpu, plan, group, n, "resident", n};
+    windows_t<bucket> win{gpu, plan, group, n, "resident", n, canonical};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
@@ -763,7 +767,8 @@ inline size_t test_chunk_points(size_t point_bytes)
 // cudaErrorMemoryAllocation where that does not fit, before any work.
 template<class bucket, class point>
 void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
-                       const fr_t* scalars, size_t n, size_t max_bytes, size_t max_chunk)
+                       const fr_t* scalars, size_t n, size_t max_bytes, size_t max_chunk,
+                       bool canonical = false)
 {
     using bucket_h = typename bucket::mem_t;
     using affine_h = typename bucket::affine_t::mem_t;
@@ -799,7 +804,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for the streamed wide multiexp's buckets and chunks")};
 
-    windows_t<bucket> win{gpu, plan, group, chunk, "streamed", n};
+    windows_t<bucket> win{gpu, plan, group, chunk, "streamed", n, canonical};
     stream_t& s = win.s;
     stream_t& copy = gpu[2];
     pool_buffer<bucket_h> sums{plan.slots(0, plan.windows), s};
