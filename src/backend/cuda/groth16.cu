@@ -749,14 +749,6 @@ cuzk_status msm_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const 
             // The wide multiexp within the memory a proof's plan gives it, as it runs there.
             const size_t held = wide_msm_bytes<bucket, affine>(g->gpu, n, host_bases != nullptr);
             for (int engine = 0; engine < 2; engine++) {
-                // The wide multiexp's scalars as the prover gives H's (canonical_h): out of
-                // Montgomery form, once, after sppark's rounds.
-                const bool canonical = engine == 1 && canonical_h();
-                if (canonical) {
-                    to_canonical<<<g->gpu.sm_count(), 1024, 0, s>>>(d_scalars.ptr, n);
-                    CUDA_OK(cudaGetLastError());
-                    s.sync();
-                }
                 double best = 1e300;
                 for (uint32_t r = 0; r < std::max(rounds, 1u); r++) {
                     auto t0 = clock::now();
@@ -766,11 +758,11 @@ cuzk_status msm_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const 
                     else if (host_bases)
                         wide_msm::multiexp_streamed<bucket>(g->gpu, results[1], host_bases,
                                                             d_scalars.ptr, n, held,
-                                                            streamed_chunk, canonical);
+                                                            streamed_chunk);
                     else
                         wide_msm::multiexp<bucket>(g->gpu, results[1],
                                                    reinterpret_cast<const typename affine::mem_t*>(d_bases.ptr),
-                                                   d_scalars.ptr, n, held, canonical);
+                                                   d_scalars.ptr, n, held);
                     g->gpu.sync();
                     double took = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
                     best = std::min(best, took);

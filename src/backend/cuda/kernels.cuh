@@ -11,16 +11,6 @@ void pointwise_mul(fr_t* a, const fr_t* b, size_t n)
         a[i] *= b[i];
 }
 
-// v[i] out of Montgomery form, i < n: once for a multiexp's scalars, which each of its
-// passes over them would otherwise convert again (wide_msm.cuh).
-__launch_bounds__(1024) __global__
-void to_canonical(fr_t* v, size_t n)
-{
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
-         i += (size_t)blockDim.x * gridDim.x)
-        v[i].from();
-}
-
 // c[i] = a[i] b[i], i < n.
 __launch_bounds__(1024) __global__
 void pointwise_product(fr_t* c, const fr_t* a, const fr_t* b, size_t n)

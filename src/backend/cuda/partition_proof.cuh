@@ -557,22 +557,14 @@ struct partition_proof {
         g->ahead = kept;
     }
 
-    // sum_j h_j H_j over x: the coefficients, or on the coset the evaluations. x out of
-    // Montgomery form first, once (nothing reads x after H but the next query's scalars,
-    // written over it): the wide multiexp reads the scalars twice a group of windows.
+    // sum_j h_j H_j over x: the coefficients, or on the coset the evaluations.
     void multiexp_h(point_t& out)
     {
         step = "the H multiexp";
         count_streamed(set.resident[CUZK_H], h_len(), sizeof(affine_t));
-        const bool canonical = canonical_h();
-        if (canonical) {
-            to_canonical<<<sms, 1024, 0, s0>>>(x, h_len());
-            CUDA_OK(cudaGetLastError());
-        }
         run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
-                          h_len(), true, canonical);
+                          h_len());
     }
-
 
     // sum_i w_i L_i over the aux witness: split, its scalars are mostly bits; from its work
     // beside H where it ran there.

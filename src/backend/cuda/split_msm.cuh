@@ -58,23 +58,13 @@ struct msm_owner {
     }
 };
 
-// Whether H's scalars go to their multiexp out of Montgomery form, converted once
-// (to_canonical) rather than by each of the wide multiexp's passes over them (two a group of
-// windows); CUZK_CANONICAL_H=0 keeps them in it, for measuring.
-inline bool canonical_h()
-{
-    static const char* given = std::getenv("CUZK_CANONICAL_H");
-    return !(given && given[0] == '0');
-}
-
 // out = sum_i scalars[i] bases[i]: by the wide multiexp where it takes their number
 // (wide_msm::wanted), over the bases on the device or streamed from pinned host memory,
 // within the device memory sppark's would take (where that is too little for it, sppark's
-// after all), else by sppark's Pippenger. The scalars are in Montgomery form unless
-// `canonical`.
+// after all), else by sppark's Pippenger.
 template<class bucket, class point, class affine>
 void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
-             const fr_t* device_scalars, size_t n, bool may_widen = true, bool canonical = false)
+             const fr_t* device_scalars, size_t n, bool may_widen = true)
 {
     if (n == 0) {
         out.inf();
@@ -86,11 +76,10 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
             if (device_bases)
                 wide_msm::multiexp<bucket>(gpu, out,
                                            reinterpret_cast<const typename affine::mem_t*>(device_bases),
-                                           device_scalars, n, held, canonical);
+                                           device_scalars, n, held);
             else
                 wide_msm::multiexp_streamed<bucket>(gpu, out, host_bases, device_scalars, n, held,
-                                                    wide_msm::test_chunk_points(sizeof(affine)),
-                                                    canonical);
+                                                    wide_msm::test_chunk_points(sizeof(affine)));
             return;
         } catch (const cuda_error& e) {
             if (error_of(e) != cudaErrorMemoryAllocation)
@@ -104,10 +93,10 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
     RustError err;
     if (device_bases)
         err = msm.invoke(out, device_span<affine>{const_cast<affine*>(device_bases)}, n,
-                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, !canonical);
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
     else
         err = msm.invoke(out, host_bases, n,
-                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, !canonical);
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
     std::string message = err.message ? err.message : "multiexp failed";
     std::free(err.message);     // sppark strdup()s it for Rust; we own it here
     if (err.code != cudaSuccess)

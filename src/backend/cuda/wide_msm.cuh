@@ -13,7 +13,9 @@
 // only one point per window comes back, which counts at small sizes (2KiB: 2^22 points).
 //
 // How, per group of windows (as many as the device memory allows; all of them at small sizes):
-// - count: each scalar's signed digits (a carry rippling up from window 0: digits in
+// - count: each scalar's signed digits (out of Montgomery form here, in each pass: once
+//   ahead saved 7.5 ms of 887 at 2^27, about what that pass costs, 704041a; a carry
+//   rippling up from window 0: digits in
 //   (-2^(c-1), 2^(c-1)] at c bits, so a window needs 2^(c-1) buckets), one counter per
 //   bucket of each window in the group (atomics: the buckets are many, the digits random;
 //   a group's counters fit the L2 cache where every window's would not: counting all of them
@@ -143,16 +145,14 @@ __device__ __forceinline__ void for_each_digit(const fr_t& s, const plan_t& plan
     }
 }
 
-// counts[slot] += 1 for each digit of windows first .. end. `canonical`: the scalars are
-// not in Montgomery form (the caller converted them once, not each pass here).
+// counts[slot] += 1 for each digit of windows first .. end.
 __global__ void count_digits(uint32_t* counts, const fr_t* scalars, size_t n, plan_t plan,
-                             int first, int end, bool canonical)
+                             int first, int end)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
-        if (!canonical)
-            s.from();
+        s.from();
         for_each_digit(s, plan, first, end, [&](uint32_t slot, bool) {
             atomicAdd(&counts[slot], 1u);
         });
@@ -161,13 +161,12 @@ __global__ void count_digits(uint32_t* counts, const fr_t* scalars, size_t n, pl
 
 // Each digit's entry (the base's index, the sign in the top bit) at its bucket's next place.
 __global__ void place_digits(uint32_t* cursors, uint32_t* entries, const fr_t* scalars,
-                             size_t n, plan_t plan, int first, int end, bool canonical)
+                             size_t n, plan_t plan, int first, int end)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
-        if (!canonical)
-            s.from();
+        s.from();
         for_each_digit(s, plan, first, end, [&](uint32_t slot, bool negative) {
             uint32_t at = atomicAdd(&cursors[slot], 1u);
             entries[at] = (uint32_t)i | (negative ? SIGN : 0u);
@@ -569,7 +568,6 @@ struct windows_t {
     const plan_t plan;
     const int group;
     const int grid;
-    const bool canonical;       // the scalars are not in Montgomery form
     uint32_t accumulate_blocks = 0, threads = 0;
     size_t scan_bytes = 0;
     pool_buffer<uint32_t> counts, starts, entries, head_bucket;
@@ -579,9 +577,9 @@ struct windows_t {
 
     // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line.
     windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
-              const char* what, size_t n, bool canonical_scalars)
+              const char* what, size_t n)
         : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
-          canonical(canonical_scalars), phases(g[0], what, n)
+          phases(g[0], what, n)
     {
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
@@ -621,7 +619,7 @@ struct windows_t {
     {
         uint32_t nbuckets = (uint32_t)plan.slots(first, end);
         CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
-        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end, canonical);
+        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::COUNT);
         CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
@@ -629,7 +627,7 @@ struct windows_t {
         CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
                                 cudaMemcpyDeviceToDevice, s));
         place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
-                                          end, canonical);
+                                          end);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
@@ -713,13 +711,13 @@ bool has_work(point& out, size_t n)
 }
 
 // out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
-// (Montgomery, or `canonical`) on the device, taking at most `max_bytes` of device memory
-// (the prover passes what its plan holds for sppark's Pippenger, so that --gpu-memory still
-// holds). Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits,
-// before any work.
+// (Montgomery) on the device, taking at most `max_bytes` of device memory (the prover
+// passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
+// Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits, before any
+// work.
 template<class bucket, class point>
 void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem_t* bases,
-              const fr_t* scalars, size_t n, size_t max_bytes, bool canonical = false)
+              const fr_t* scalars, size_t n, size_t max_bytes)
 {
     using bucket_h = typename bucket::mem_t;
     if (!has_work(out, n))
@@ -730,7 +728,7 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-    windows_t<bucket> win{gpu, plan, group, n, "resident", n, canonical};
+    windows_t<bucket> win{gpu, plan, group, n, "resident", n};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
@@ -767,8 +765,7 @@ inline size_t test_chunk_points(size_t point_bytes)
 // cudaErrorMemoryAllocation where that does not fit, before any work.
 template<class bucket, class point>
 void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
-                       const fr_t* scalars, size_t n, size_t max_bytes, size_t max_chunk,
-                       bool canonical = false)
+                       const fr_t* scalars, size_t n, size_t max_bytes, size_t max_chunk)
 {
     using bucket_h = typename bucket::mem_t;
     using affine_h = typename bucket::affine_t::mem_t;
@@ -804,7 +801,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for the streamed wide multiexp's buckets and chunks")};
 
-    windows_t<bucket> win{gpu, plan, group, chunk, "streamed", n, canonical};
+    windows_t<bucket> win{gpu, plan, group, chunk, "streamed", n};
     stream_t& s = win.s;
     stream_t& copy = gpu[2];
     pool_buffer<bucket_h> sums{plan.slots(0, plan.windows), s};
