@@ -13,13 +13,13 @@
 // only one point per window comes back, which counts at small sizes (2KiB: 2^22 points).
 //
 // How, per group of windows (as many as the device memory allows; all of them at small sizes):
-// - count: each scalar's signed digits (out of Montgomery form here, in each pass: once
-//   ahead saved 7.5 ms of 887 at 2^27, about what that pass costs, 704041a; a carry
-//   rippling up from window 0: digits in
+// - count: each scalar's signed digits (a carry rippling up from window 0: digits in
 //   (-2^(c-1), 2^(c-1)] at c bits, so a window needs 2^(c-1) buckets), one counter per
 //   bucket of each window in the group (atomics: the buckets are many, the digits random;
 //   a group's counters fit the L2 cache where every window's would not: counting all of them
-//   in one pass ahead of the groups took 66 ms against 38 at 2^27, c58ca99);
+//   in one pass ahead of the groups took 66 ms against 38 at 2^27, c58ca99). Each pass
+//   takes the scalars out of Montgomery form itself: converting them once ahead saved 7.5
+//   ms of 887 at 2^27, about what a pass over them costs a proof (704041a);
 // - place: an exclusive sum turns the counts into where each bucket's run starts, and each
 //   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
 //   counting sort, no digits kept. In turn with the accumulation, not beside it on a
