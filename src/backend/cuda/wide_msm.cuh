@@ -22,7 +22,10 @@
 //   ms of 887 at 2^27, about what a pass over them costs a proof (704041a);
 // - place: an exclusive sum turns the counts into where each bucket's run starts, and each
 //   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
-//   counting sort, no digits kept. In turn with the accumulation, not beside it on a
+//   counting sort. From 2^25 bases the count keeps each digit and the place goes over them
+//   in passes over ranges of buckets, so that its scattered stores merge in the L2 cache
+//   (place_passes; 828 ms against 888 at 2^27); below, it takes the digits from the
+//   scalars again. In turn with the accumulation, not beside it on a
 //   second stream: there the accumulation slowed by what the sort saved (989 ms at 2^27
 //   against 888 with one sort block an SM beside, 899 with two; 01da22a);
 // - accumulate: each thread adds an equal share of the sorted entries, one a step (mixed
@@ -44,9 +47,10 @@
 // way through the same point, each loading and storing its own half.
 //
 // Device memory (from the stream's pool, given back before the call returns): per window
-// of a group, a counter and a start per bucket (8 bytes), its XYZZ sum (192 bytes) and an
-// entry per base (4 bytes): 0.96 GB a window at 2^27, 11.6 GB with all 12. The prover gives
-// it what its plan holds for sppark's Pippenger (1.9 GB at 2^27: two windows a group).
+// of a group, a counter and a start per bucket (8 bytes), its XYZZ sum (192 bytes), an
+// entry per base (4 bytes) and from 2^25 bases a digit per base (4 bytes): 1.5 GB a window
+// at 2^27. The prover gives it what its plan holds for sppark's Pippenger (1.72 GB at 2^27:
+// one window a group), and the digits are left out where a window does not fit with them.
 // Bases and scalars are the caller's.
 
 namespace wide_msm {
@@ -91,13 +95,14 @@ struct plan_t {
     }
 
     // Device bytes one window of a group takes at most for n bases, its buckets' sums
-    // `bucket_bytes` each.
-    size_t window_bytes(size_t n, size_t bucket_bytes) const
+    // `bucket_bytes` each, its digits kept or not (place_passes).
+    size_t window_bytes(size_t n, size_t bucket_bytes, bool digits) const
     {
         size_t widest = buckets(0);
-        // The entries, a counter and a start per bucket, the buckets' sums, and the
-        // reduction's sums of segments and of runs of them.
-        return n * sizeof(uint32_t) + widest * (2 * sizeof(uint32_t) + bucket_bytes) +
+        // The digits and the entries, a counter and a start per bucket, the buckets' sums,
+        // and the reduction's sums of segments and of runs of them.
+        return (digits ? 2 : 1) * n * sizeof(uint32_t) +
+               widest * (2 * sizeof(uint32_t) + bucket_bytes) +
                (widest / SEGMENT + runs(0)) * bucket_bytes;
     }
 
@@ -109,9 +114,9 @@ struct plan_t {
     uint32_t runs(int w) const { return std::max<uint32_t>(buckets(w) / SEGMENT / run(), 1); }
 };
 
-// Calls f(slot, negative) for each non-zero signed digit of windows first .. end of the
-// canonical scalar `s` (its 32-bit limbs, least significant first), `slot` being its
-// bucket among the buckets of those windows (plan_t::slots' layout). Every window below
+// Calls f(w, slot, negative) for each non-zero signed digit of windows first .. end of the
+// canonical scalar `s` (its 32-bit limbs, least significant first), w its window and `slot`
+// its bucket among the buckets of those windows (plan_t::slots' layout). Every window below
 // `first` is gone through too, for its carry.
 template<class F>
 __device__ __forceinline__ void for_each_digit(const fr_t& s, const plan_t& plan, int first,
@@ -138,40 +143,92 @@ __device__ __forceinline__ void for_each_digit(const fr_t& s, const plan_t& plan
         }
         if (w >= first) {
             if (magnitude)
-                f(slot + magnitude - 1, negative);
+                f(w, slot + magnitude - 1, negative);
             slot += half;
         }
         bit0 += c;
     }
 }
 
-// counts[slot] += 1 for each digit of windows first .. end.
-__global__ void count_digits(uint32_t* counts, const fr_t* scalars, size_t n, plan_t plan,
-                             int first, int end)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        fr_t s = scalars[i];
-        s.from();
-        for_each_digit(s, plan, first, end, [&](uint32_t slot, bool) {
-            atomicAdd(&counts[slot], 1u);
-        });
-    }
-}
+// No digit (a magnitude of 0) in `digits`.
+constexpr uint32_t NO_DIGIT = 0xffffffffu;
 
-// Each digit's entry (the base's index, the sign in the top bit) at its bucket's next place.
-__global__ void place_digits(uint32_t* cursors, uint32_t* entries, const fr_t* scalars,
+// counts[slot] += 1 for each digit of windows first .. end, and where `digits` is given,
+// each digit kept: digits[(w - first) n + i] is scalar i's in window w, its slot with the
+// sign in the top bit, or NO_DIGIT.
+__global__ void count_digits(uint32_t* counts, uint32_t* digits, const fr_t* scalars,
                              size_t n, plan_t plan, int first, int end)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
         s.from();
-        for_each_digit(s, plan, first, end, [&](uint32_t slot, bool negative) {
+        if (digits)
+            for (int w = first; w < end; w++)
+                digits[(size_t)(w - first) * n + i] = NO_DIGIT;
+        for_each_digit(s, plan, first, end, [&](int w, uint32_t slot, bool negative) {
+            atomicAdd(&counts[slot], 1u);
+            if (digits)
+                digits[(size_t)(w - first) * n + i] = slot | (negative ? SIGN : 0u);
+        });
+    }
+}
+
+// Each digit's entry (the base's index, the sign in the top bit) at its bucket's next place,
+// the digits taken from the scalars again.
+__global__ void place_scalars(uint32_t* cursors, uint32_t* entries, const fr_t* scalars,
+                              size_t n, plan_t plan, int first, int end)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        fr_t s = scalars[i];
+        s.from();
+        for_each_digit(s, plan, first, end, [&](int, uint32_t slot, bool negative) {
             uint32_t at = atomicAdd(&cursors[slot], 1u);
             entries[at] = (uint32_t)i | (negative ? SIGN : 0u);
         });
     }
+}
+
+// The same from the digits the count kept, for those of `total` (a group's windows', n a
+// window) whose slot is in [lo, hi).
+__global__ void place_digits(uint32_t* cursors, uint32_t* entries, const uint32_t* digits,
+                             size_t n, size_t total, uint32_t lo, uint32_t hi)
+{
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < total;
+         k += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t d = digits[k];
+        const uint32_t slot = d & ~SIGN;
+        if (d == NO_DIGIT || slot < lo || slot >= hi)
+            continue;
+        uint32_t at = atomicAdd(&cursors[slot], 1u);
+        entries[at] = (uint32_t)(k % n) | (d & SIGN);
+    }
+}
+
+// How many passes place the entries of `nbuckets` buckets, each over a range of them: the
+// stores, one 4-byte entry at a time into every bucket's run at once, merge in the L2 cache
+// only while the runs' current 32-byte sectors fit there, 8 MB a pass (CUZK_WIDE_PLACE_MB;
+// 0: one pass). At 2^27 on an H100 (2^21 buckets a window, 64 MB of sectors; its L2 cache is
+// 50 MB) the twelve windows' sort steps took 76 ms in 8 passes, 76 in 16, 96 in 4, 115 in
+// one from the kept digits and 134 from the scalars; 105 in 32 passes, 170 in 64.
+inline int place_passes(size_t nbuckets)
+{
+    static const char* given = std::getenv("CUZK_WIDE_PLACE_MB");
+    const long mb = given && *given ? std::atol(given) : 8;
+    if (mb <= 0)
+        return 1;
+    const size_t sectors = nbuckets * 32, cap = (size_t)mb << 20;
+    return (int)std::max<size_t>((sectors + cap - 1) / cap, 1);
+}
+
+// Whether the count keeps each digit for the place (4 bytes a base and window), which then
+// goes in several passes: where one window's buckets take more than one (from 2^25 bases).
+// Below, the memory goes to more windows a group instead: at 2^22 and 2^23 keeping them
+// halved the windows a group, and the more reductions cost more than the place saved.
+inline bool keeps_digits(const plan_t& plan)
+{
+    return place_passes(plan.buckets(0)) > 1;
 }
 
 // No bucket: a thread's range began at a bucket's start.
@@ -568,24 +625,27 @@ struct windows_t {
     const plan_t plan;
     const int group;
     const int grid;
+    const bool keep_digits;     // the count keeps the digits for the place (keeps_digits)
     uint32_t accumulate_blocks = 0, threads = 0;
     size_t scan_bytes = 0;
-    pool_buffer<uint32_t> counts, starts, entries, head_bucket;
+    pool_buffer<uint32_t> counts, starts, digits, entries, head_bucket;
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
     pool_buffer<uint8_t> scan_space;
     phases_t phases;
 
     // `what` and `n` name the multiexp in CUZK_WIDE_PHASES' line.
     windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
-              const char* what, size_t n)
+              const char* what, size_t n, bool kept)
         : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
-          phases(g[0], what, n)
+          keep_digits(kept), phases(g[0], what, n)
     {
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
         const uint32_t widest = plan.buckets(0);
         counts = pool_buffer<uint32_t>{slots + 1, s};
         starts = pool_buffer<uint32_t>{slots + 1, s};
+        if (keep_digits)
+            digits = pool_buffer<uint32_t>{(size_t)group * most, s};
         entries = pool_buffer<uint32_t>{(size_t)group * most, s};
         partial = pool_buffer<bucket_h>{(size_t)group * (widest / SEGMENT), s};
         partial_2 = pool_buffer<bucket_h>{(size_t)group * plan.runs(0), s};
@@ -603,8 +663,8 @@ struct windows_t {
         head_sum = pool_buffer<bucket_h>{threads, s};
     }
 
-    // Device bytes of the buffers above but the entries (4 bytes a base and window of a
-    // pass); the pieces' heads and the scan's space are left to the margin.
+    // Device bytes of the buffers above but the digits and the entries (4 bytes each a base
+    // and window of a pass); the pieces' heads and the scan's space are left to the margin.
     static size_t bytes_besides_entries(const plan_t& plan, int group)
     {
         return plan.slots(0, group) * 2 * sizeof(uint32_t) +
@@ -619,16 +679,28 @@ struct windows_t {
     {
         uint32_t nbuckets = (uint32_t)plan.slots(first, end);
         CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
-        count_digits<<<grid, 256, 0, s>>>(counts.ptr, scalars, n, plan, first, end);
+        count_digits<<<grid, 256, 0, s>>>(counts.ptr, keep_digits ? digits.ptr : nullptr,
+                                          scalars, n, plan, first, end);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::COUNT);
         CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
                                               starts.ptr, (int)(nbuckets + 1), s));
         CUDA_OK(cudaMemcpyAsync(counts.ptr, starts.ptr, nbuckets * sizeof(uint32_t),
                                 cudaMemcpyDeviceToDevice, s));
-        place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
-                                          end);
-        CUDA_OK(cudaGetLastError());
+        if (keep_digits) {
+            const int passes = place_passes(nbuckets);
+            for (int k = 0; k < passes; k++) {
+                const uint32_t lo = (uint32_t)((uint64_t)nbuckets * k / passes);
+                const uint32_t hi = (uint32_t)((uint64_t)nbuckets * (k + 1) / passes);
+                place_digits<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, digits.ptr, n,
+                                                  (size_t)(end - first) * n, lo, hi);
+                CUDA_OK(cudaGetLastError());
+            }
+        } else {
+            place_scalars<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
+                                               end);
+            CUDA_OK(cudaGetLastError());
+        }
         phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
         accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
@@ -723,12 +795,16 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     if (!has_work(out, n))
         return;
     const plan_t plan{n};
-    size_t fit = room_for(gpu, max_bytes) / plan.window_bytes(n, sizeof(bucket_h));
+    const size_t room = room_for(gpu, max_bytes);
+    // The digits kept where they pay and a window fits with them, else not.
+    const bool digits =
+        keeps_digits(plan) && room >= plan.window_bytes(n, sizeof(bucket_h), true);
+    size_t fit = room / plan.window_bytes(n, sizeof(bucket_h), digits);
     int group = (int)std::min<size_t>({(size_t)plan.windows, fit, most_entries(n)});
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
-    windows_t<bucket> win{gpu, plan, group, n, "resident", n};
+    windows_t<bucket> win{gpu, plan, group, n, "resident", n, digits};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
@@ -801,7 +877,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for the streamed wide multiexp's buckets and chunks")};
 
-    windows_t<bucket> win{gpu, plan, group, chunk, "streamed", n};
+    windows_t<bucket> win{gpu, plan, group, chunk, "streamed", n, false};
     stream_t& s = win.s;
     stream_t& copy = gpu[2];
     pool_buffer<bucket_h> sums{plan.slots(0, plan.windows), s};
