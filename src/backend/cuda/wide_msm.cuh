@@ -24,10 +24,10 @@
 //   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
 //   counting sort. From 2^25 bases the count keeps each digit and the place goes over them
 //   in passes over ranges of buckets, so that its scattered stores merge in the L2 cache
-//   (place_passes; 828 ms against 888 at 2^27); below, it takes the digits from the
-//   scalars again. In turn with the accumulation, not beside it on a
-//   second stream: there the accumulation slowed by what the sort saved (989 ms at 2^27
-//   against 888 with one sort block an SM beside, 899 with two; 01da22a);
+//   (place_passes; 834 ms against 886 at 2^27); below, it takes the digits from the
+//   scalars again. In turn with the accumulation, not beside it on a second stream: there
+//   the accumulation slowed by what the sort saved (989 ms at 2^27 against 888 with one
+//   sort block an SM beside, 899 with two; 01da22a);
 // - accumulate: each thread adds an equal share of the sorted entries, one a step (mixed
 //   XYZZ additions; the next base loads while this one adds), however the digits fall
 //   among the buckets; the pieces of buckets cut between threads are folded by a tree
