@@ -77,9 +77,9 @@ impl Footprint {
     }
 
     /// Where a partition about to start gets its a, b and c, given its shape's pre-compiled
-    /// constraints (the bytes a GPU keeps of them, `R1cs::gpu_bytes`, once ready), and the
-    /// bytes it holds in flight: its witness
-    /// alone when they are left to the prover, everything when synthesis evaluates them.
+    /// constraints (the bytes a GPU keeps of them, `ConstraintMatrices::gpu_bytes`, once
+    /// ready), and the bytes it holds in flight: its witness alone when they are left to the
+    /// prover, everything when synthesis evaluates them.
     pub fn partition_in_flight(&self, constraints_bytes: Option<u64>) -> (Evaluation, u64) {
         let Some(bytes) = constraints_bytes else {
             return (Evaluation::InSynthesis, self.partition_bytes);

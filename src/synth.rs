@@ -19,6 +19,12 @@ use crate::constraint_system::{nameless_constraint_system, NamelessSystem};
 use crate::host_abc::compact::{CompactVector, CHUNK_ROWS};
 use crate::host_abc::LentAbc;
 
+/// The matrices a GPU keeps to evaluate the constraints: A (0) and B (1). Not C: for a
+/// witness that satisfies the circuit, C·w is A·w ∘ B·w row by row, which the GPU computes
+/// instead (`evaluate_constraints` in the cuda backend's partition_proof.cuh says why the
+/// proof is the same).
+pub const GPU_MATRICES: [usize; 2] = [0, 1];
+
 /// A circuit's constraints as sparse matrices, for a prover that evaluates `A·w`, `B·w` and
 /// `C·w` where it proves (the cuda backend, on the GPU) instead of on the host. The
 /// pre-compiled constraints (`r1cs`) implement it.
@@ -31,6 +37,18 @@ pub trait ConstraintMatrices: Send + Sync {
     fn matrix(&self, which: usize) -> (&[u64], &[u64]);
     /// The distinct coefficients, indexed by id.
     fn coefficients(&self) -> &[Fr];
+    /// Bytes a GPU keeps of these: [`GPU_MATRICES`] and the coefficients, as its upload
+    /// sends them.
+    fn gpu_bytes(&self) -> u64 {
+        let matrices: usize = GPU_MATRICES
+            .iter()
+            .map(|&which| {
+                let (row_ptr, entries) = self.matrix(which);
+                8 * (row_ptr.len() + entries.len())
+            })
+            .sum();
+        (matrices + 32 * self.coefficients().len()) as u64
+    }
     /// `M·w` for matrix `which` on the host, allocated to at least `capacity` entries.
     fn evaluate(&self, which: usize, inputs: &[Fr], aux: &[Fr], capacity: usize) -> Vec<Fr>;
     /// `M·w` for matrix `which` on the host, into `out` (`rows()` values, every one written).

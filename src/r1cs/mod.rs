@@ -68,12 +68,6 @@ const INPUT_BIT: u64 = 1 << 31;
 /// Rows evaluated per task.
 const ROWS_PER_TASK: usize = 1 << 14;
 
-/// The matrices a GPU keeps to evaluate the constraints: A (0) and B (1). Not C: for a
-/// witness that satisfies the circuit, C·w is A·w ∘ B·w row by row, which the GPU computes
-/// instead (`evaluate_constraints` in the cuda backend's partition_proof.cuh says why the
-/// proof is the same).
-pub const GPU_MATRICES: [usize; 2] = [0, 1];
-
 /// Counts in a recorded R1CS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct R1csCounts {
@@ -198,16 +192,6 @@ impl R1cs {
     pub fn memory_bytes(&self) -> u64 {
         let rows = 3 * (self.counts.constraints + 1);
         8 * (rows + self.counts.nnz.iter().sum::<u64>()) + 32 * self.counts.coeffs
-    }
-
-    /// Bytes a GPU keeps of the matrices: [`GPU_MATRICES`] and the coefficients.
-    pub fn gpu_bytes(&self) -> u64 {
-        let rows = self.counts.constraints + 1;
-        GPU_MATRICES
-            .iter()
-            .map(|&which| 8 * (rows + self.counts.nnz[which]))
-            .sum::<u64>()
-            + 32 * self.counts.coeffs
     }
 
     fn matrix(&self, which: usize) -> (&[u64], &[u64]) {

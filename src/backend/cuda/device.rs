@@ -14,8 +14,7 @@ use group::Group;
 use super::ffi;
 use super::residency::BaseSet;
 use crate::backend::groth16::Multiexps;
-use crate::r1cs::GPU_MATRICES;
-use crate::synth::ConstraintMatrices;
+use crate::synth::{ConstraintMatrices, GPU_MATRICES};
 
 /// A failed CUDA call, with the GPU it ran on.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -436,14 +436,7 @@ impl CudaProver {
             set.matrices_bytes = 0;
         }
         let started = Instant::now();
-        let bytes: usize = crate::r1cs::GPU_MATRICES
-            .into_iter()
-            .map(|which| {
-                let (row_ptr, entries) = matrices.matrix(which);
-                8 * (row_ptr.len() + entries.len())
-            })
-            .sum::<usize>()
-            + 32 * matrices.coefficients().len();
+        let bytes = matrices.gpu_bytes() as usize;
         self.make_room(bytes as u64, Some(slot))?;
         self.alone_if_refused(slot, |gpu| gpu.upload_matrices(slot, &**matrices))?;
         info!(

@@ -31,7 +31,7 @@ use crate::memory::{show_bytes, MemoryBudget};
 use crate::params::{self, ParamSets};
 use crate::proof_kind::{CircuitId, ProofKind};
 use crate::spool::{AttemptRecord, ClaimedJob, PreviousEnd, Provenance, Spool};
-use crate::synth::Capacity;
+use crate::synth::{Capacity, ConstraintMatrices};
 
 use super::constraints::{ConstraintSets, Constraints};
 use super::evaluation::RefusedOnGpu;
