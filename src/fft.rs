@@ -39,6 +39,11 @@ pub struct Domain {
     pub g_inv: Fr,
     /// `1 / Z(g x) = 1 / (g^m - 1)`, the same at every point of the coset.
     pub z_inv: Fr,
+    /// A primitive `2m`-th root of unity, the other coset's shift: `half_root^m = -1`, so
+    /// the domain and that coset are the `2m`-th roots of unity together.
+    pub half_root: Fr,
+    /// Its inverse.
+    pub half_root_inv: Fr,
 }
 
 /// The domain is larger than the field's roots of unity allow.
@@ -55,6 +60,7 @@ impl Domain {
             return Err(DomainTooLarge(constraints));
         }
         let omega = (log_m..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square());
+        let half_root = (log_m + 1..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square());
         let g = Fr::MULTIPLICATIVE_GENERATOR;
         Ok(Domain {
             m,
@@ -67,6 +73,8 @@ impl Domain {
             z_inv: (g.pow_vartime([m as u64]) - Fr::ONE)
                 .invert()
                 .expect("Z has no roots on the coset"),
+            half_root,
+            half_root_inv: half_root.invert().expect("a root of unity is non-zero"),
         })
     }
 }

@@ -1,16 +1,25 @@
 //! The quotient `h = (a*b - c) / Z`: the evaluation domain's constants and the steps that
 //! turn a partition's constraint evaluations into the H multiexp's exponents.
 //!
-//! `a`, `b`, `c` are evaluations on the `m`-th roots of unity (`m` the domain size).
-//! Interpolate them (iFFT), evaluate on the coset `g * roots`, where `Z(x) = x^m - 1` is the
-//! non-zero constant `g^m - 1` (coset FFT), combine and divide pointwise, then interpolate
-//! back (coset iFFT). `h` has degree `m - 2`, so its top coefficient is dropped, matching the
-//! `m - 1` bases of the H query. Parameters whose H query is kept in coset evaluation form
-//! (`params::coset_h`) take the evaluations as they are: six transforms instead of seven
-//! ([`QuotientForm`]).
+//! `a`, `b`, `c` are evaluations on the `m`-th roots of unity `H` (`m` the domain size), of
+//! a witness that satisfies the circuit: `c = a ∘ b` in every row. `A·B` has degree below
+//! `2m`; write it `P + X^m h` with `P` and `h` of degree below `m`. Since `Z = X^m - 1`,
+//! `A·B = h·Z + (P + h)`, so `h` is the quotient and `C = P + h` (both agree with `c` on
+//! `H`). On the coset `sH` where `s^m = -1` (`s` a primitive `2m`-th root), `X^m = -1` and
+//! `A·B` takes the values of `S = P - h`. So `h = (C - S) / 2`: interpolate `a` and `b`,
+//! evaluate them on `sH` and multiply (four transforms), interpolate the product there and
+//! `c` on `H` (two more), and combine. Six transforms where the textbook's steps (`c` to a
+//! coset too, divide by `Z` there, interpolate back) take seven.
 //!
-//! This module runs the steps on the CPU; a prover's GPU runs the same steps on the same
-//! [`Domain`] without the vectors leaving the device (`backend/ec_gpu/device_quotient.rs`).
+//! Parameters whose H query is kept in coset evaluation form (`params::coset_h`, over the
+//! coset `g·H`, `g` the field's generator) take `(a*b - c) / Z` on that coset, as it is:
+//! also six transforms ([`QuotientForm`]).
+//!
+//! A witness that does not satisfy the circuit gives a proof that fails verification
+//! either way: `(A·B - C - h·Z)(τ)` is then a non-zero polynomial at a secret point.
+//!
+//! This module runs the steps on the CPU; the cuda prover runs the same steps on the device
+//! (`backend/cuda/partition_proof.cuh`).
 
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::threadpool::Worker;
@@ -27,15 +36,15 @@ pub enum QuotientForm {
     /// `h`'s `m - 1` coefficients, for the parameters' own H query.
     Coefficients,
     /// `(a*b - c) / Z` at the `m` coset points `g·ω^j` in natural order, for the H query in
-    /// coset evaluation form: the last transform is left out.
+    /// coset evaluation form.
     CosetEvaluations,
 }
 
 /// The steps on the CPU: `h` in `form`.
 ///
-/// Each interpolation runs as a DIF, leaving coefficients in bit-reversed order, where the
-/// coset shift multiplies them by `g^rev(j)`, and each evaluation as a DIT, which takes
-/// that order: the seven transforms permute once, at the end ([`fft`]).
+/// Each interpolation runs as a DIF, leaving coefficients in bit-reversed order, where a
+/// coset shift multiplies them by its powers at `rev(j)`, and each evaluation as a DIT,
+/// which takes that order: the transforms permute once, at the end ([`fft`]).
 pub fn on_cpu(
     worker: &Worker,
     domain: &Domain,
@@ -50,33 +59,70 @@ pub fn on_cpu(
         v.resize(m, Fr::ZERO);
     }
     let twiddles = Twiddles::new(domain.omega, m);
-    // iFFT, then evaluation on the coset g * roots (the 1/m of the iFFT folded in).
-    let to_coset = fft::bit_reversed_powers(domain.g, domain.m_inv, m);
-    for v in [&mut a, &mut b, &mut c] {
-        fft::dif(v, &twiddles, Direction::Inverse);
+    match form {
+        QuotientForm::Coefficients => coefficients(domain, &twiddles, a, b, c),
+        QuotientForm::CosetEvaluations => coset_evaluations(domain, &twiddles, a, b, c),
+    }
+}
+
+/// `h = (C - S) / 2`, its `m - 1` coefficients in natural order (the module's note).
+fn coefficients(
+    domain: &Domain,
+    twiddles: &Twiddles,
+    mut a: Vec<Fr>,
+    mut b: Vec<Fr>,
+    mut c: Vec<Fr>,
+) -> Vec<Fr> {
+    let m = domain.m;
+    // iFFT, then evaluation on s·H (the 1/m of the iFFT folded in).
+    let to_coset = fft::bit_reversed_powers(domain.half_root, domain.m_inv, m);
+    for v in [&mut a, &mut b] {
+        fft::dif(v, twiddles, Direction::Inverse);
         scale(v, &to_coset);
-        fft::dit(v, &twiddles, Direction::Forward);
+        fft::dit(v, twiddles, Direction::Forward);
     }
     drop(to_coset);
-    // (a*b - c) / Z on the coset.
+    scale(&mut a, &b);
+    drop(b);
+    // S's coefficients are s^-k/m times the product's unscaled inverse transform, C's 1/m
+    // times c's; both stay in bit-reversed order until h is made.
+    fft::dif(&mut a, twiddles, Direction::Inverse);
+    fft::dif(&mut c, twiddles, Direction::Inverse);
+    let half = Fr::from(2u64).invert().expect("2 is non-zero");
+    let c_scale = domain.m_inv * half;
+    let s_scale = fft::bit_reversed_powers(domain.half_root_inv, c_scale, m);
+    c.par_iter_mut()
+        .zip(a.par_iter())
+        .zip(s_scale.par_iter())
+        .for_each(|((c, s), k)| *c = *c * c_scale - *s * k);
+    drop(a);
+    fft::bit_reverse(&mut c);
+    // h has degree m - 2: its top coefficient is zero, and the H query has m - 1 bases.
+    c.pop();
+    c
+}
+
+/// `(a*b - c) / Z` on the coset `g·H`, in natural order: `c` goes to the coset too.
+fn coset_evaluations(
+    domain: &Domain,
+    twiddles: &Twiddles,
+    mut a: Vec<Fr>,
+    mut b: Vec<Fr>,
+    mut c: Vec<Fr>,
+) -> Vec<Fr> {
+    let m = domain.m;
+    let to_coset = fft::bit_reversed_powers(domain.g, domain.m_inv, m);
+    for v in [&mut a, &mut b, &mut c] {
+        fft::dif(v, twiddles, Direction::Inverse);
+        scale(v, &to_coset);
+        fft::dit(v, twiddles, Direction::Forward);
+    }
+    drop(to_coset);
     let z_inv = domain.z_inv;
     a.par_iter_mut()
         .zip(b.par_iter())
         .zip(c.par_iter())
         .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
-    drop(b);
-    drop(c);
-    if form == QuotientForm::CosetEvaluations {
-        return a;
-    }
-    // Coset iFFT: evaluations on the coset -> coefficients of h, back in natural order.
-    fft::dif(&mut a, &twiddles, Direction::Inverse);
-    scale(
-        &mut a,
-        &fft::bit_reversed_powers(domain.g_inv, domain.m_inv, m),
-    );
-    fft::bit_reverse(&mut a);
-    a.pop();
     a
 }
 
@@ -100,6 +146,8 @@ mod tests {
         assert_ne!(domain.omega.pow_vartime([4u64]), Fr::ONE);
         assert_eq!(domain.omega * domain.omega_inv, Fr::ONE);
         assert_eq!(domain.m_inv * Fr::from(8u64), Fr::ONE);
+        assert_eq!(domain.half_root.pow_vartime([8u64]), -Fr::ONE);
+        assert_eq!(domain.half_root * domain.half_root_inv, Fr::ONE);
         assert_eq!(
             domain.z_inv * (domain.g.pow_vartime([8u64]) - Fr::ONE),
             Fr::ONE
@@ -130,5 +178,82 @@ mod tests {
         off[5] += Fr::ONE;
         let h = on_cpu(&worker, &domain, ones, off, c, QuotientForm::Coefficients);
         assert!(h.iter().any(|e| *e != Fr::ZERO));
+    }
+
+    /// The textbook's quotient, by schoolbook algebra: interpolate a, b and c on H,
+    /// multiply, subtract, divide by X^m - 1 and return the quotient with the remainder.
+    fn schoolbook(domain: &Domain, a: &[Fr], b: &[Fr], c: &[Fr]) -> (Vec<Fr>, Vec<Fr>) {
+        let m = domain.m;
+        let interpolate = |v: &[Fr]| -> Vec<Fr> {
+            (0..m)
+                .map(|k| {
+                    let w = domain.omega_inv.pow_vartime([k as u64]);
+                    let mut x = Fr::ONE;
+                    let mut sum = Fr::ZERO;
+                    for e in v {
+                        sum += *e * x;
+                        x *= w;
+                    }
+                    sum * domain.m_inv
+                })
+                .collect()
+        };
+        let (pa, pb, pc) = (interpolate(a), interpolate(b), interpolate(c));
+        let mut p = vec![Fr::ZERO; 2 * m];
+        for (i, x) in pa.iter().enumerate() {
+            for (j, y) in pb.iter().enumerate() {
+                p[i + j] += *x * y;
+            }
+        }
+        for (k, x) in pc.iter().enumerate() {
+            p[k] -= x;
+        }
+        // p = q (X^m - 1) + r: from the top, each coefficient of X^(m+k) is q's k-th,
+        // which adds itself to the coefficient of X^k.
+        let mut q = vec![Fr::ZERO; m];
+        for k in (0..m).rev() {
+            q[k] = p[m + k];
+            p[k] += q[k];
+        }
+        p.truncate(m);
+        (q, p)
+    }
+
+    #[test]
+    fn six_transforms_give_the_textbook_quotient() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(35);
+        let worker = Worker::new();
+        for constraints in [1usize, 2, 8, 30, 64] {
+            let domain = Domain::for_constraints(constraints).expect("domain");
+            let m = domain.m;
+            // A satisfied system over the first `constraints` rows, zero past them.
+            let mut a = vec![Fr::ZERO; m];
+            let mut b = vec![Fr::ZERO; m];
+            for i in 0..constraints {
+                a[i] = Fr::from(rng.gen::<u64>()) * Fr::from(rng.gen::<u64>());
+                b[i] = Fr::from(rng.gen::<u64>());
+            }
+            let c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| *x * y).collect();
+            let (q, r) = schoolbook(&domain, &a, &b, &c);
+            assert!(r.iter().all(|e| *e == Fr::ZERO), "Z divides a*b - c");
+            assert_eq!(q[m - 1], Fr::ZERO, "h has degree m - 2");
+            let h = on_cpu(
+                &worker,
+                &domain,
+                a.clone(),
+                b.clone(),
+                c.clone(),
+                QuotientForm::Coefficients,
+            );
+            assert_eq!(h, q[..m - 1], "m = {m}");
+            // The coset form is h on g·H, the coset the H query's other form is over.
+            let on_coset = on_cpu(&worker, &domain, a, b, c, QuotientForm::CosetEvaluations);
+            for (j, e) in on_coset.iter().enumerate() {
+                let x = domain.g * domain.omega.pow_vartime([j as u64]);
+                let value = q.iter().rev().fold(Fr::ZERO, |acc, k| acc * x + k);
+                assert_eq!(*e, value, "m = {m}, point {j}");
+            }
+        }
     }
 }

@@ -311,6 +311,16 @@ double ms_between(std::chrono::steady_clock::time_point a,
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+fr_t half()
+{
+    return (fr_t::one() + fr_t::one()).reciprocal();
+}
+
+// sppark's in-place bit reversal, protected in its NTT class.
+struct ntt_steps : NTT {
+    using NTT::bit_rev;
+};
+
 fr_t z_inverse_on_coset(size_t lg_domain)
 {
     // Z(x) = x^n - 1 takes one value on the coset g*<omega>: g^n - 1.

@@ -6,8 +6,9 @@
 // One partition's proof on a cuzk_gpu, in the order of the paper (cuzk_gpu_prove calls the
 // steps top to bottom). Two domain-sized device vectors, x and y, do the work:
 //   x = a, y = b; both to the coset; x *= y          (quotient, first half)
-//   y = c; to the coset; x = (x - y) / Z; x = h      (second half; with H's bases on the
-//                                                     coset, x stays the evaluations)
+//   y = c; x, y interpolated; x = h = (y - x) / 2    (second half, over s·H; over g·H, with
+//                                                     H's bases there: y to the coset,
+//                                                     x = (x - y) / Z, the evaluations)
 //   y = aux; the queries split from it beside H (beside_h.cuh); H over x
 //   L, A, B: each query's tail and sums; or, for one not done beside H,
 //   L over y; x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
@@ -241,18 +242,39 @@ struct partition_proof {
         evaluate_ms = ms_between(e0, clock::now());
     }
 
-    // v = its evaluations on the coset: iNTT, then the coset NTT.
+    // The quotient over the coset s·H with s^n = -1 (quotient.rs): six transforms, h's
+    // coefficients for the file's own H query. H's bases on the coset g·H take (a*b - c) / Z
+    // there, also six. A domain of sppark's largest size has no s in its tables: seven, the
+    // textbook's steps.
+    bool over_half_root() const
+    {
+        return !h_on_coset() && p->lg_domain < MAX_LG_DOMAIN_SIZE;
+    }
+
+    // v = its evaluations on the quotient's coset: iNTT, the shift, the NTT.
     void to_coset(fr_t* v)
     {
+        if (over_half_root()) {
+            NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
+                              NTT::Direction::inverse, NTT::Type::standard);
+            shift_to_half_root<<<sms, 1024, 0, s0>>>(
+                v, p->lg_domain, NTTParameters::all(false)[s0].partial_twiddles);
+            CUDA_OK(cudaGetLastError());
+            NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::RN,
+                              NTT::Direction::forward, NTT::Type::standard);
+            return;
+        }
         NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
                           NTT::Direction::inverse, NTT::Type::standard);
         NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::RN,
                           NTT::Direction::forward, NTT::Type::coset);
     }
 
-    // h = coset_iNTT((coset_NTT(iNTT(a)) * coset_NTT(iNTT(b)) - coset_NTT(iNTT(c))) / Z),
-    // into x. Without the constraints on the device, b goes up while a's NTTs run, and c
-    // into y once the product no longer reads it.
+    // h into x: a and b to the coset and multiplied there, then, over s·H, the product and
+    // c interpolated and combined, h = (C - S) / 2; over g·H, c to the coset and
+    // (a*b - c) / Z, interpolated back unless H's bases are on the coset. Without the
+    // constraints on the device, b goes up while a's NTTs run, and c into y once the
+    // product no longer reads it.
     void quotient()
     {
         if (evaluate) {
@@ -278,6 +300,20 @@ struct partition_proof {
             upload_padded(z, 2);
         }
         step = "computing the quotient";
+        if (over_half_root()) {
+            // Both inverse NTTs leave bit-reversed order, which the combination keeps;
+            // one permutation puts h in natural order for H's bases.
+            NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NR,
+                              NTT::Direction::inverse, NTT::Type::standard);
+            NTT::Base_dev_ptr(s0, z, p->lg_domain, NTT::InputOutputOrder::NR,
+                              NTT::Direction::inverse, NTT::Type::standard);
+            half_root_quotient<<<sms, 1024, 0, s0>>>(
+                x, z, half(), p->lg_domain, NTTParameters::all(true)[s0].partial_twiddles);
+            CUDA_OK(cudaGetLastError());
+            ntt_steps::bit_rev(x, x, p->lg_domain, s0);
+            s0.sync();
+            return;
+        }
         to_coset(z);
         sub_scale<<<sms, 1024, 0, s0>>>(x, z, z_inverse_on_coset(p->lg_domain), n);
         CUDA_OK(cudaGetLastError());
