@@ -6,8 +6,8 @@
 //! equal the CPU's byte for byte. With `--c1 FILE`, the same for partition 0 of a real
 //! sector, and the cuda backend's proof of the whole sector must pass `verify_seal`.
 //! The parameters come with their H query in coset evaluation form; the cuda backend is
-//! compared with and without it (its quotient takes six transforms with it), the CPU with
-//! the file's own query.
+//! compared with and without it (six transforms either way: over the coset g·H with it, over
+//! s·H without), the CPU with the file's own query.
 //!
 //! ```text
 //! cargo run --release --features cuda,supraseal --example backend_check -- --log-constraints 16 --partitions 4

@@ -6,8 +6,8 @@
 //! Two in-place transforms that need no bit-reversal between them: [`dif`] takes values in
 //! natural order and leaves the transform in bit-reversed order, [`dit`] takes bit-reversed
 //! order and leaves natural order. An interpolation (inverse DIF), a scaling, and an
-//! evaluation (DIT) chain without permuting, so the quotient's seven transforms permute once,
-//! at the end. Both recurse on halves, so each sub-transform runs in cache once it fits
+//! evaluation (DIT) chain without permuting, so the quotient's transforms permute once, at
+//! the end. Both recurse on halves, so each sub-transform runs in cache once it fits
 //! (below [`BASE`] elements, loops do the remaining stages), and the halves and the long
 //! butterfly passes run on the rayon pool. Each butterfly costs one multiplication: the
 //! twiddles `ω^e` come from a table of `ω^0 .. ω^(n/2 - 1)` (a two-level table of square

@@ -452,7 +452,7 @@ pub fn write_synthetic_params(
 
 /// Writes the H query in coset evaluation form beside the shape parameters at `params`, as
 /// `cuzk params coset-h` keeps one beside real parameters: `m` random points, so the
-/// prover's work is that of real ones (its quotient one transform shorter). None is
+/// prover's work is that of real ones (its quotient over the coset g·H). None is
 /// written over a file that is there. Refuses a directory that holds real parameters.
 pub fn write_synthetic_coset_h(
     params: &Path,

@@ -343,7 +343,7 @@ mod tests {
             .expect("prove")
             .0
         };
-        // Six transforms and H' give the seven transforms' proof, byte for byte.
+        // H' and the quotient over g·H give the own query's proof (over s·H), byte for byte.
         assert_eq!(
             prove(Some(&coset_h), Fr::ZERO, Fr::ZERO),
             prove(None, Fr::ZERO, Fr::ZERO)

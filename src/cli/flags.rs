@@ -480,9 +480,10 @@ pub enum ParamsCommand {
     /// Record a sector size's constraints beside its parameters now, so the first run does
     /// not (prove-dir records them on first use otherwise; 32GiB: two to three minutes, 9 GB).
     Constraints(ParamsSizeArgs),
-    /// Derive a sector size's H query in coset evaluation form beside its parameters, which
-    /// saves every proof on the CPU one of the quotient's seven transforms (a transform over
-    /// points: minutes for 2KiB on a few cores, hours for 32GiB; `gen` makes it at once).
+    /// Derive a sector size's H query in coset evaluation form beside its parameters (a
+    /// transform over points: minutes for 2KiB on a few cores, hours for 32GiB; `gen` makes
+    /// it at once). No longer faster: the quotient takes six transforms with the parameters'
+    /// own H query as well; a file derived earlier still serves, with the same proofs.
     CosetH(ParamsSizeArgs),
     /// Check the parameter cache against the digests in filecoin-proofs' parameters.json:
     /// ok, missing, corrupt, generated (by cuzk, intact) or unofficial, per file. Hashes
