@@ -16,7 +16,8 @@ use super::device::{CudaError, CudaGpu, PinnedBuffer};
 use super::ffi;
 use super::params::{decode_set, ResidentParams};
 use super::residency::{
-    evaluating_working_bytes, resident_bases_bytes, slots_to_free, BaseSet, Density, KeptSet,
+    evaluating_working_bytes, query_densities, resident_bases_bytes, slots_to_free, BaseSet,
+    CircuitDensities, Density, DensityMismatch, KeptSet,
 };
 use crate::backend::groth16::{self, ms_since, Groth16Error};
 use crate::backend::quotient::Domain;
@@ -89,6 +90,7 @@ pub struct CudaProver {
     /// 32GiB for every partition would be a storm), their partitions are evaluated on the
     /// host within the memory budget instead (see `pipeline::evaluation`).
     refused: Option<(Weak<dyn ConstraintMatrices>, CudaError)>,
+    densities: CircuitDensities,
     staging: Option<PinnedBuffer>,
     /// Where the host evaluates this prover's partitions' a, b and c.
     abc_sets: Arc<PinnedAbcSets>,
@@ -112,6 +114,7 @@ impl CudaProver {
             device_bytes,
             uses: 0,
             refused: None,
+            densities: CircuitDensities::default(),
             staging: None,
             abc_sets: Arc::new(PinnedAbcSets::new(&name, PinnedMaker)),
         })
@@ -480,7 +483,7 @@ impl CudaProver {
         let started = Instant::now();
         let rows = partition.num_constraints();
         let domain = Domain::for_constraints(rows).map_err(Groth16Error::from)?;
-        let densities = query_densities(&partition)?;
+        let densities = self.densities.of(&partition).map_err(mismatch)?;
         let host = |set| params.streamed(set);
         // From the prover's pinned sets when the host evaluated them there.
         let [a, b, c] = partition.abc().map(|v| {
@@ -590,18 +593,8 @@ impl CudaProver {
     }
 }
 
-/// A partition's query densities as the GPU reads them: the aux variables used in A, the
-/// inputs used in B, the aux variables used in B.
-fn query_densities(partition: &SynthesizedPartition) -> Result<[Density; 3], CudaProveError> {
-    let (aux, inputs) = (partition.aux_len(), partition.input_assignment.len());
-    let of = |tracker, len| {
-        Density::of(tracker, len).map_err(|e| CudaProveError::Mismatch(e.to_string()))
-    };
-    Ok([
-        of(&partition.a_aux_density, aux)?,
-        of(&partition.b_input_density, inputs)?,
-        of(&partition.b_aux_density, aux)?,
-    ])
+fn mismatch(error: DensityMismatch) -> CudaProveError {
+    CudaProveError::Mismatch(error.to_string())
 }
 
 /// `view` with `densities` ([`query_densities`]) for the GPU's filters.

@@ -2,9 +2,12 @@
 //! backend's plan, kept apart from the device code as plain arithmetic so that it is
 //! tested on every build. Also the densities in the form the GPU's filter reads.
 
+use std::sync::{Arc, Weak};
+
 use ec_gpu_gen::multiexp_cpu::DensityTracker;
 
 use crate::params::load::{ParamsLayout, G1_BYTES, G2_BYTES};
+use crate::synth::{ConstraintMatrices, SynthesizedPartition};
 
 /// One of a parameter set's five base vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -346,9 +349,118 @@ impl Density {
     }
 }
 
+/// A partition's query densities as the GPU reads them: the aux variables used in A, the
+/// inputs used in B, the aux variables used in B.
+pub fn query_densities(partition: &SynthesizedPartition) -> Result<[Density; 3], DensityMismatch> {
+    let (aux, inputs) = (partition.aux_len(), partition.input_assignment.len());
+    Ok([
+        Density::of(&partition.a_aux_density, aux)?,
+        Density::of(&partition.b_input_density, inputs)?,
+        Density::of(&partition.b_aux_density, aux)?,
+    ])
+}
+
+/// The query densities of the circuit whose partitions the GPU evaluated last. A partition
+/// left to the GPU's evaluation carries its circuit's, those of the recorded constraints,
+/// the same for every partition of it: they are made once a circuit, not for each partition
+/// while the GPU waits (20 ms for a 32GiB partition's two aux densities on one core).
+#[derive(Default)]
+pub struct CircuitDensities {
+    last: Option<(Weak<dyn ConstraintMatrices>, QueryDensities)>,
+}
+
+/// A partition's three query densities ([`query_densities`]), shared.
+pub type QueryDensities = Arc<[Density; 3]>;
+
+impl CircuitDensities {
+    /// `partition`'s densities: its circuit's as made before, where it has them.
+    pub fn of(
+        &mut self,
+        partition: &SynthesizedPartition,
+    ) -> Result<QueryDensities, DensityMismatch> {
+        let Some(matrices) = &partition.deferred else {
+            return Ok(Arc::new(query_densities(partition)?));
+        };
+        let circuit = Arc::downgrade(matrices);
+        if let Some((of, densities)) = &self.last {
+            // The counts as well: a partition whose trackers were changed is not its
+            // circuit's.
+            let trackers = [
+                &partition.a_aux_density,
+                &partition.b_input_density,
+                &partition.b_aux_density,
+            ];
+            let same = densities.iter().zip(trackers).all(|(density, tracker)| {
+                density.total == tracker.get_total_density()
+                    && density.words.len() == tracker.bv.len().div_ceil(64)
+            });
+            if of.ptr_eq(&circuit) && same {
+                return Ok(densities.clone());
+            }
+        }
+        let densities = Arc::new(query_densities(partition)?);
+        self.last = Some((circuit, densities.clone()));
+        Ok(densities)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::r1cs::R1cs;
+    use crate::synth::{tests::CubeCircuit, Capacity};
+    use blstrs::Scalar as Fr;
+    use ff::Field;
+
+    #[test]
+    fn a_circuits_densities_are_made_once_for_its_partitions() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let recorded = || Arc::new(R1cs::record(CubeCircuit { x: None }).expect("record"));
+        let partition = |r1cs: &Arc<R1cs>, x: u64, defer: bool| {
+            let circuit = CubeCircuit {
+                x: Some(Fr::from(x)),
+            };
+            r1cs.synthesize(circuit, &pool, Capacity::default(), defer)
+                .expect("synthesize")
+        };
+        let r1cs = recorded();
+        let mut densities = CircuitDensities::default();
+        let first = densities.of(&partition(&r1cs, 3, true)).expect("densities");
+        let second_partition = partition(&r1cs, 5, true);
+        let second = densities.of(&second_partition).expect("densities");
+        assert!(Arc::ptr_eq(&first, &second), "made once for the circuit");
+        let own = query_densities(&second_partition).expect("densities");
+        for (kept, own) in second.iter().zip(&own) {
+            assert_eq!(
+                (&kept.words, &kept.prefix, kept.total),
+                (&own.words, &own.prefix, own.total)
+            );
+        }
+        // A partition whose trackers changed is not its circuit's.
+        let mut changed = partition(&r1cs, 7, true);
+        let at = changed.a_aux_density.bv.len();
+        changed.a_aux_density.add_element();
+        changed.a_aux_density.inc(at);
+        changed.b_aux_density.add_element();
+        changed.aux_assignment.push(Fr::ONE);
+        let made = densities.of(&changed).expect("densities");
+        assert_eq!(made[0].total, second[0].total + 1);
+        // Another recording of the circuit is another circuit to the GPU: made anew.
+        let other = densities
+            .of(&partition(&recorded(), 5, true))
+            .expect("densities");
+        assert!(!Arc::ptr_eq(&second, &other));
+        // One the host evaluated carries no circuit: its own, each time.
+        let host = partition(&r1cs, 5, false);
+        let (once, again) = (densities.of(&host), densities.of(&host));
+        assert!(!Arc::ptr_eq(
+            &once.expect("densities"),
+            &again.expect("densities")
+        ));
+    }
 
     #[test]
     fn density_prefixes_count_the_bits_before_each_word() {
