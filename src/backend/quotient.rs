@@ -60,28 +60,16 @@ pub fn on_cpu(
     }
     let twiddles = Twiddles::new(domain.omega, m);
     match form {
-        QuotientForm::Coefficients => coefficients(domain, &twiddles, a, b, c),
-        QuotientForm::CosetEvaluations => coset_evaluations(domain, &twiddles, a, b, c),
+        QuotientForm::Coefficients => coefficients(domain, &twiddles, [a, b, c]),
+        QuotientForm::CosetEvaluations => coset_evaluations(domain, &twiddles, [a, b, c]),
     }
 }
 
 /// `h = (C - S) / 2`, its `m - 1` coefficients in natural order (the module's note).
-fn coefficients(
-    domain: &Domain,
-    twiddles: &Twiddles,
-    mut a: Vec<Fr>,
-    mut b: Vec<Fr>,
-    mut c: Vec<Fr>,
-) -> Vec<Fr> {
+fn coefficients(domain: &Domain, twiddles: &Twiddles, abc: [Vec<Fr>; 3]) -> Vec<Fr> {
+    let [mut a, mut b, mut c] = abc;
     let m = domain.m;
-    // iFFT, then evaluation on s·H (the 1/m of the iFFT folded in).
-    let to_coset = fft::bit_reversed_powers(domain.half_root, domain.m_inv, m);
-    for v in [&mut a, &mut b] {
-        fft::dif(v, twiddles, Direction::Inverse);
-        scale(v, &to_coset);
-        fft::dit(v, twiddles, Direction::Forward);
-    }
-    drop(to_coset);
+    to_coset(&mut [&mut a, &mut b], domain.half_root, domain, twiddles);
     scale(&mut a, &b);
     drop(b);
     // S's coefficients are s^-k/m times the product's unscaled inverse transform, C's 1/m
@@ -103,27 +91,26 @@ fn coefficients(
 }
 
 /// `(a*b - c) / Z` on the coset `g·H`, in natural order: `c` goes to the coset too.
-fn coset_evaluations(
-    domain: &Domain,
-    twiddles: &Twiddles,
-    mut a: Vec<Fr>,
-    mut b: Vec<Fr>,
-    mut c: Vec<Fr>,
-) -> Vec<Fr> {
-    let m = domain.m;
-    let to_coset = fft::bit_reversed_powers(domain.g, domain.m_inv, m);
-    for v in [&mut a, &mut b, &mut c] {
-        fft::dif(v, twiddles, Direction::Inverse);
-        scale(v, &to_coset);
-        fft::dit(v, twiddles, Direction::Forward);
-    }
-    drop(to_coset);
+fn coset_evaluations(domain: &Domain, twiddles: &Twiddles, abc: [Vec<Fr>; 3]) -> Vec<Fr> {
+    let [mut a, mut b, mut c] = abc;
+    to_coset(&mut [&mut a, &mut b, &mut c], domain.g, domain, twiddles);
     let z_inv = domain.z_inv;
     a.par_iter_mut()
         .zip(b.par_iter())
         .zip(c.par_iter())
         .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
     a
+}
+
+/// Each of `vectors`, evaluations on the domain, becomes its evaluations on the coset
+/// `shift·H`: iFFT, the shift (the iFFT's 1/m folded in), FFT.
+fn to_coset(vectors: &mut [&mut Vec<Fr>], shift: Fr, domain: &Domain, twiddles: &Twiddles) {
+    let powers = fft::bit_reversed_powers(shift, domain.m_inv, domain.m);
+    for v in vectors.iter_mut() {
+        fft::dif(v, twiddles, Direction::Inverse);
+        scale(v, &powers);
+        fft::dit(v, twiddles, Direction::Forward);
+    }
 }
 
 /// `v[i] *= by[i]`, in parallel.
