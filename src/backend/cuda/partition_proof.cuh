@@ -254,20 +254,18 @@ struct partition_proof {
     // v = its evaluations on the quotient's coset: iNTT, the shift, the NTT.
     void to_coset(fr_t* v)
     {
-        if (over_half_root()) {
-            NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
-                              NTT::Direction::inverse, NTT::Type::standard);
+        NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
+                          NTT::Direction::inverse, NTT::Type::standard);
+        bool half_root = over_half_root();
+        if (half_root) {
             shift_to_half_root<<<sms, 1024, 0, s0>>>(
                 v, p->lg_domain, NTTParameters::all(false)[s0].partial_twiddles);
             CUDA_OK(cudaGetLastError());
-            NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::RN,
-                              NTT::Direction::forward, NTT::Type::standard);
-            return;
         }
-        NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
-                          NTT::Direction::inverse, NTT::Type::standard);
+        // sppark's coset NTT shifts by g itself.
         NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::RN,
-                          NTT::Direction::forward, NTT::Type::coset);
+                          NTT::Direction::forward,
+                          half_root ? NTT::Type::standard : NTT::Type::coset);
     }
 
     // h into x: a and b to the coset and multiplied there, then, over s·H, the product and
