@@ -593,6 +593,7 @@ impl CudaProver {
     }
 }
 
+/// A density that does not fit its partition, as the prover's error.
 fn mismatch(error: DensityMismatch) -> CudaProveError {
     CudaProveError::Mismatch(error.to_string())
 }
