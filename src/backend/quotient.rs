@@ -19,7 +19,8 @@
 //! either way: `(A·B - C - h·Z)(τ)` is then a non-zero polynomial at a secret point.
 //!
 //! This module runs the steps on the CPU; the cuda prover runs the same steps on the device
-//! (`backend/cuda/partition_proof.cuh`).
+//! (`backend/cuda/partition_proof.cuh`). ec-gpu's prover keeps the textbook's seven
+//! (`backend/ec_gpu/device_quotient.rs`): the same `h`, which is unique.
 
 use blstrs::Scalar as Fr;
 use ec_gpu_gen::threadpool::Worker;

@@ -3,15 +3,7 @@
 // expansion of a compact witness. Included by groth16.cu inside its anonymous namespace,
 // after sppark's headers; not a standalone header.
 
-__launch_bounds__(1024) __global__
-void pointwise_mul(fr_t* a, const fr_t* b, size_t n)
-{
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
-         i += (size_t)blockDim.x * gridDim.x)
-        a[i] *= b[i];
-}
-
-// c[i] = a[i] b[i], i < n.
+// c[i] = a[i] b[i], i < n; c may be a (each element is read before it is written).
 __launch_bounds__(1024) __global__
 void pointwise_product(fr_t* c, const fr_t* a, const fr_t* b, size_t n)
 {

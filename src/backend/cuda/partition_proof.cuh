@@ -290,7 +290,7 @@ struct partition_proof {
         }
         step = "computing the quotient";
         to_coset(y);
-        pointwise_mul<<<sms, 1024, 0, s0>>>(x, y, n);
+        pointwise_product<<<sms, 1024, 0, s0>>>(x, x, y, n);
         CUDA_OK(cudaGetLastError());
         if (!evaluate) {
             step = "uploading c";

@@ -1,5 +1,5 @@
-//! The quotient on a prover's GPU: the steps of [`crate::backend::quotient`] on device buffers kept
-//! for the run. `a`, `b`, `c` go up once; `h` stays on the device, out of Montgomery form,
+//! The quotient on a prover's GPU by the textbook's seven transforms (the same `h` as
+//! [`crate::backend::quotient`]'s six), on device buffers kept for the run. `a`, `b`, `c` go up once; `h` stays on the device, out of Montgomery form,
 //! for the H multiexp to read. The host's vectors are only read, so a failure here leaves
 //! them whole for the CPU to start over.
 //!
