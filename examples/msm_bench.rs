@@ -123,6 +123,18 @@ fn scalars_of(kind: &str, n: usize, rng: &mut impl Rng) -> Vec<Fr> {
         .collect()
 }
 
+/// Random scalars, each twice in a row.
+#[cfg(feature = "cuda")]
+fn paired_scalars(n: usize, rng: &mut impl Rng) -> Vec<Fr> {
+    (0..n.div_ceil(2))
+        .flat_map(|_| {
+            let s = Fr::random(&mut *rng);
+            [s, s]
+        })
+        .take(n)
+        .collect()
+}
+
 /// Both GPU multiexps against the CPU's on the inputs a proof gives them rather than the
 /// table's: distinct bases, sizes that are not powers of two, each kind of scalars, in G1
 /// and in G2, the bases on the device and streamed (the wide multiexp's chunks small
@@ -164,6 +176,40 @@ fn gpu_checks(gpu: &mut cuzk::backend::cuda::CudaGpu, rng: &mut impl Rng) -> Res
                 row("G2", kind, n, at, sppark.result == cpu, wide.result == cpu);
             }
         }
+    }
+    // One base for every term, each scalar twice: a bucket's running sum, a multiple of the
+    // base, meets the base itself (a doubling) or its negation (the identity), the
+    // addition's rare cases.
+    for n in [4096 + 17, (1 << 15) - 1] {
+        let scalars = paired_scalars(n, rng);
+        let exps: Vec<_> = scalars.iter().map(|s| s.to_repr()).collect();
+        let one_base = vec![g1[0]; n];
+        let cpu = msm::multiexp(&one_base, 0, &FullDensity, &exps)?;
+        for at in [BenchBases::Device, BenchBases::Streamed { chunk: 4096 }] {
+            let [sppark, wide] = gpu.msm_bench(&one_base, &scalars, 1, at)?;
+            row(
+                "G1",
+                "pairs of one base",
+                n,
+                at,
+                sppark.result == cpu,
+                wide.result == cpu,
+            );
+        }
+        let n = n.min(g2.len());
+        let scalars = &scalars[..n];
+        let exps: Vec<_> = scalars.iter().map(|s| s.to_repr()).collect();
+        let one_base = vec![g2[0]; n];
+        let cpu = msm::multiexp(&one_base, 0, &FullDensity, &exps)?;
+        let [sppark, wide] = gpu.msm_bench_g2(&one_base, scalars, 1, BenchBases::Device)?;
+        row(
+            "G2",
+            "pairs of one base",
+            n,
+            BenchBases::Device,
+            sppark.result == cpu,
+            wide.result == cpu,
+        );
     }
     println!();
     ensure!(wrong == 0, "{wrong} multiexps disagree with the CPU's");

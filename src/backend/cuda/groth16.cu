@@ -52,6 +52,7 @@
 #include <vector>
 #include <exception>
 #include <memory>
+#include <type_traits>
 
 #include <ff/bls12-381-fp2.hpp>
 #include <ec/jacobian_t.hpp>
@@ -679,6 +680,7 @@ bool injects(const char* fault, int device = -1)
     return *at != '@' || device < 0 || std::atoi(at + 1) == device;
 }
 
+#include "xyzz_add.cuh"
 #include "wide_msm.cuh"
 #include "split_msm.cuh"
 #include "beside_h.cuh"

@@ -163,14 +163,20 @@ __global__ void count_digits(uint32_t* counts, uint32_t* digits, const fr_t* sca
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
         s.from();
-        if (digits)
-            for (int w = first; w < end; w++)
-                digits[(size_t)(w - first) * n + i] = NO_DIGIT;
+        // Each window's digit written once: NO_DIGIT for the windows the digits skip.
+        int unwritten = first;
         for_each_digit(s, plan, first, end, [&](int w, uint32_t slot, bool negative) {
             atomicAdd(&counts[slot], 1u);
-            if (digits)
+            if (digits) {
+                for (; unwritten < w; unwritten++)
+                    digits[(size_t)(unwritten - first) * n + i] = NO_DIGIT;
                 digits[(size_t)(w - first) * n + i] = slot | (negative ? SIGN : 0u);
+                unwritten = w + 1;
+            }
         });
+        if (digits)
+            for (; unwritten < end; unwritten++)
+                digits[(size_t)(unwritten - first) * n + i] = NO_DIGIT;
     }
 }
 
@@ -247,7 +253,7 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                         const uint32_t* entries, const typename bucket::affine_t::mem_t* bases,
                         uint32_t nbuckets)
 {
-    using affine = typename bucket::affine_t;
+    using affine = typename accumulator<bucket>::affine;
     constexpr uint32_t degree = bucket::degree;
     const uint32_t threads = gridDim.x * blockDim.x / degree;
     const uint32_t t = (blockIdx.x * blockDim.x + threadIdx.x) / degree;
@@ -270,16 +276,16 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
     }
     bool is_head = starts[k] < lo;
     uint32_t run_end = starts[k + 1];
-    bucket acc;
+    accumulator<bucket> acc;
     acc.inf();
     uint32_t at = lo, e = entries[at];
-    affine p = bases[e & ~SIGN];
+    affine p = acc.load(bases[e & ~SIGN]);
     while (at < hi) {
         uint32_t next = at + 1, e_next = 0;
         affine p_next;
         if (next < hi) {
             e_next = entries[next];
-            p_next = bases[e_next & ~SIGN];
+            p_next = acc.load(bases[e_next & ~SIGN]);
         }
         acc.add(p, (e & SIGN) != 0);
         at = next;
@@ -288,10 +294,10 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
         if (at == run_end || at == hi) {    // this piece of bucket k ends
             if (is_head) {
                 head_bucket[t] = k;
-                head_sum[t] = acc;
+                acc.store(head_sum[t]);
                 is_head = false;
             } else {
-                sums[k] = acc;
+                acc.store(sums[k]);
             }
             acc.inf();
             if (at < hi) {                  // the next bucket with entries
