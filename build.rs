@@ -117,6 +117,7 @@ fn sppark_prover() {
         "partition_proof.cuh",
         "coset_h.cuh",
         "wide_msm.cuh",
+        "xyzz_add.cuh",
     ] {
         println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
     }
