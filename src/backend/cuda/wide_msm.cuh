@@ -167,18 +167,19 @@ __global__ void count_digits(uint32_t* counts, uint32_t* digits, const fr_t* sca
         s.from();
         // Each window's digit written once: NO_DIGIT for the windows the digits skip.
         int unwritten = first;
+        auto no_digit_until = [&](int w) {
+            for (; digits && unwritten < w; unwritten++)
+                digits[(size_t)(unwritten - first) * n + i] = NO_DIGIT;
+        };
         for_each_digit(s, plan, first, end, [&](int w, uint32_t slot, bool negative) {
             atomicAdd(&counts[slot], 1u);
+            no_digit_until(w);
             if (digits) {
-                for (; unwritten < w; unwritten++)
-                    digits[(size_t)(unwritten - first) * n + i] = NO_DIGIT;
                 digits[(size_t)(w - first) * n + i] = slot | (negative ? SIGN : 0u);
                 unwritten = w + 1;
             }
         });
-        if (digits)
-            for (; unwritten < end; unwritten++)
-                digits[(size_t)(unwritten - first) * n + i] = NO_DIGIT;
+        no_digit_until(end);
     }
 }
 
