@@ -118,6 +118,7 @@ fn sppark_prover() {
         "coset_h.cuh",
         "wide_msm.cuh",
         "xyzz_add.cuh",
+        "batch_ones.cuh",
     ] {
         println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
     }

@@ -361,6 +361,53 @@ fn main() -> Result<()> {
         }
         println!("cuda with the constraints on the GPU: proofs equal the CPU's");
 
+        // Batches: three partitions proved in one call, the ones of their resident queries
+        // summed together by pattern after the last, their witnesses on the GPU or a, b and
+        // c from the host; and over streamed bases, where each sums its own. Every proof
+        // equals the CPU's.
+        for (path, device_bytes, on_gpu_evaluated) in [
+            ("resident, evaluated on the GPU", u64::MAX, true),
+            ("resident, a, b and c from the host", u64::MAX, false),
+            ("streamed", 0, true),
+        ] {
+            let set = Arc::new(ResidentParams::load(&path_of(&dir), device_bytes)?);
+            let mut cuda = CudaProver::open(0, "cuda-0".into())?;
+            let batch = circuits
+                .iter()
+                .take(3)
+                .map(|c| {
+                    if on_gpu_evaluated {
+                        Ok(r1cs.synthesize(c.clone(), &pool, Default::default(), true)?)
+                    } else {
+                        evaluated_on_host_compact(&r1cs, c.clone(), &pool, &cuda)
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let zeros = vec![(Fr::ZERO, Fr::ZERO); batch.len()];
+            let proved = cuda.prove_batch(batch, &set, &zeros, None);
+            for (k, result) in proved.into_iter().enumerate() {
+                let (on_gpu, timings) = result?;
+                let partition = synthesize(circuits[k % circuits.len()].clone())?;
+                let on_cpu =
+                    prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
+                ensure!(
+                    on_gpu == on_cpu,
+                    "cuda, a batch ({path}): partition {k}'s proof differs from the CPU's"
+                );
+                eprintln!("cuda, a batch ({path}), partition {k}: {timings}");
+            }
+            let summed = cuda.summed_by_pattern();
+            // Only split queries over resident bases leave their ones to the batch.
+            let split = !std::env::var("CUZK_TEST_GPU_FAULT")
+                .unwrap_or_default()
+                .contains("split-oom");
+            ensure!(
+                summed == if device_bytes != 0 && split { 3 } else { 0 },
+                "cuda, a batch ({path}): {summed} partitions' ones summed by pattern"
+            );
+            println!("cuda, a batch ({path}): proofs equal the CPU's, {summed} partitions' ones summed by pattern");
+        }
+
         // Two parameter sets on one GPU (as a PoRep and an update circuit would be), each
         // with its constraints: proved alternately, each is uploaded once and the proofs
         // still equal the CPU's.

@@ -49,6 +49,15 @@ struct Args {
     /// are on a card that keeps few bases (needs 96 bytes of host memory per point).
     #[arg(long)]
     streamed: bool,
+    /// With --gpu: instead of H's table, the ones' sums of a batch of partitions over one
+    /// query's bases (L, A, B: a witness's ones), each partition on its own against the
+    /// batch by pattern, for batches of 2, 5 and 10.
+    #[arg(long)]
+    ones: bool,
+    /// With --ones: the share of a partition's terms that are one (a 32GiB PoRep
+    /// partition's witness: 0.474).
+    #[arg(long, default_value_t = 0.474)]
+    ones_share: f64,
 }
 
 /// Distinct points `g, 2g, 3g, ...` (cheap to make in bulk: one addition each).
@@ -293,11 +302,183 @@ fn gpu_table(args: &Args) -> Result<()> {
     checked
 }
 
+/// `partitions` bit maps over `terms` terms, each bit one with probability `share`, made in
+/// parallel (each run of 2^16 words from its own seed).
+#[cfg(feature = "cuda")]
+fn random_ones(
+    partitions: usize,
+    terms: usize,
+    share: f64,
+    seed: u64,
+) -> cuzk::backend::cuda::BatchOnes {
+    use rayon::prelude::*;
+
+    let mut ones = cuzk::backend::cuda::BatchOnes::new(partitions, terms);
+    for j in 0..ones.partitions() {
+        let words = ones.words_mut(j);
+        let last = terms % 32;
+        words
+            .par_chunks_mut(1 << 16)
+            .enumerate()
+            .for_each(|(c, chunk)| {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (j as u64) << 40 ^ c as u64);
+                for word in chunk {
+                    *word = (0..32).fold(0u32, |w, b| w | u32::from(rng.gen_bool(share)) << b);
+                }
+            });
+        if last != 0 {
+            if let Some(word) = words.last_mut() {
+                *word &= (1u32 << last) - 1;
+            }
+        }
+    }
+    ones
+}
+
+/// Each partition's sum of the bases where its bit is set, on the CPU.
+#[cfg(feature = "cuda")]
+fn ones_on_cpu<P>(bases: &[P::Affine], ones: &cuzk::backend::cuda::BatchOnes) -> Vec<P>
+where
+    P: group::prime::PrimeCurve,
+{
+    (0..ones.partitions())
+        .map(|j| {
+            (0..ones.terms())
+                .filter(|&i| ones.is_one(j, i))
+                .fold(P::identity(), |acc, i| acc + bases[i % bases.len()])
+        })
+        .collect()
+}
+
+/// The ones' sums of a batch, each partition and by pattern, against the CPU's: batches of
+/// 1, 3 and 10 partitions, a partition without ones, every term one (one bucket holds every
+/// base), one base for every term (a bucket's running sum meets its base: the doubling),
+/// in G1 and G2. Prints a row each; fails after all rows if any disagreed.
+#[cfg(feature = "cuda")]
+fn ones_checks(gpu: &mut cuzk::backend::cuda::CudaGpu, rng: &mut impl Rng) -> Result<()> {
+    use cuzk::backend::cuda::BatchOnes;
+
+    let g1 = points::<G1Projective>(1 << 15, rng);
+    let g2 = points::<G2Projective>(1 << 13, rng);
+    println!("| group | ones | partitions | points | each = CPU | by pattern = CPU |");
+    println!("|---|---|---|---|---|---|");
+    let mut wrong = 0;
+    let mut cases: Vec<(&str, BatchOnes)> = vec![
+        ("random", random_ones(10, 4096 + 17, 0.474, 7)),
+        ("random", random_ones(10, (1 << 13) - 1, 0.474, 8)),
+        ("random", random_ones(1, 4096 + 17, 0.474, 9)),
+        ("random, the last partition none", {
+            let mut ones = random_ones(3, (1 << 15) - 1, 0.474, 10);
+            ones.words_mut(2).fill(0);
+            ones
+        }),
+        ("every term", random_ones(4, 4096 + 17, 1.0, 11)),
+    ];
+    for (what, ones) in cases.drain(..) {
+        let n = ones.terms();
+        let k = ones.partitions();
+        let cpu = ones_on_cpu::<G1Projective>(&g1[..n], &ones);
+        let [each, pattern] = gpu.ones_bench(&g1[..n], &ones, 1)?;
+        let (a, b) = (each.sums == cpu, pattern.sums == cpu);
+        println!("| G1 | {what} | {k} | {n} | {a} | {b} |");
+        wrong += usize::from(!a) + usize::from(!b);
+        if n <= g2.len() {
+            let cpu = ones_on_cpu::<G2Projective>(&g2[..n], &ones);
+            let [each, pattern] = gpu.ones_bench_g2(&g2[..n], &ones, 1)?;
+            let (a, b) = (each.sums == cpu, pattern.sums == cpu);
+            println!("| G2 | {what} | {k} | {n} | {a} | {b} |");
+            wrong += usize::from(!a) + usize::from(!b);
+        }
+    }
+    // One base for every term.
+    let ones = random_ones(10, 4096 + 17, 0.5, 12);
+    let one_base = [g1[0]];
+    let cpu = ones_on_cpu::<G1Projective>(&one_base, &ones);
+    let [each, pattern] = gpu.ones_bench(&one_base, &ones, 1)?;
+    let (a, b) = (each.sums == cpu, pattern.sums == cpu);
+    println!(
+        "| G1 | random, one base | 10 | {} | {a} | {b} |",
+        ones.terms()
+    );
+    wrong += usize::from(!a) + usize::from(!b);
+    println!();
+    ensure!(wrong == 0, "{wrong} sums of ones disagree with the CPU's");
+    Ok(())
+}
+
+/// The ones' sums of batches of 2, 5 and 10 partitions on GPU 0, each partition on its own
+/// against the batch by pattern, 2^from .. 2^to terms in G1 (to 2^26 in G2), after the
+/// checks of [`ones_checks`].
+#[cfg(feature = "cuda")]
+fn ones_table(args: &Args) -> Result<()> {
+    use cuzk::backend::cuda::{BatchOnes, CudaGpu};
+
+    ensure!(
+        args.from <= args.to && args.to <= 29,
+        "--from must not pass --to, at most 29"
+    );
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let g1 = points::<G1Projective>(1 << 16, &mut rng);
+    let g2 = points::<G2Projective>(1 << 14, &mut rng);
+    let mut gpu = CudaGpu::open(0)?;
+    println!(
+        "{}
+",
+        gpu.name()
+    );
+    let checked = ones_checks(&mut gpu, &mut rng);
+    println!(
+        "ones: {:.1}% of each partition's terms, drawn independently\n",
+        args.ones_share * 100.0
+    );
+    println!(
+        "| points | group | partitions | each ms | by pattern ms | saved a partition ms | speedup |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for log in args.from..=args.to {
+        let n = 1usize << log;
+        let all = random_ones(10, n, args.ones_share, 100 + u64::from(log));
+        for k in [2usize, 5, 10] {
+            let mut batch = BatchOnes::new(k, n);
+            for j in 0..k {
+                batch.words_mut(j).copy_from_slice(all.words(j));
+            }
+            for group in ["G1", "G2"] {
+                let [each, pattern] = match group {
+                    "G1" => {
+                        let [e, p] = gpu.ones_bench(&g1, &batch, args.rounds)?;
+                        ensure!(e.sums == p.sums, "2^{log}, G1, {k}: the two ways disagree");
+                        [e.seconds, p.seconds]
+                    }
+                    _ if log <= 26 => {
+                        let [e, p] = gpu.ones_bench_g2(&g2, &batch, args.rounds)?;
+                        ensure!(e.sums == p.sums, "2^{log}, G2, {k}: the two ways disagree");
+                        [e.seconds, p.seconds]
+                    }
+                    _ => continue,
+                };
+                println!(
+                    "| 2^{log} | {group} | {k} | {:.1} | {:.1} | {:.1} | {:.2}x |",
+                    each * 1e3,
+                    pattern * 1e3,
+                    (each - pattern) * 1e3 / k as f64,
+                    each / pattern
+                );
+            }
+        }
+    }
+    checked
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     if args.gpu {
         #[cfg(feature = "cuda")]
-        return gpu_table(&args);
+        return if args.ones {
+            ones_table(&args)
+        } else {
+            gpu_table(&args)
+        };
         #[cfg(not(feature = "cuda"))]
         anyhow::bail!("--gpu needs a build with the cuda feature (scripts/build-cuda.sh)");
     }

@@ -270,8 +270,8 @@ pub enum Prover {
     Kernels(ProverKernels),
     /// SupraSeal on every visible GPU; a partition per GPU per call.
     Supraseal(SuprasealProver),
-    /// cuzk's CUDA Groth16 on one GPU, its parameters resident there; one partition at a
-    /// time.
+    /// cuzk's CUDA Groth16 on one GPU, its parameters resident there; one partition after
+    /// another, a batch's ones summed together.
     #[cfg(feature = "cuda")]
     Cuda(Box<cuda::CudaProver>, ParamsKind),
 }
@@ -309,8 +309,16 @@ impl Prover {
             Prover::Kernels(_) => 1,
             Prover::Supraseal(prover) => prover.batch_size(),
             #[cfg(feature = "cuda")]
-            Prover::Cuda(..) => 1,
+            Prover::Cuda(..) => cuda::CudaProver::BATCH,
         }
+    }
+
+    /// Whether a batch waits for partitions still to come to fill up: SupraSeal's proves a
+    /// batch in one pass, so a full one pays; the cuda backend's proves one partition after
+    /// another and only shares the ones' sums, so it takes what is waiting and never holds
+    /// the GPU back for more.
+    pub fn waits_for_batch(&self) -> bool {
+        matches!(self, Prover::Supraseal(_))
     }
 
     /// The parameters it needs.

@@ -158,6 +158,13 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let kind = backend::params_kind_of(&provers);
     let synth_jobs = settings.synth_jobs_for(kind);
     let partitions_at_provers = provers.iter().map(|p| p.batch_size() as u64 + 1).sum();
+    // A prover that takes only the partitions already waiting as its batch (the cuda
+    // backend's, which sums a batch's ones together) finds a whole batch queued.
+    let queue_depth = provers
+        .iter()
+        .filter(|p| !p.waits_for_batch())
+        .map(|p| p.batch_size().saturating_sub(1))
+        .fold(settings.queue_depth, usize::max);
     events.emit(EventKind::RunStarted {
         settings: RunStartSettings {
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -165,7 +172,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
             synth_jobs,
             synthesis_threads: settings.synthesis_threads,
             prover_cpus: settings.prover_cpus,
-            queue_depth: settings.queue_depth,
+            queue_depth,
             max_memory_bytes: memory.total(),
             is_benchmark: settings.benchmark,
             params_dir: params::params_dir().display().to_string(),
@@ -173,7 +180,7 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     });
     let gpu_sampler = gpu_activity.map(|activity| activity.start(events.clone()));
 
-    let (synthesized_tx, synthesized_rx) = bounded::<SynthesizedMsg>(settings.queue_depth);
+    let (synthesized_tx, synthesized_rx) = bounded::<SynthesizedMsg>(queue_depth);
     let (outcome_tx, outcome_rx) = unbounded::<Outcome>();
     let param_sets = ParamSets::new(move |path: &std::path::Path| kind.load(path));
     let halt = Halt::default();

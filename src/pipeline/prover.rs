@@ -136,7 +136,12 @@ fn prove_while_healthy(
             }
         }
         // The queue closed and empty: done.
-        let batch = next_batch(&links.rx, held, prover.batch_size())?;
+        let batch = next_batch(
+            &links.rx,
+            held,
+            prover.batch_size(),
+            prover.waits_for_batch().then_some(BATCH_WAIT),
+        )?;
         // Before looking ahead: the partitions that come while the batch's parameters load
         // (minutes, at a prover's start) are then there to be evaluated beside its proof.
         get_ready(&mut prover, &batch, links, &worker, lender.as_deref());
@@ -314,24 +319,31 @@ fn lookahead<T>(rx: &Receiver<T>, was_waiting: bool, wait: Duration) -> Option<T
 }
 
 /// The next partitions to prove together: one, then as many more of the same circuit as the
-/// prover takes, waiting briefly for them. A partition of another circuit is held for the
-/// next batch. `None` once the queue is closed and empty.
+/// prover takes, waiting up to `wait` for them (none: only those already queued). A
+/// partition of another circuit is held for the next batch, and so is one whose a, b and c
+/// the host evaluates at the prover (so is the batch's first, alone): a batch of those
+/// would hold every one's a, b and c in memory at once. `None` once the queue is closed and
+/// empty.
 fn next_batch(
     rx: &Receiver<SynthesizedMsg>,
     held: &mut Option<SynthesizedMsg>,
     size: usize,
+    wait: Option<Duration>,
 ) -> Option<Vec<SynthesizedMsg>> {
     let first = match held.take() {
         Some(msg) => msg,
         None => rx.recv().ok()?,
     };
     let shape = first.job.sector.circuit;
+    let size = if evaluation::is_due(&first) { 1 } else { size };
     let mut batch = vec![first];
-    let deadline = Instant::now() + BATCH_WAIT;
+    let deadline = Instant::now() + wait.unwrap_or_default();
     while batch.len() < size {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(msg) if msg.job.sector.circuit == shape => batch.push(msg),
+            Ok(msg) if msg.job.sector.circuit == shape && !evaluation::is_due(&msg) => {
+                batch.push(msg)
+            }
             Ok(msg) => {
                 *held = Some(msg);
                 break;

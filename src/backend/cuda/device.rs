@@ -287,7 +287,9 @@ impl CudaGpu {
     }
 
     /// Runs the quotient and the five multiexps of `partition`, uploading the witness of
-    /// `next` (whose constraints the device evaluates too) meanwhile.
+    /// `next` (whose constraints the device evaluates too) meanwhile. With a batch position
+    /// in `partition`, some multiexps may leave their ones' sums to the batch's pattern pass
+    /// ([`Self::batch_ones`]): the flag says so.
     ///
     /// # Safety
     /// Every pointer in `partition` and `next` must be valid for the lengths it states, for
@@ -296,7 +298,7 @@ impl CudaGpu {
         &mut self,
         partition: &ffi::Partition,
         next: Option<&ffi::Partition>,
-    ) -> Result<(Multiexps, ffi::StepMs), CudaError> {
+    ) -> Result<(Multiexps, ffi::StepMs, bool), CudaError> {
         let mut results = std::mem::MaybeUninit::<ffi::MsmResults>::zeroed();
         let mut ms = ffi::StepMs::default();
         self.check(ffi::cuzk_gpu_prove(
@@ -308,7 +310,41 @@ impl CudaGpu {
         ))?;
         // SAFETY: a successful call wrote every field; zeroed before in any case.
         let results = results.assume_init();
-        Ok((Multiexps::from(&results), ms))
+        Ok((Multiexps::from(&results), ms, results.left_out != 0))
+    }
+
+    /// The ones' sums the calls of a batch left out ([`Self::prove`]), by pattern: for each
+    /// of `positions` (the batch positions of its calls that did), the sums to add to that
+    /// partition's multiexps (identities where it left none out), and the pass's
+    /// milliseconds per query for the whole batch (L, A, B in G1, B in G2). Every kept
+    /// bit map goes back to the device.
+    pub fn batch_ones(
+        &mut self,
+        set_slot: usize,
+        positions: &[u32],
+    ) -> Result<(Vec<Multiexps>, [f64; 4]), CudaError> {
+        let mut results: Vec<std::mem::MaybeUninit<ffi::MsmResults>> = (0..positions.len())
+            .map(|_| std::mem::MaybeUninit::zeroed())
+            .collect();
+        let mut ms = [0f64; 4];
+        // SAFETY: a live handle; `positions` and `results` hold `positions.len()` each and
+        // `ms` four, used during the call only.
+        self.check(unsafe {
+            ffi::cuzk_gpu_batch_ones(
+                self.raw.as_ptr(),
+                set_slot,
+                positions.as_ptr(),
+                positions.len(),
+                results.as_mut_ptr().cast(),
+                ms.as_mut_ptr(),
+            )
+        })?;
+        let sums = results
+            .iter()
+            // SAFETY: a successful call wrote every field; zeroed before in any case.
+            .map(|r| Multiexps::from(unsafe { r.assume_init_ref() }))
+            .collect();
+        Ok((sums, ms))
     }
 }
 
@@ -399,6 +435,142 @@ impl CudaGpu {
         }))
     }
 }
+
+impl CudaGpu {
+    /// A batch of partitions' sums of the bases where their bit is set, two ways on the same
+    /// inputs: each partition by batch addition (as a query's ones are summed today), and
+    /// the whole batch by pattern (`batch_ones.cuh`). `bases` repeated up to `ones.terms()`
+    /// on the device, each way run `rounds` times. Takes about 100 bytes of device memory
+    /// per term for the call.
+    pub fn ones_bench(
+        &mut self,
+        bases: &[G1Affine],
+        ones: &BatchOnes,
+        rounds: u32,
+    ) -> Result<[OnesTiming<G1Projective>; 2], CudaError> {
+        self.ones_bench_with(bases, ones, rounds, ffi::cuzk_gpu_ones_bench)
+    }
+
+    /// As [`Self::ones_bench`], in G2 (B's query).
+    pub fn ones_bench_g2(
+        &mut self,
+        bases: &[G2Affine],
+        ones: &BatchOnes,
+        rounds: u32,
+    ) -> Result<[OnesTiming<G2Projective>; 2], CudaError> {
+        self.ones_bench_with(bases, ones, rounds, ffi::cuzk_gpu_ones_bench_g2)
+    }
+
+    fn ones_bench_with<A, P: Group>(
+        &mut self,
+        bases: &[A],
+        ones: &BatchOnes,
+        rounds: u32,
+        bench: OnesBenchFn<A, P>,
+    ) -> Result<[OnesTiming<P>; 2], CudaError> {
+        let k = ones.partitions();
+        let mut out = vec![P::identity(); 2 * k];
+        let mut ms = [0f64; 2];
+        // SAFETY: a live handle; `bases` holds the count passed, `ones` its partitions'
+        // `stride` words each (BatchOnes keeps them so), `out` 2 k points and `ms` two; all
+        // used during the call only.
+        self.check(unsafe {
+            bench(
+                self.raw.as_ptr(),
+                bases.as_ptr(),
+                bases.len(),
+                ones.words.as_ptr(),
+                ones.stride,
+                ones.terms,
+                k as u32,
+                rounds,
+                out.as_mut_ptr(),
+                ms.as_mut_ptr(),
+            )
+        })?;
+        let mut halves = out.chunks(k).map(<[P]>::to_vec);
+        Ok([0, 1].map(|way| OnesTiming {
+            sums: halves.next().unwrap_or_default(),
+            seconds: ms[way] / 1e3,
+        }))
+    }
+}
+
+/// A batch of partitions' ones over one query, for [`CudaGpu::ones_bench`]: a bit a term
+/// and partition, in batch addition's layout (32-bit words, least significant bit first,
+/// each partition's words padded to rows of 1024 terms).
+#[derive(Clone, Debug)]
+pub struct BatchOnes {
+    words: Vec<u32>,
+    stride: usize,
+    terms: usize,
+}
+
+impl BatchOnes {
+    /// The most partitions a batch holds (1023 patterns).
+    pub const MOST_PARTITIONS: usize = 10;
+
+    /// No ones, for `partitions` (1 to [`Self::MOST_PARTITIONS`]) over `terms` terms.
+    pub fn new(partitions: usize, terms: usize) -> BatchOnes {
+        let partitions = partitions.clamp(1, Self::MOST_PARTITIONS);
+        let stride = terms.div_ceil(1024) * 32;
+        BatchOnes {
+            words: vec![0; partitions * stride],
+            stride,
+            terms,
+        }
+    }
+
+    /// How many partitions.
+    pub fn partitions(&self) -> usize {
+        self.words.len() / self.stride.max(1)
+    }
+
+    /// How many terms.
+    pub fn terms(&self) -> usize {
+        self.terms
+    }
+
+    /// Partition `j`'s words (32 terms each).
+    pub fn words(&self, j: usize) -> &[u32] {
+        let terms = self.terms.div_ceil(32);
+        &self.words[j * self.stride..][..terms]
+    }
+
+    /// Partition `j`'s words, writable.
+    pub fn words_mut(&mut self, j: usize) -> &mut [u32] {
+        let terms = self.terms.div_ceil(32);
+        &mut self.words[j * self.stride..][..terms]
+    }
+
+    /// Whether partition `j`'s scalar is one at term `i`.
+    pub fn is_one(&self, j: usize, i: usize) -> bool {
+        self.words[j * self.stride + i / 32] >> (i % 32) & 1 == 1
+    }
+}
+
+/// A batch's sums one way and its best wall time ([`CudaGpu::ones_bench`]).
+#[derive(Clone, Debug)]
+pub struct OnesTiming<P> {
+    /// Each partition's sum.
+    pub sums: Vec<P>,
+    /// The best wall time for the whole batch, the device synchronized.
+    pub seconds: f64,
+}
+
+/// The FFI's ones bench in one group (as [`BenchFn`]).
+type OnesBenchFn<A, P> = unsafe extern "C" fn(
+    *mut ffi::Gpu,
+    *const A,
+    usize,
+    *const u32,
+    usize,
+    usize,
+    u32,
+    u32,
+    *mut P,
+    *mut f64,
+) -> ffi::Status;
 
 /// The FFI's multiexp bench in one group: affine bases `A`, results `P` (blst's layouts).
 type BenchFn<A, P> = unsafe extern "C" fn(

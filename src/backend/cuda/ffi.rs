@@ -80,6 +80,9 @@ pub struct Partition {
     pub host_b_g1: *const u8,
     pub host_b_g2: *const u8,
     pub set_slot: usize,
+    /// Its place in a batch whose ones are summed together ([`cuzk_gpu_batch_ones`]), 0
+    /// for the batch's first call; -1: none.
+    pub batch_position: i32,
 }
 
 /// How one of a, b and c is held compact in its own memory (`host_abc::compact`); all null
@@ -125,6 +128,9 @@ pub struct MsmResults {
     pub a: [u64; 18],
     pub b_g1: [u64; 18],
     pub b_g2: [u64; 36],
+    /// Non-zero where some of them left their ones' sums to the batch (a bit each: L, A,
+    /// B in G1, B in G2).
+    pub left_out: u32,
 }
 
 /// Milliseconds per step of one proof, and the bytes it sent to the device.
@@ -213,6 +219,38 @@ extern "C" {
         n: usize,
         rounds: u32,
         streamed_chunk: usize,
+        out: *mut G2Projective,
+        ms: *mut f64,
+    ) -> Status;
+    pub fn cuzk_gpu_batch_ones(
+        gpu: *mut Gpu,
+        set_slot: usize,
+        positions: *const u32,
+        count: usize,
+        out: *mut MsmResults,
+        ms: *mut f64,
+    ) -> Status;
+    pub fn cuzk_gpu_ones_bench(
+        gpu: *mut Gpu,
+        bases: *const G1Affine,
+        nbases: usize,
+        ones: *const u32,
+        stride: usize,
+        n: usize,
+        k: u32,
+        rounds: u32,
+        out: *mut G1Projective,
+        ms: *mut f64,
+    ) -> Status;
+    pub fn cuzk_gpu_ones_bench_g2(
+        gpu: *mut Gpu,
+        bases: *const G2Affine,
+        nbases: usize,
+        ones: *const u32,
+        stride: usize,
+        n: usize,
+        k: u32,
+        rounds: u32,
         out: *mut G2Projective,
         ms: *mut f64,
     ) -> Status;

@@ -12,7 +12,8 @@
 // kernels.cuh (the device kernels), wide_msm.cuh (cuzk's multiexp at wide windows over
 // device bases), split_msm.cuh (the multiexps and the bit split), beside_h.cuh (the
 // queries' work beside H), coset_h.cuh (the H query in coset evaluation
-// form, derived once per parameter file) and partition_proof.cuh (the steps of one proof).
+// form, derived once per parameter file), batch_ones.cuh (a batch of partitions' ones'
+// sums by pattern) and partition_proof.cuh (the steps of one proof).
 //
 // Safety rules of the host side, stated once:
 // - Ownership. A `cuzk_gpu` owns every device buffer it uses: in each of its CUZK_SETS
@@ -163,13 +164,20 @@ struct cuzk_partition {
     const affine_t* host_b_g1;
     const affine_fp2_t* host_b_g2;
     size_t set_slot;            // the slot whose bases (and constraints) serve it
+    // Its place in a batch whose ones are summed together (cuzk_gpu_batch_ones), 0 for the
+    // batch's first call; -1: none, its multiexps sum their own.
+    int32_t batch_position;
 };
 
 // The five multiexps, as Jacobian points in Montgomery form (blst's layout).
 struct cuzk_msm_results {
     point_t h, l, a, b_g1;
     point_fp2_t b_g2;
+    // The multiexps whose ones' sums were left to the batch (CUZK_LEFT_OUT_L and so on).
+    uint32_t left_out;
 };
+
+enum { CUZK_LEFT_OUT_L = 1, CUZK_LEFT_OUT_A = 2, CUZK_LEFT_OUT_B_G1 = 4, CUZK_LEFT_OUT_B_G2 = 8 };
 
 // Milliseconds per step of one proof.
 struct cuzk_step_ms {
@@ -503,6 +511,27 @@ struct ahead_t {
     }
 };
 
+// The ones a batch's calls left out of their multiexps (cuzk_partition.batch_position):
+// each position's bit maps of the L, A and B queries (B's serves G1 and G2), kept on the
+// handle until the batch's pattern pass sums them (cuzk_gpu_batch_ones, batch_ones.cuh),
+// or the next batch's first call drops them.
+struct batch_kept_t {
+    static constexpr int POSITIONS = 16;
+    enum query { L = 0, A = 1, B = 2, QUERIES = 3 };
+    pool_buffer<uint32_t> ones[POSITIONS][QUERIES];
+    size_t terms[POSITIONS][QUERIES] = {};
+
+    void clear()
+    {
+        for (auto& position : ones)
+            for (auto& map : position)
+                map.release();
+        for (auto& position : terms)
+            for (auto& n : position)
+                n = 0;
+    }
+};
+
 struct cuzk_gpu {
     const gpu_t& gpu;
     int index;
@@ -529,6 +558,8 @@ struct cuzk_gpu {
     std::unique_ptr<priority_stream> beside_streams[2];
     // The next partition's query multiexps, done by the last call over a shared pass.
     ahead_t ahead;
+    // The ones this batch's calls left to its pattern pass.
+    batch_kept_t kept;
 
     cuzk_gpu(const gpu_t& g, int i) : gpu(g), index(i) {}
 
@@ -685,6 +716,7 @@ bool injects(const char* fault, int device = -1)
 #include "split_msm.cuh"
 #include "beside_h.cuh"
 #include "coset_h.cuh"
+#include "batch_ones.cuh"
 
 // Runs `body` (which allocates from `gpu`'s stream-ordered pool), then gives what the pool
 // keeps back to the driver, whether `body` ends or throws (after its work is done).
@@ -780,6 +812,68 @@ cuzk_status msm_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const 
                     best = std::min(best, took);
                 }
                 ms[engine] = best;
+            }
+        });
+    });
+}
+
+// The ones bench (cuzk_gpu_ones_bench, _g2): k partitions' sums of the bases where their
+// bit is set, each partition by batch addition (results[0 .. k), as bit_split sums a
+// query's ones today) and the whole batch by pattern (results[k .. 2k), batch_ones.cuh),
+// over the same n bases on the device (`bases` repeated up to n) and the same bit maps
+// (`ones`: partition j's `stride` words at ones + j stride, host memory). ms: the best
+// of `rounds` for all k partitions, each way.
+template<class bucket, class point, class affine>
+cuzk_status ones_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const uint32_t* ones,
+                          size_t stride, size_t n, uint32_t k, uint32_t rounds, point* results,
+                          double* ms)
+{
+    return on_device(g, "timing the ones' sums", [&] {
+        using clock = std::chrono::steady_clock;
+        using affine_h = typename affine::mem_t;
+        g->gpu.select();
+        // Batch addition reads its bit map in rows of 1024 terms.
+        if (nbases == 0 || n == 0 || k == 0 || k > (uint32_t)batch_ones::MOST ||
+            stride < (n + 1023) / 1024 * 32)
+            throw sppark_error{cudaErrorInvalidValue, std::string("no ones to sum")};
+        stream_t& s = g->gpu[0];
+        const size_t given = std::min(nbases, n);
+        trimming_pool(g->gpu, [&] {
+            pool_buffer<affine> d_bases{n, s};
+            pool_buffer<uint32_t> d_ones{(size_t)k * stride, s};
+            CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine),
+                                    cudaMemcpyHostToDevice, s));
+            for (size_t have = given; have < n; have *= 2)
+                CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
+                                        std::min(have, n - have) * sizeof(affine),
+                                        cudaMemcpyDeviceToDevice, s));
+            CUDA_OK(cudaMemcpyAsync(d_ones.ptr, ones, (size_t)k * stride * sizeof(uint32_t),
+                                    cudaMemcpyHostToDevice, s));
+            s.sync();
+            const affine_h* device_bases = reinterpret_cast<const affine_h*>(d_bases.ptr);
+            std::vector<bucket> sums(k);
+            for (int way = 0; way < 2; way++) {
+                double best = 1e300;
+                for (uint32_t r = 0; r < std::max(rounds, 1u); r++) {
+                    auto t0 = clock::now();
+                    if (way == 0) {
+                        for (uint32_t j = 0; j < k; j++)
+                            sums[j] = sum_ones<bucket>(g->gpu, device_bases, n,
+                                                       d_ones.ptr + (size_t)j * stride);
+                    } else {
+                        std::vector<const uint32_t*> maps(k);
+                        for (uint32_t j = 0; j < k; j++)
+                            maps[j] = d_ones.ptr + (size_t)j * stride;
+                        batch_ones::pattern_sort sorted{g->gpu, maps.data(), (int)k, n};
+                        sorted.sums<bucket>(sums.data(), device_bases);
+                    }
+                    g->gpu.sync();
+                    double took = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+                    best = std::min(best, took);
+                }
+                ms[way] = best;
+                for (uint32_t j = 0; j < k; j++)
+                    results[way * k + j] = sums[j];
             }
         });
     });
@@ -975,6 +1069,24 @@ cuzk_status cuzk_gpu_msm_bench_g2(cuzk_gpu* g, const affine_fp2_t* bases, size_t
                                       static_cast<point_fp2_t*>(out), ms);
 }
 
+// The ones' sums of k partitions, each and by pattern (ones_bench_on), in G1.
+cuzk_status cuzk_gpu_ones_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases,
+                                const uint32_t* ones, size_t stride, size_t n, uint32_t k,
+                                uint32_t rounds, void* out, double* ms)
+{
+    return ones_bench_on<bucket_t>(g, bases, nbases, ones, stride, n, k, rounds,
+                                   static_cast<point_t*>(out), ms);
+}
+
+// The same in G2.
+cuzk_status cuzk_gpu_ones_bench_g2(cuzk_gpu* g, const affine_fp2_t* bases, size_t nbases,
+                                   const uint32_t* ones, size_t stride, size_t n, uint32_t k,
+                                   uint32_t rounds, void* out, double* ms)
+{
+    return ones_bench_on<bucket_fp2_t>(g, bases, nbases, ones, stride, n, k, rounds,
+                                       static_cast<point_fp2_t*>(out), ms);
+}
+
 cuzk_status cuzk_host_alloc(size_t bytes, void** out)
 {
     *out = nullptr;
@@ -1009,8 +1121,10 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
     return on_device(g, "proving", [&] {
         g->gpu.select();
         auto t0 = clock::now();
+        out->left_out = 0;
         partition_proof proof{g, p, step};
         proof.check();
+        proof.begin_batch();
         proof.take_ahead();
         proof.allocate();
         proof.upload_densities();
@@ -1048,12 +1162,97 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         ms->total = ms_between(t0, t6);
         ms->host_to_device_bytes = proof.sent_bytes;
         ms->beside_h = side.ms;
+        out->left_out = proof.left_out;
         // Under a limit, the multiexps' temporaries go back to the driver between
         // partitions rather than staying in the pool beside the limit; a failure to trim
         // only leaves them there.
         cudaMemPool_t pool;
         if (g->limit_bytes && cudaDeviceGetDefaultMemPool(&pool, g->gpu.cid()) == cudaSuccess)
             (void)cudaMemPoolTrimTo(pool, 0);
+    }, &step);
+}
+
+// The ones' sums a batch's calls left out (cuzk_partition.batch_position), by pattern
+// (batch_ones.cuh): for each of the `count` positions listed, out[i] gets the L, A, B G1 and
+// B G2 sums of its ones that its call left out (left_out says which; the identity
+// elsewhere, and in h), over the bases of set slot `set_slot`. ms: milliseconds of the
+// pass per query (L, A, B in G1, B in G2), for the whole batch. Every position's kept ones
+// go, whether or not it is listed; a position that kept none gets identities.
+cuzk_status cuzk_gpu_batch_ones(cuzk_gpu* g, size_t set_slot, const uint32_t* positions,
+                                size_t count, cuzk_msm_results* out, double* ms)
+{
+    using clock = std::chrono::steady_clock;
+    const char* step = "summing the batch's ones";
+    return on_device(g, "proving", [&] {
+        g->gpu.select();
+        for (int q = 0; q < 4; q++)
+            ms[q] = 0;
+        for (size_t i = 0; i < count; i++) {
+            out[i].h.inf();
+            out[i].l.inf();
+            out[i].a.inf();
+            out[i].b_g1.inf();
+            out[i].b_g2.inf();
+            out[i].left_out = 0;
+        }
+        const set_slot_t& set = set_at(g, set_slot);
+        batch_kept_t& kept = g->kept;
+        for (int q = 0; q < batch_kept_t::QUERIES; q++) {
+            // The listed positions that kept this query's ones, in passes of at most
+            // batch_ones::MOST over the same terms (a batch's partitions share them).
+            std::vector<size_t> left;
+            for (size_t i = 0; i < count; i++)
+                if (positions[i] < (uint32_t)batch_kept_t::POSITIONS &&
+                    kept.ones[positions[i]][q].ptr)
+                    left.push_back(i);
+            while (!left.empty()) {
+                const size_t terms = kept.terms[positions[left[0]]][q];
+                std::vector<size_t> pass, rest;
+                for (size_t i : left)
+                    (kept.terms[positions[i]][q] == terms && pass.size() < batch_ones::MOST
+                         ? pass : rest).push_back(i);
+                left.swap(rest);
+                std::vector<const uint32_t*> maps;
+                for (size_t i : pass)
+                    maps.push_back(kept.ones[positions[i]][q].ptr);
+                auto t0 = clock::now();
+                batch_ones::pattern_sort sorted{g->gpu, maps.data(), (int)pass.size(), terms};
+                const int k = (int)pass.size();
+                if (q == batch_kept_t::L || q == batch_kept_t::A) {
+                    if (!set.resident[q == batch_kept_t::L ? CUZK_L : CUZK_A])
+                        throw sppark_error{cudaErrorInvalidValue,
+                                           std::string("a batch's kept ones without their bases")};
+                    std::vector<bucket_t> sums(k);
+                    sorted.sums<bucket_t>(sums.data(), reinterpret_cast<const affine_t::mem_t*>(
+                                                           q == batch_kept_t::L ? set.l.ptr : set.a.ptr));
+                    for (int j = 0; j < k; j++) {
+                        cuzk_msm_results& r = out[pass[j]];
+                        (q == batch_kept_t::L ? r.l : r.a) = sums[j];
+                        r.left_out |= q == batch_kept_t::L ? CUZK_LEFT_OUT_L : CUZK_LEFT_OUT_A;
+                    }
+                    ms[q] += ms_between(t0, clock::now());
+                    continue;
+                }
+                if (!set.resident[CUZK_B_G1] || !set.resident[CUZK_B_G2])
+                    throw sppark_error{cudaErrorInvalidValue,
+                                       std::string("a batch's kept ones without their bases")};
+                std::vector<bucket_t> g1(k);
+                sorted.sums<bucket_t>(g1.data(), reinterpret_cast<const affine_t::mem_t*>(set.b_g1.ptr));
+                auto t1 = clock::now();
+                std::vector<bucket_fp2_t> g2(k);
+                sorted.sums<bucket_fp2_t>(g2.data(),
+                                          reinterpret_cast<const affine_fp2_t::mem_t*>(set.b_g2.ptr));
+                for (int j = 0; j < k; j++) {
+                    cuzk_msm_results& r = out[pass[j]];
+                    r.b_g1 = g1[j];
+                    r.b_g2 = g2[j];
+                    r.left_out |= CUZK_LEFT_OUT_B_G1 | CUZK_LEFT_OUT_B_G2;
+                }
+                ms[2] += ms_between(t0, t1);
+                ms[3] += ms_between(t1, clock::now());
+            }
+        }
+        kept.clear();
     }, &step);
 }
 

@@ -40,7 +40,9 @@ mod params;
 mod prover;
 
 #[cfg(feature = "cuda")]
-pub use device::{gpu_count, BenchBases, CudaError, CudaGpu, MultiexpTiming, PinnedBuffer};
+pub use device::{
+    gpu_count, BatchOnes, BenchBases, CudaError, CudaGpu, MultiexpTiming, OnesTiming, PinnedBuffer,
+};
 #[cfg(feature = "cuda")]
 pub use params::{ResidentParams, ResidentParamsError};
 #[cfg(feature = "cuda")]

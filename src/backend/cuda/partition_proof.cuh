@@ -38,6 +38,7 @@ struct partition_proof {
     double upload_ms = 0, evaluate_ms = 0, aux_upload_ms = 0;
     uint64_t sent_bytes = 0;    // host to device, for the timeline (see cuzk_step_ms)
     ahead_t taken;              // its query multiexps, done by the previous call
+    uint32_t left_out = 0;      // the multiexps whose ones the batch sums (CUZK_LEFT_OUT_*)
 
     partition_proof(cuzk_gpu* gpu_handle, const cuzk_partition* partition, const char*& name)
         : g(gpu_handle), p(partition), set(set_at(gpu_handle, partition->set_slot)), step(name),
@@ -72,6 +73,34 @@ struct partition_proof {
         if (evaluate && set.matrix_rows != p->abc_len)
             throw sppark_error{cudaErrorInvalidValue,
                                std::string("the partition does not match the uploaded constraints")};
+        if (p->batch_position < -1 || p->batch_position >= batch_kept_t::POSITIONS)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("a batch position past the batch's store")};
+    }
+
+    // A batch's first call drops what an earlier batch left on the handle.
+    void begin_batch()
+    {
+        if (p->batch_position == 0)
+            g->kept.clear();
+    }
+
+    // Where this call is a batch's (batch_position) and the query's bases are resident, its
+    // split's ones go to the batch's store, their sum left to the batch's pattern pass
+    // (batch_ones.cuh: a base's one addition serves every partition of the batch), where
+    // the device has room for the bit map beside the work still to come here.
+    bool keep_for_batch(bit_split& split, batch_kept_t::query query, bool resident)
+    {
+        constexpr size_t MARGIN = (size_t)1 << 30;
+        if (p->batch_position < 0 || !resident || !split.is_split)
+            return false;
+        const size_t bytes = ((split.n + 1023) / 1024 * 32 + 1) * sizeof(uint32_t);
+        if (!g->has_room_for(bytes, MARGIN))
+            return false;
+        const int position = p->batch_position;
+        split.keep_ones(g->kept.ones[position][query]);
+        g->kept.terms[position][query] = split.n;
+        return true;
     }
 
     // The query multiexps the previous call did for this partition over the pass it shared
@@ -622,6 +651,8 @@ struct partition_proof {
         if (done)
             return;
         bit_split split{gpu, aux_dev, p->aux_len};
+        if (keep_for_batch(split, batch_kept_t::L, set.resident[CUZK_L]))
+            left_out |= CUZK_LEFT_OUT_L;
         count_streamed(set.resident[CUZK_L], p->aux_len, sizeof(affine_t));
         run_query_msm<bucket_t>(gpu, split, out, set.resident[CUZK_L] ? set.l.ptr : nullptr,
                                 p->host_l, aux_dev);
@@ -658,6 +689,8 @@ struct partition_proof {
         s0.sync();
         step = "the A multiexp";
         bit_split split{gpu, x, a_len};
+        if (keep_for_batch(split, batch_kept_t::A, set.resident[CUZK_A]))
+            left_out |= CUZK_LEFT_OUT_A;
         count_streamed(set.resident[CUZK_A], a_len, sizeof(affine_t));
         run_query_msm<bucket_t>(gpu, split, out, set.resident[CUZK_A] ? set.a.ptr : nullptr,
                                 p->host_a, x);
@@ -685,6 +718,11 @@ struct partition_proof {
         filter(x + p->b_input_total, aux_dev, w_ba, pf_ba, words_a, p->aux_len);
         s0.sync();
         bit_split split{gpu, x, b_len};
+        // One bit map serves both groups: kept only where both multiexps run here.
+        if (!g1 && !g2 &&
+            keep_for_batch(split, batch_kept_t::B,
+                           set.resident[CUZK_B_G1] && set.resident[CUZK_B_G2]))
+            left_out |= CUZK_LEFT_OUT_B_G1 | CUZK_LEFT_OUT_B_G2;
         if (!g1) {
             step = "the B multiexp in G1";
             count_streamed(set.resident[CUZK_B_G1], b_len, sizeof(affine_t));

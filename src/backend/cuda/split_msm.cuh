@@ -122,6 +122,21 @@ bucket sum_on_device(const stream& s, const typename bucket::mem_t* d_sums, size
     return total;
 }
 
+// The sum of bases[i] over the set bits i < n of `ones` (a bit a term, in batch
+// addition's rows of 1024 terms), by batch addition on the stream 0 of `gpu`.
+template<class bucket>
+bucket sum_ones(const gpu_t& gpu, const typename bucket::affine_t::mem_t* bases, size_t n,
+                const uint32_t* ones)
+{
+    stream_t& s = gpu[0];
+    const int sms = (int)gpu.sm_count();
+    const size_t nbuckets = (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    pool_buffer<typename bucket::mem_t> d_sums{nbuckets, s};
+    s.launch_coop(cuzk_batch_addition<bucket>, {sms, BATCH_ADD_BLOCK_SIZE}, d_sums.ptr, bases,
+                  (uint32_t)n, ones, false, (uint32_t)0);
+    return sum_on_device<bucket>(s, d_sums.ptr, nbuckets);
+}
+
 // A query whose scalars are mostly zero and one (L, A and B: a PoRep witness is mostly the
 // bits of its SHA-256 gadgets), split once and used for every base set over it. Pippenger
 // sorts every window of every scalar, so such a multiexp cost a fifth of the full-width H
@@ -139,6 +154,16 @@ struct bit_split {
     pool_buffer<uint32_t> ones;
     pool_buffer<fr_t> tail_scalars;
     pool_buffer<uint32_t> tail_index;
+    // The ones' bit map once a batch keeps it (keep_ones): their sum is the batch's pattern
+    // pass's (batch_ones.cuh), left out of every multiexp over this split.
+    const uint32_t* kept = nullptr;
+
+    // Hands the ones' bit map (a bit a term, rows of 1024) to a batch's store.
+    void keep_ones(pool_buffer<uint32_t>& into)
+    {
+        into = std::move(ones);
+        kept = into.ptr;
+    }
 
     bit_split(const gpu_t& g, const fr_t* d_scalars, size_t len) : gpu(g), scalars(d_scalars), n(len)
     {
@@ -185,12 +210,12 @@ struct bit_split {
         is_split = true;
     }
 
-    // out = the multiexp of the split scalars over `bases` (on the device, n of them); plain
-    // Pippenger over them all when the tail's bases find no room.
+    // out = the multiexp of the split scalars over `bases` (on the device, n of them), less
+    // the ones' sum where a batch keeps them; plain Pippenger over them all when the tail's
+    // bases find no room (less the ones' sum, then, by a subtraction).
     template<class bucket, class point, class affine>
     void multiexp(point& out, const affine* bases)
     {
-        using bucket_h = typename bucket::mem_t;
         using affine_h = typename affine::mem_t;
         stream_t& s = gpu[0];
         const int sms = (int)gpu.sm_count();
@@ -207,6 +232,11 @@ struct bit_split {
                     throw;
                 (void)cudaGetLastError();
                 run_msm<bucket>(gpu, out, bases, (const affine*)nullptr, scalars, n);
+                if (kept) {
+                    point ones_sum = sum_ones<bucket>(gpu, (const affine_h*)bases, n, kept);
+                    ones_sum.cneg(true);
+                    out.add(ones_sum);
+                }
                 return;
             }
             gather_bases<<<sms * 4, 256, 0, s>>>(tail_bases.ptr, (const affine_h*)bases,
@@ -216,12 +246,9 @@ struct bit_split {
             run_msm<bucket>(gpu, out, (const affine*)tail_bases.ptr, (const affine*)nullptr,
                             (const fr_t*)tail_scalars.ptr, tail);
         }
-        const size_t nbuckets = (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-        pool_buffer<bucket_h> d_sums{nbuckets, s};
-        s.launch_coop(cuzk_batch_addition<bucket>, {sms, BATCH_ADD_BLOCK_SIZE},
-                      d_sums.ptr, (const affine_h*)bases, (uint32_t)n,
-                      (const uint32_t*)ones.ptr, false, (uint32_t)0);
-        point ones_sum = sum_on_device<bucket>(s, d_sums.ptr, nbuckets);
+        if (kept)
+            return;
+        point ones_sum = sum_ones<bucket>(gpu, (const affine_h*)bases, n, ones.ptr);
         out.add(ones_sum);
     }
 };
