@@ -88,11 +88,14 @@ struct partition_proof {
     // Where this call is a batch's (batch_position) and the query's bases are resident, its
     // split's ones go to the batch's store, their sum left to the batch's pattern pass
     // (batch_ones.cuh: a base's one addition serves every partition of the batch), where
-    // the device has room for the bit map beside the work still to come here.
+    // the query is large enough for that to pay and the device has room for the bit map
+    // beside the work still to come here.
     bool keep_for_batch(bit_split& split, batch_kept_t::query query, bool resident)
     {
         constexpr size_t MARGIN = (size_t)1 << 30;
-        if (p->batch_position < 0 || !resident || !split.is_split)
+        // CUZK_TEST_GPU_FAULT=small-batches: a test circuit's small queries kept too.
+        const size_t from = injects("small-batches") ? 0 : batch_ones::FROM_TERMS;
+        if (p->batch_position < 0 || !resident || !split.is_split || split.n < from)
             return false;
         const size_t bytes = ((split.n + 1023) / 1024 * 32 + 1) * sizeof(uint32_t);
         if (!g->has_room_for(bytes, MARGIN))
