@@ -65,14 +65,10 @@ struct block_range {
     }
 };
 
-// shared[p] += this block's terms of pattern p, p in [1, 2^k).
-__device__ __forceinline__ void count_block(uint32_t* shared, const uint32_t* const* maps, int k,
-                                            size_t n)
+// f(pattern, i) for each term i < n of this block's share whose pattern is not 0.
+template<class F>
+__device__ __forceinline__ void for_each_term(const uint32_t* const* maps, int k, size_t n, F f)
 {
-    const uint32_t patterns = 1u << k;
-    for (uint32_t p = threadIdx.x; p < patterns; p += blockDim.x)
-        shared[p] = 0;
-    __syncthreads();
     const block_range range(n);
     for (size_t w = range.first + threadIdx.x; w < range.end; w += blockDim.x) {
         uint32_t pattern[32];
@@ -80,8 +76,18 @@ __device__ __forceinline__ void count_block(uint32_t* shared, const uint32_t* co
 #pragma unroll
         for (int b = 0; b < 32; b++)
             if (pattern[b] != 0 && w * 32 + b < n)
-                atomicAdd(&shared[pattern[b]], 1u);
+                f(pattern[b], w * 32 + b);
     }
+}
+
+// shared[p] = this block's terms of pattern p, p in [1, 2^k).
+__device__ __forceinline__ void count_block(uint32_t* shared, const uint32_t* const* maps, int k,
+                                            size_t n)
+{
+    for (uint32_t p = threadIdx.x; p < (1u << k); p += blockDim.x)
+        shared[p] = 0;
+    __syncthreads();
+    for_each_term(maps, k, n, [&](uint32_t pattern, size_t) { atomicAdd(&shared[pattern], 1u); });
     __syncthreads();
 }
 
@@ -107,15 +113,9 @@ __global__ void place_patterns(uint32_t* cursors, uint32_t* entries, const uint3
         if (shared[p] != 0)
             shared[p] = atomicAdd(&cursors[p], shared[p]);
     __syncthreads();
-    const block_range range(n);
-    for (size_t w = range.first + threadIdx.x; w < range.end; w += blockDim.x) {
-        uint32_t pattern[32];
-        patterns_of_word(pattern, maps, k, w);
-#pragma unroll
-        for (int b = 0; b < 32; b++)
-            if (pattern[b] != 0 && w * 32 + b < n)
-                entries[atomicAdd(&shared[pattern[b]], 1u)] = (uint32_t)(w * 32 + b);
-    }
+    for_each_term(maps, k, n, [&](uint32_t pattern, size_t i) {
+        entries[atomicAdd(&shared[pattern], 1u)] = (uint32_t)i;
+    });
 }
 
 // gathered[j 2^(k-1) + t] = sums[p], p the t-th pattern that holds bit j.

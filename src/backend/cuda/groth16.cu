@@ -750,6 +750,16 @@ struct pinned_bytes {
     ~pinned_bytes() { if (ptr) (void)cudaFreeHost(ptr); }
 };
 
+// The benches' bases on the device: the `given` host ones, repeated up to n.
+template<class affine>
+void upload_repeated(affine* device, const affine* host, size_t given, size_t n, stream_t& s)
+{
+    CUDA_OK(cudaMemcpyAsync(device, host, given * sizeof(affine), cudaMemcpyHostToDevice, s));
+    for (size_t have = given; have < n; have *= 2)
+        CUDA_OK(cudaMemcpyAsync(device + have, device, std::min(have, n - have) * sizeof(affine),
+                                cudaMemcpyDeviceToDevice, s));
+}
+
 // The multiexp bench (cuzk_gpu_msm_bench, _g2): both multiexps on the same inputs, the
 // bases on the device, or with `streamed_chunk` in pinned host memory (the wide multiexp's
 // chunks at most that many bases).
@@ -778,14 +788,8 @@ cuzk_status msm_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const 
         trimming_pool(g->gpu, [&] {
             pool_buffer<affine> d_bases{streamed_chunk ? 0 : n, s};
             pool_buffer<fr_t> d_scalars{n, s};
-            if (!streamed_chunk) {
-                CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine),
-                                        cudaMemcpyHostToDevice, s));
-                for (size_t have = given; have < n; have *= 2)
-                    CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
-                                            std::min(have, n - have) * sizeof(affine),
-                                            cudaMemcpyDeviceToDevice, s));
-            }
+            if (!streamed_chunk)
+                upload_repeated(d_bases.ptr, bases, given, n, s);
             CUDA_OK(cudaMemcpyAsync(d_scalars.ptr, scalars, n * sizeof(fr_t),
                                     cudaMemcpyHostToDevice, s));
             s.sync();
@@ -841,12 +845,7 @@ cuzk_status ones_bench_on(cuzk_gpu* g, const affine* bases, size_t nbases, const
         trimming_pool(g->gpu, [&] {
             pool_buffer<affine> d_bases{n, s};
             pool_buffer<uint32_t> d_ones{(size_t)k * stride, s};
-            CUDA_OK(cudaMemcpyAsync(d_bases.ptr, bases, given * sizeof(affine),
-                                    cudaMemcpyHostToDevice, s));
-            for (size_t have = given; have < n; have *= 2)
-                CUDA_OK(cudaMemcpyAsync(d_bases.ptr + have, d_bases.ptr,
-                                        std::min(have, n - have) * sizeof(affine),
-                                        cudaMemcpyDeviceToDevice, s));
+            upload_repeated(d_bases.ptr, bases, given, n, s);
             CUDA_OK(cudaMemcpyAsync(d_ones.ptr, ones, (size_t)k * stride * sizeof(uint32_t),
                                     cudaMemcpyHostToDevice, s));
             s.sync();
