@@ -309,7 +309,7 @@ impl Prover {
             Prover::Kernels(_) => 1,
             Prover::Supraseal(prover) => prover.batch_size(),
             #[cfg(feature = "cuda")]
-            Prover::Cuda(..) => cuda::CudaProver::BATCH,
+            Prover::Cuda(..) => cuda::CudaProver::batch_size(),
         }
     }
 

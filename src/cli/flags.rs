@@ -306,9 +306,8 @@ pub struct TuningArgs {
     /// sector takes hours.
     #[arg(long, env = "CUZK_REQUIRE_GPU", value_parser = clap::builder::BoolishValueParser::new())]
     pub require_gpu: bool,
-    /// Synthesized partitions that may wait for the prover (with the cuda backend at least
-    /// 9, so that a 32GiB sector's ten partitions are proved as one batch, their ones summed
-    /// together).
+    /// Synthesized partitions that may wait for the prover (at least a batch's worth for
+    /// the cuda backend with CUZK_CUDA_BATCH: one less than the batch).
     #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_QUEUE_DEPTH, env = "CUZK_QUEUE_DEPTH")]
     pub queue_depth: usize,
     /// Memory budget for parameters and partitions in flight [default: the memory available

@@ -105,11 +105,23 @@ impl std::fmt::Debug for CudaProver {
 }
 
 impl CudaProver {
-    /// Partitions of one parameter set it proves per call: their ones' sums share one pass
-    /// over the bases, a base's addition into its pattern's bucket serving them all
-    /// (`batch_ones.cuh`). Ten, a 32GiB sector's partitions: at 2^27 terms the ones of ten
-    /// partitions take 58 ms by pattern against 330 ms one partition at a time (H100).
+    /// The most partitions of one parameter set a batch holds ([`Self::prove_batch`]):
+    /// their ones' sums share one pass over the bases, a base's addition into its pattern's
+    /// bucket serving them all (`batch_ones.cuh`). Ten, a 32GiB sector's partitions: at
+    /// 2^27 terms the ones of ten partitions take 58 ms by pattern against 330 ms one
+    /// partition at a time (H100).
     pub const BATCH: usize = 10;
+
+    /// Partitions the pipeline hands it per call: `CUZK_CUDA_BATCH` (1 to [`Self::BATCH`]),
+    /// 1 where unset. One by default until batches are measured in whole proofs on a GPU:
+    /// the pattern kernel is checked against the CPU there (`msm_bench --gpu --ones`), the
+    /// batched prover's byte-for-byte check (`backend_check`) is written but not yet run.
+    pub fn batch_size() -> usize {
+        std::env::var("CUZK_CUDA_BATCH")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map_or(1, |n| n.clamp(1, Self::BATCH))
+    }
 
     /// A prover on GPU `index`, named `name` in the timeline.
     pub fn open(index: usize, name: String) -> Result<CudaProver, CudaError> {
