@@ -331,7 +331,11 @@ impl CudaProver {
         let mut proved = Vec::with_capacity(batch.len());
         let mut position = 0;
         while let Some(partition) = batch.pop_front() {
-            let (r, s) = randomness.get(position).copied().unwrap_or_default();
+            // Fresh randomness for any partition `randomness` does not cover: never zero.
+            let (r, s) = randomness
+                .get(position)
+                .copied()
+                .unwrap_or_else(groth16::fresh_randomness);
             let following = batch.front().or(next);
             let at = together.then_some(position as u32);
             proved.push(
