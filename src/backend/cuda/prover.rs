@@ -117,10 +117,8 @@ impl CudaProver {
     /// the pattern kernel is checked against the CPU there (`msm_bench --gpu --ones`), the
     /// batched prover's byte-for-byte check (`backend_check`) is written but not yet run.
     pub fn batch_size() -> usize {
-        std::env::var("CUZK_CUDA_BATCH")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .map_or(1, |n| n.clamp(1, Self::BATCH))
+        static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *SIZE.get_or_init(|| batch_of(std::env::var("CUZK_CUDA_BATCH").ok().as_deref()))
     }
 
     /// A prover on GPU `index`, named `name` in the timeline.
@@ -764,6 +762,14 @@ struct Pending {
     timings: ProveTimings,
 }
 
+/// The batch size `CUZK_CUDA_BATCH` asks for: 1 to [`CudaProver::BATCH`], 1 where unset or
+/// not a number.
+fn batch_of(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(1, |n| n.clamp(1, CudaProver::BATCH))
+}
+
 /// A density that does not fit its partition, as the prover's error.
 fn mismatch(error: DensityMismatch) -> CudaProveError {
     CudaProveError::Mismatch(error.to_string())
@@ -843,5 +849,19 @@ fn witness_only_view(partition: &SynthesizedPartition, rows: usize) -> ffi::Part
         host_b_g2: null(),
         set_slot: 0,
         batch_position: -1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_batch_size_is_one_unless_asked_and_at_most_a_batch() {
+        assert_eq!(batch_of(None), 1);
+        assert_eq!(batch_of(Some("not a number")), 1);
+        assert_eq!(batch_of(Some("0")), 1);
+        assert_eq!(batch_of(Some(" 5 ")), 5);
+        assert_eq!(batch_of(Some("64")), CudaProver::BATCH);
     }
 }
