@@ -179,7 +179,11 @@ fn main() -> Result<()> {
                 .iter()
                 .map(|c| synthesize(c.clone()))
                 .collect::<Result<Vec<_>, _>>()?;
-            for (result, circuit) in prover.prove(batch, &loaded, None).into_iter().zip(chunk) {
+            for (result, circuit) in prover
+                .prove(batch, &loaded, None, &mut |_| {})
+                .into_iter()
+                .zip(chunk)
+            {
                 let (proof, timings) = result?;
                 ensure!(
                     verify_proof(&pvk, &proof, &[circuit.output()])?,
@@ -372,9 +376,9 @@ fn main() -> Result<()> {
         ] {
             let set = Arc::new(ResidentParams::load(&path_of(&dir), device_bytes)?);
             let mut cuda = CudaProver::open(0, "cuda-0".into())?;
-            let batch = circuits
-                .iter()
-                .take(3)
+            // Three partitions, the circuits taken in turn.
+            let batch = (0..3)
+                .map(|k| &circuits[k % circuits.len()])
                 .map(|c| {
                     if on_gpu_evaluated {
                         Ok(r1cs.synthesize(c.clone(), &pool, Default::default(), true)?)
@@ -383,8 +387,9 @@ fn main() -> Result<()> {
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let zeros = vec![(Fr::ZERO, Fr::ZERO); batch.len()];
-            let proved = cuda.prove_batch(batch, &set, &zeros, None);
+            let size = batch.len();
+            let zeros = vec![(Fr::ZERO, Fr::ZERO); size];
+            let proved = cuda.prove_batch(batch, &set, &zeros, None, &mut |_| {});
             for (k, result) in proved.into_iter().enumerate() {
                 let (on_gpu, timings) = result?;
                 let partition = synthesize(circuits[k % circuits.len()].clone())?;
@@ -403,7 +408,7 @@ fn main() -> Result<()> {
             let fault = std::env::var("CUZK_TEST_GPU_FAULT").unwrap_or_default();
             if fault.contains("small-batches") {
                 let expected = if device_bytes != 0 && !fault.contains("split-oom") {
-                    3
+                    size
                 } else {
                     0
                 };

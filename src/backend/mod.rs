@@ -416,6 +416,10 @@ impl Prover {
     /// set), when it already has it, or a copy of its witness: a prover that can upload
     /// ahead (the cuda backend) starts on its witness meanwhile, or shares its pass over
     /// streamed bases with it.
+    ///
+    /// `released(k)` says that the batch's `k`-th partition is no longer held, before the
+    /// call returns (a batch proved one partition at a time), so its memory can be given
+    /// back while the rest are proved; a partition not released so is held to the end.
     pub fn prove(
         &mut self,
         batch: Vec<SynthesizedPartition>,
@@ -423,14 +427,16 @@ impl Prover {
         #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] next: Option<
             &SynthesizedPartition,
         >,
+        released: &mut dyn FnMut(usize),
     ) -> Vec<Result<(Proof<Bls12>, ProveTimings), ProveError>> {
         match (self, params) {
             (Prover::Kernels(kernels), ProverParams::Groth16(params)) => batch
                 .into_iter()
-                .map(|partition| {
+                .enumerate()
+                .map(|(k, partition)| {
                     let (r, s) = groth16::fresh_randomness();
                     // A panic inside a kernel fails this partition, not the run.
-                    catch_unwind(AssertUnwindSafe(|| {
+                    let proved = catch_unwind(AssertUnwindSafe(|| {
                         groth16::prove_partition(
                             partition,
                             &params.params,
@@ -439,9 +445,11 @@ impl Prover {
                             s,
                             kernels,
                         )
-                    }))
-                    .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))?
-                    .map_err(ProveError::from)
+                    }));
+                    released(k);
+                    proved
+                        .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))?
+                        .map_err(ProveError::from)
                 })
                 .collect(),
             #[cfg(feature = "supraseal")]
@@ -450,7 +458,7 @@ impl Prover {
             }
             #[cfg(feature = "cuda")]
             (Prover::Cuda(prover, _), ProverParams::Resident(params)) => {
-                prover.prove_each(batch, params, next)
+                prover.prove_each(batch, params, next, released)
             }
             (prover, _) => {
                 let prover = prover.name().to_owned();
@@ -617,6 +625,41 @@ fn from_kernels(plan: KernelPlan, notes: Vec<String>) -> ProverPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_on_the_cpu_lets_each_partition_go_once_proved() {
+        use crate::synth::{synthesize, tests::CubeCircuit};
+        use bellperson::groth16::{generate_random_parameters, prepare_verifying_key};
+        use blstrs::Scalar as Fr;
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let params = generate_random_parameters::<Bls12, _, _>(CubeCircuit { x: None }, &mut rng)
+            .expect("parameters");
+        let pvk = prepare_verifying_key(&params.vk);
+        let params = ProverParams::Groth16(Arc::new(Groth16Params {
+            params,
+            coset_h: None,
+        }));
+        let batch = [3u64, 4]
+            .iter()
+            .map(|&x| {
+                synthesize(CubeCircuit {
+                    x: Some(Fr::from(x)),
+                })
+                .expect("synthesis")
+            })
+            .collect();
+        let mut prover = Prover::Kernels(ProverKernels::cpu(0));
+        let mut released = Vec::new();
+        let proved = prover.prove(batch, &params, None, &mut |k| released.push(k));
+        assert_eq!(released, [0, 1]);
+        // x^3 + x + 5: 35 for 3, 73 for 4.
+        for (result, output) in proved.into_iter().zip([35u64, 73]) {
+            let (proof, _) = result.expect("proof");
+            let valid = bellperson::groth16::verify_proof(&pvk, &proof, &[Fr::from(output)]);
+            assert!(valid.expect("verify"));
+        }
+    }
 
     fn no_gpu(value: &str) -> GpuEnv {
         GpuEnv {

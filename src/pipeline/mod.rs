@@ -157,7 +157,18 @@ pub fn run_with(settings: &RunSettings, control: &RunControl) -> Result<report::
     let reporter = report::spawn(event_rx, timeline, observers);
     let kind = backend::params_kind_of(&provers);
     let synth_jobs = settings.synth_jobs_for(kind);
-    let partitions_at_provers = provers.iter().map(|p| p.batch_size() as u64 + 1).sum();
+    // Partitions evaluated at a prover: a batch, and the next one evaluated beside it; a
+    // prover that batches only what is already queued (cuda) proves those alone.
+    let partitions_at_provers = provers
+        .iter()
+        .map(|p| {
+            if p.waits_for_batch() {
+                p.batch_size() as u64 + 1
+            } else {
+                2
+            }
+        })
+        .sum();
     // A prover that takes only the partitions already waiting as its batch (the cuda
     // backend's, which sums a batch's ones together) finds a whole batch queued.
     let queue_depth = provers

@@ -437,7 +437,8 @@ fn prove_batch(
         gate.give_way(worker, &links.events);
     }
     let mut partitions = Vec::with_capacity(batch.len());
-    // The partitions' memory is given back when the call ends, after their proofs.
+    // Each partition's memory is given back when the prover lets it go, at the latest when
+    // the call ends.
     let mut memory = Vec::with_capacity(batch.len());
     let mut done = Vec::with_capacity(batch.len());
     for msg in batch {
@@ -450,7 +451,7 @@ fn prove_batch(
             worker: worker.to_owned(),
         });
         partitions.push(msg.synthesized);
-        memory.push(msg.memory);
+        memory.push(Some(msg.memory));
         done.push((msg.job, msg.partition, msg.path, msg.synth_ms));
     }
     let count = partitions.len();
@@ -504,10 +505,17 @@ fn prove_batch(
                         .filter(|m| m.job.params_path == params_path)
                         .map(|m| &m.synthesized)
                         .or(next_witness.as_ref());
-                    prover.prove(partitions, &params, next)
+                    // A partition's memory goes back once the prover lets it go.
+                    let mut memory = memory;
+                    let results = prover.prove(partitions, &params, next, &mut |k| {
+                        if let Some(held) = memory.get_mut(k) {
+                            held.take();
+                        }
+                    });
+                    drop(memory);
+                    results
                 }
             };
-            drop(memory);
             (results, prover.take_cpu_fallbacks(), next_msg)
         },
     );

@@ -305,9 +305,10 @@ impl CudaProver {
         batch: Vec<SynthesizedPartition>,
         params: &Arc<ResidentParams>,
         next: Option<&SynthesizedPartition>,
+        released: &mut dyn FnMut(usize),
     ) -> Vec<Result<(Proof<Bls12>, ProveTimings), ProveError>> {
         let randomness: Vec<(Fr, Fr)> = batch.iter().map(|_| groth16::fresh_randomness()).collect();
-        self.prove_batch(batch, params, &randomness, next)
+        self.prove_batch(batch, params, &randomness, next, released)
     }
 
     /// Proves the partitions of `batch` (of one parameter set) one after another, each with
@@ -316,13 +317,15 @@ impl CudaProver {
     /// most [`Self::BATCH`]), their calls leave the ones' sums of their resident split
     /// queries to one pattern pass after the last (`batch_ones.cuh`), and each proof is
     /// assembled then. A panic fails its partition, not the run; a failed pattern pass fails
-    /// the partitions that waited on it.
+    /// the partitions that waited on it. `released(k)` once partition `k`'s own call is
+    /// over: its vectors are dropped then, not held until the batch's proofs.
     pub fn prove_batch(
         &mut self,
         batch: Vec<SynthesizedPartition>,
         params: &Arc<ResidentParams>,
         randomness: &[(Fr, Fr)],
         next: Option<&SynthesizedPartition>,
+        released: &mut dyn FnMut(usize),
     ) -> Vec<Result<(Proof<Bls12>, ProveTimings), ProveError>> {
         let together = batch.len() > 1 && batch.len() <= Self::BATCH;
         let mut batch: std::collections::VecDeque<_> = batch.into();
@@ -343,6 +346,7 @@ impl CudaProver {
                 .map_err(|panic| ProveError::Panicked(panic_message(panic.as_ref())))
                 .and_then(|result| result.map_err(ProveError::from)),
             );
+            released(position);
             position += 1;
         }
         self.add_batch_ones(&mut proved);

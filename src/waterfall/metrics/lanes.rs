@@ -52,7 +52,8 @@ pub struct IdleTimes {
 pub struct StepSplit {
     /// Partitions whose GPU_END carried step timings.
     pub partitions: usize,
-    /// Their GPU_START to GPU_END time.
+    /// Their GPU_START to GPU_END time, overlaps counted once: the partitions of a batch
+    /// (one call) each span all of it.
     pub prove_s: f64,
     pub fft_s: f64,
     /// Host-to-GPU copies timed apart from the kernels (the cuda backend).
@@ -112,6 +113,8 @@ pub(super) fn lane_metrics(
     let mut evaluating = Vec::new();
     let mut partitions = 0;
     let mut steps = StepSplit::default();
+    // The spans of the partitions with steps: a batch's overlap, its time counted once.
+    let mut stepped = Vec::new();
     for job in &spans.jobs {
         let end = spans.job_end(job);
         for part in job.partitions.values() {
@@ -131,7 +134,7 @@ pub(super) fn lane_metrics(
             // A backend that proves in one call (SupraSeal) reports no steps to split.
             if let Some(s) = part.steps.filter(|s| s.gpu_call_ms == 0.0) {
                 steps.partitions += 1;
-                steps.prove_s += stop - start;
+                stepped.push((start, stop));
                 steps.fft_s += s.fft_ms / 1e3;
                 steps.upload_s += s.upload_ms / 1e3;
                 steps.pcie_gb += s.pcie_bytes as f64 / 1e9;
@@ -146,6 +149,7 @@ pub(super) fn lane_metrics(
             }
         }
     }
+    steps.prove_s = Intervals::new(stepped).total();
     steps.kernel_s = steps.evaluate_s + steps.fft_s + steps.msm_g1_s + steps.msm_g2_s;
     steps.other_s = (steps.prove_s - steps.kernel_s - steps.cpu_tail_s).max(0.0);
 
@@ -447,8 +451,9 @@ mod tests {
         assert_close(steps.other_s, 0.6);
         // Only job 3 queued, over [3, 4), while both lanes proved.
         assert_eq!(run.queue.prover_bound_s, 1.0);
+        // Both lanes' first proofs end at 4 s: the window's proofs are the two ending at 7 s.
         let throughput = run.throughput.as_ref().expect("throughput");
-        assert_eq!(throughput.seconds_per_proof, 1.0);
+        assert_eq!(throughput.seconds_per_proof, 1.5);
         assert_says(&run.verdict.text, "gpu-0, gpu-1", true);
     }
 

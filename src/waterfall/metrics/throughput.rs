@@ -13,7 +13,7 @@ pub enum Basis {
     SteadyState {
         from_s: f64,
         to_s: f64,
-        /// GPU_ENDs in the window after the first.
+        /// GPU_ENDs in the window after the first one's time.
         partitions: usize,
         partitions_per_proof: f64,
     },
@@ -35,9 +35,10 @@ pub struct Throughput {
 /// leaves out the first fill (nothing can finish before the first partition is synthesized
 /// and proved) and the final drain (verifying and writing the last proofs), which a longer
 /// run would amortize; what remains is the rate the pipeline sustains. Partition proofs
-/// completed in the window are the GPU_ENDs after the first one; with `k` partitions per proof
-/// on average (GPU_ENDs over the jobs that had one), seconds per proof is
-/// `window / (GPU_ENDs - 1) * k`.
+/// completed in the window are the GPU_ENDs later than the first one (a batch's partitions
+/// end together, so those that end with the first were proved before the window too); with
+/// `k` partitions per proof on average (GPU_ENDs over the jobs that had one), seconds per
+/// proof is `window / later GPU_ENDs * k`.
 ///
 /// With fewer than two jobs reaching the prover there is no window to speak of, so the
 /// figure falls back to the whole span over the proofs written.
@@ -51,16 +52,17 @@ pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option
     }
     ends.sort_by(f64::total_cmp);
     if let (true, Some(&from), Some(&to)) = (jobs_proved >= 2, ends.first(), ends.last()) {
-        if to > from {
+        let later = ends.iter().filter(|&&end| end > from).count();
+        if later > 0 {
             let partitions_per_proof = ends.len() as f64 / jobs_proved as f64;
-            let seconds_per_proof = (to - from) / (ends.len() - 1) as f64 * partitions_per_proof;
+            let seconds_per_proof = (to - from) / later as f64 * partitions_per_proof;
             return Some(Throughput {
                 seconds_per_proof,
                 proofs_per_hour: 3600.0 / seconds_per_proof,
                 basis: Basis::SteadyState {
                     from_s: from,
                     to_s: to,
-                    partitions: ends.len() - 1,
+                    partitions: later,
                     partitions_per_proof,
                 },
             });
@@ -75,4 +77,36 @@ pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option
         proofs_per_hour: 3600.0 / seconds_per_proof,
         basis: Basis::WholeRun { proofs: proved },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::waterfall::test_support::{assert_close, metrics};
+
+    #[test]
+    fn a_batch_ending_together_counts_once_in_the_steady_state() {
+        // Two jobs of two partitions, proved two at a time: 1-5 s and 5-9 s. The second
+        // batch's two partitions (one proof's worth) took the 4 s after the first's end.
+        let run = metrics("batched.csv");
+        assert_eq!(
+            run.throughput,
+            Some(Throughput {
+                seconds_per_proof: 4.0,
+                proofs_per_hour: 900.0,
+                basis: Basis::SteadyState {
+                    from_s: 5.0,
+                    to_s: 9.0,
+                    partitions: 2,
+                    partitions_per_proof: 2.0,
+                },
+            })
+        );
+        // The lane proved for 8 s, not for the 16 s its partitions' spans add up to.
+        let steps = run.lanes[0].steps.as_ref().expect("steps");
+        assert_eq!(steps.partitions, 4);
+        assert_close(steps.prove_s, 8.0);
+        assert_close(steps.kernel_s, 7.2);
+        assert_close(steps.other_s, 0.0);
+    }
 }
