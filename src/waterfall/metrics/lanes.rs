@@ -451,9 +451,10 @@ mod tests {
         assert_close(steps.other_s, 0.6);
         // Only job 3 queued, over [3, 4), while both lanes proved.
         assert_eq!(run.queue.prover_bound_s, 1.0);
-        // Both lanes' first proofs end at 4 s: the window's proofs are the two ending at 7 s.
+        // Both lanes' first proofs end at 4 s, each its own: only gpu-0's (the first) is
+        // before the window, which holds three.
         let throughput = run.throughput.as_ref().expect("throughput");
-        assert_eq!(throughput.seconds_per_proof, 1.5);
+        assert_eq!(throughput.seconds_per_proof, 1.0);
         assert_says(&run.verdict.text, "gpu-0, gpu-1", true);
     }
 

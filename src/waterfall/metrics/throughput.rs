@@ -13,7 +13,7 @@ pub enum Basis {
     SteadyState {
         from_s: f64,
         to_s: f64,
-        /// GPU_ENDs in the window after the first one's time.
+        /// GPU_ENDs in the window after the first one's batch.
         partitions: usize,
         partitions_per_proof: f64,
     },
@@ -35,8 +35,8 @@ pub struct Throughput {
 /// leaves out the first fill (nothing can finish before the first partition is synthesized
 /// and proved) and the final drain (verifying and writing the last proofs), which a longer
 /// run would amortize; what remains is the rate the pipeline sustains. Partition proofs
-/// completed in the window are the GPU_ENDs later than the first one (a batch's partitions
-/// end together, so those that end with the first were proved before the window too); with
+/// completed in the window are the GPU_ENDs after the first one's batch (a batch's
+/// partitions end together on one lane, all proved before the window); with
 /// `k` partitions per proof on average (GPU_ENDs over the jobs that had one), seconds per
 /// proof is `window / later GPU_ENDs * k`.
 ///
@@ -47,13 +47,21 @@ pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option
     let mut jobs_proved = 0;
     for job in &spans.jobs {
         let before = ends.len();
-        ends.extend(job.partitions.values().filter_map(|p| p.gpu_end));
+        ends.extend(
+            job.partitions
+                .values()
+                .filter_map(|p| Some((p.gpu_end?, p.lane.as_deref()))),
+        );
         jobs_proved += usize::from(ends.len() > before);
     }
-    ends.sort_by(f64::total_cmp);
-    if let (true, Some(&from), Some(&to)) = (jobs_proved >= 2, ends.first(), ends.last()) {
-        let later = ends.iter().filter(|&&end| end > from).count();
-        if later > 0 {
+    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if let (true, Some(&(from, lane)), Some(&(to, _))) =
+        (jobs_proved >= 2, ends.first(), ends.last())
+    {
+        // The first end's batch: its lane's partitions that ended with it.
+        let first_batch = ends.iter().filter(|&&end| end == (from, lane)).count();
+        let later = ends.len() - first_batch;
+        if to > from && later > 0 {
             let partitions_per_proof = ends.len() as f64 / jobs_proved as f64;
             let seconds_per_proof = (to - from) / later as f64 * partitions_per_proof;
             return Some(Throughput {
