@@ -306,8 +306,8 @@ pub struct TuningArgs {
     /// sector takes hours.
     #[arg(long, env = "CUZK_REQUIRE_GPU", value_parser = clap::builder::BoolishValueParser::new())]
     pub require_gpu: bool,
-    /// Synthesized partitions that may wait for the prover (at least a batch's worth for
-    /// the cuda backend with CUZK_CUDA_BATCH: one less than the batch).
+    /// Synthesized partitions that may wait for the prover (for the cuda backend at least
+    /// one less than its batch, CUZK_CUDA_BATCH, 10 by default).
     #[arg(long, value_name = "N", default_value_t = RunSettings::DEFAULT_QUEUE_DEPTH, env = "CUZK_QUEUE_DEPTH")]
     pub queue_depth: usize,
     /// Memory budget for parameters and partitions in flight [default: the memory available

@@ -112,10 +112,8 @@ impl CudaProver {
     /// partition at a time (H100).
     pub const BATCH: usize = 10;
 
-    /// Partitions the pipeline hands it per call: `CUZK_CUDA_BATCH` (1 to [`Self::BATCH`]),
-    /// 1 where unset. One by default until batches are measured in whole proofs on a GPU:
-    /// the pattern kernel is checked against the CPU there (`msm_bench --gpu --ones`), the
-    /// batched prover's byte-for-byte check (`backend_check`) is written but not yet run.
+    /// Partitions the pipeline hands it per call: [`Self::BATCH`] unless `CUZK_CUDA_BATCH`
+    /// asks for fewer (1: one at a time, each summing its own ones).
     pub fn batch_size() -> usize {
         static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         *SIZE.get_or_init(|| batch_of(std::env::var("CUZK_CUDA_BATCH").ok().as_deref()))
@@ -766,12 +764,12 @@ struct Pending {
     timings: ProveTimings,
 }
 
-/// The batch size `CUZK_CUDA_BATCH` asks for: 1 to [`CudaProver::BATCH`], 1 where unset or
-/// not a number.
+/// The batch size `CUZK_CUDA_BATCH` asks for: 1 to [`CudaProver::BATCH`], the most where
+/// unset or not a number.
 fn batch_of(value: Option<&str>) -> usize {
     value
         .and_then(|v| v.trim().parse::<usize>().ok())
-        .map_or(1, |n| n.clamp(1, CudaProver::BATCH))
+        .map_or(CudaProver::BATCH, |n| n.clamp(1, CudaProver::BATCH))
 }
 
 /// A density that does not fit its partition, as the prover's error.
@@ -861,9 +859,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_batch_size_is_one_unless_asked_and_at_most_a_batch() {
-        assert_eq!(batch_of(None), 1);
-        assert_eq!(batch_of(Some("not a number")), 1);
+    fn the_batch_size_is_a_whole_batch_unless_asked_for_fewer() {
+        assert_eq!(batch_of(None), CudaProver::BATCH);
+        assert_eq!(batch_of(Some("not a number")), CudaProver::BATCH);
+        assert_eq!(batch_of(Some("1")), 1);
         assert_eq!(batch_of(Some("0")), 1);
         assert_eq!(batch_of(Some(" 5 ")), 5);
         assert_eq!(batch_of(Some("64")), CudaProver::BATCH);
