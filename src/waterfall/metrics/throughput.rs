@@ -61,7 +61,8 @@ pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option
         // The first end's batch: its lane's partitions that ended with it.
         let first_batch = ends.iter().filter(|&&end| end == (from, lane)).count();
         let later = ends.len() - first_batch;
-        if to > from && later > 0 {
+        // A later end is outside the first batch, so `later` is at least one.
+        if to > from {
             let partitions_per_proof = ends.len() as f64 / jobs_proved as f64;
             let seconds_per_proof = (to - from) / later as f64 * partitions_per_proof;
             return Some(Throughput {
