@@ -13,7 +13,8 @@
 //   L, A, B: each query's tail and sums; or, for one not done beside H,
 //   L over y; x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
 // With the constraints on the device, x, y = A·w, B·w from the witness's slot and z = x ∘ y,
-// which is C·w (evaluate_constraints says why).
+// which is C·w (evaluate_constraints says why); and the next partition's quotient runs
+// beside this one's multiexps, into y and z (quotient.cuh), so that its call begins at H.
 // `step` names what runs, for the error message of a failure.
 struct partition_proof {
     using clock = std::chrono::steady_clock;
@@ -38,6 +39,9 @@ struct partition_proof {
     double upload_ms = 0, evaluate_ms = 0, aux_upload_ms = 0;
     uint64_t sent_bytes = 0;    // host to device, for the timeline (see cuzk_step_ms)
     ahead_t taken;              // its query multiexps, done by the previous call
+    bool has_quotient = false;  // its quotient, in x, done by the previous call
+    double quotient_ahead_ms = 0;  // its transforms, when the previous call ran them
+    double ahead_ms = 0;        // of evaluate_ms and the quotient, the previous call's
     uint32_t left_out = 0;      // the multiexps whose ones the batch sums (CUZK_LEFT_OUT_*)
 
     partition_proof(cuzk_gpu* gpu_handle, const cuzk_partition* partition, const char*& name)
@@ -147,6 +151,26 @@ struct partition_proof {
         x = g->d_a.ptr;
         y = g->d_b.ptr;
         z = evaluate ? g->d_c.ptr : y;
+        take_quotient_ahead();
+    }
+
+    // The quotient the previous call computed for this partition beside its multiexps
+    // (quotient.cuh), with the witness it uploaded: h already in one of the working
+    // vectors, which becomes x. The handle holds it only until this call either way.
+    void take_quotient_ahead()
+    {
+        quotient_ahead_t done = g->quotient_ahead;
+        g->quotient_ahead.clear();
+        if (!evaluate || !is_staged || done.witness_id == 0 || done.witness_id != p->witness_id ||
+            done.set_slot != p->set_slot || done.lg_domain != p->lg_domain ||
+            (done.h != g->d_a.ptr && done.h != g->d_b.ptr))
+            return;
+        has_quotient = true;
+        x = done.h;
+        y = done.h == g->d_a.ptr ? g->d_b.ptr : g->d_a.ptr;
+        evaluate_ms = done.evaluate_ms;
+        quotient_ahead_ms = done.quotient_ms;
+        ahead_ms = done.evaluate_ms + done.quotient_ms;
     }
 
     // The inputs, and the A and B densities with their prefix counts, for the filters.
@@ -265,7 +289,7 @@ struct partition_proof {
             evaluate_rows<<<sms * 8, 256, 0, s0>>>(outs[k], set.row_ptr[k].ptr,
                                                    set.entries[k].ptr, set.coeffs.ptr,
                                                    g->d_inputs.ptr, aux_dev, p->abc_len, n,
-                                                   set.one_id, set.minus_one_id);
+                                                   set.one_id, set.minus_one_id, false);
             CUDA_OK(cudaGetLastError());
         }
         pointwise_product<<<sms, 1024, 0, s0>>>(z, x, y, n);
@@ -274,54 +298,39 @@ struct partition_proof {
         evaluate_ms = ms_between(e0, clock::now());
     }
 
-    // The quotient over the coset s·H with s^n = -1 (quotient.rs): six transforms, h's
-    // coefficients for the file's own H query. H's bases on the coset g·H take (a*b - c) / Z
-    // there, also six. A domain of sppark's largest size has no s in its tables: seven, the
-    // textbook's steps.
-    bool over_half_root() const
+    quotient_steps quotient_on(stream_t& s) const
     {
-        return !h_on_coset() && p->lg_domain < MAX_LG_DOMAIN_SIZE;
+        return quotient_steps{s, (uint32_t)p->lg_domain, h_on_coset()};
     }
 
-    // v = its evaluations on the quotient's coset: iNTT, the shift, the NTT.
-    void to_coset(fr_t* v)
-    {
-        NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::NR,
-                          NTT::Direction::inverse, NTT::Type::standard);
-        bool half_root = over_half_root();
-        if (half_root) {
-            shift_to_half_root<<<sms, 1024, 0, s0>>>(
-                v, p->lg_domain, NTTParameters::all(false)[s0].partial_twiddles);
-            CUDA_OK(cudaGetLastError());
-        }
-        // sppark's coset NTT shifts by g itself.
-        NTT::Base_dev_ptr(s0, v, p->lg_domain, NTT::InputOutputOrder::RN,
-                          NTT::Direction::forward,
-                          half_root ? NTT::Type::standard : NTT::Type::coset);
-    }
-
-    // h into x: a and b to the coset and multiplied there, then, over s·H, the product and
-    // c interpolated and combined, h = (C - S) / 2; over g·H, c to the coset and
-    // (a*b - c) / Z, interpolated back unless H's bases are on the coset. Without the
-    // constraints on the device, b goes up while a's NTTs run, and c into y once the
-    // product no longer reads it.
+    // h into x (quotient.cuh): a and b to the coset and multiplied there, then combined
+    // with c. Without the constraints on the device, b goes up while a's NTTs run, and c
+    // into y once the product no longer reads it. Nothing to do where the previous call
+    // computed it.
     void quotient()
     {
+        if (has_quotient) {
+            // Its witness went up ahead, in the previous call.
+            sent_bytes += witness_bytes();
+            aux_dev = g->slot_aux[slot].ptr;
+            return;
+        }
+        quotient_steps steps = quotient_on(s0);
         if (evaluate) {
             evaluate_constraints();
             step = "computing the quotient";
-            to_coset(x);
+            steps.to_coset(x);
         } else {
             step = "uploading a";
             upload_padded(x, 0);
             // a's NTTs run on s0 while b goes up on the stager's stream.
             step = "computing the quotient";
-            to_coset(x);
+            steps.to_coset(x);
             step = "uploading b";
             upload_padded(y, 1);
         }
         step = "computing the quotient";
-        to_coset(y);
+        steps.to_coset(y);
         pointwise_product<<<sms, 1024, 0, s0>>>(x, x, y, n);
         CUDA_OK(cudaGetLastError());
         if (!evaluate) {
@@ -330,29 +339,42 @@ struct partition_proof {
             upload_padded(z, 2);
         }
         step = "computing the quotient";
-        if (over_half_root()) {
-            // Both inverse NTTs leave bit-reversed order, which the combination keeps;
-            // one permutation puts h in natural order for H's bases.
-            NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NR,
-                              NTT::Direction::inverse, NTT::Type::standard);
-            NTT::Base_dev_ptr(s0, z, p->lg_domain, NTT::InputOutputOrder::NR,
-                              NTT::Direction::inverse, NTT::Type::standard);
-            half_root_quotient<<<sms, 1024, 0, s0>>>(
-                x, z, half(), p->lg_domain, NTTParameters::all(true)[s0].partial_twiddles);
-            CUDA_OK(cudaGetLastError());
-            ntt_steps::bit_rev(x, x, p->lg_domain, s0);
-            s0.sync();
-            return;
-        }
-        to_coset(z);
-        sub_scale<<<sms, 1024, 0, s0>>>(x, z, z_inverse_on_coset(p->lg_domain), n);
-        CUDA_OK(cudaGetLastError());
-        // The coset NTTs above (RN) leave natural order: x[j] is the evaluation at g·ω^j,
-        // the order of H's bases on the coset, and sppark's coset shift is cuzk's g.
-        if (!h_on_coset())
-            NTT::Base_dev_ptr(s0, x, p->lg_domain, NTT::InputOutputOrder::NN,
-                              NTT::Direction::inverse, NTT::Type::coset);
-        s0.sync();
+        steps.finish(x, z);
+    }
+
+    // The next partition's quotient beside this call's multiexps, into y and z, which
+    // this call no longer reads once its own quotient is done (quotient.cuh): where the
+    // device evaluates both partitions over the same constraints and the next one's
+    // witness can go up into the other slot. Otherwise only that witness goes up, as
+    // upload_next_witness does. The caller joins the thread.
+    std::thread start_quotient_ahead(const cuzk_partition* next)
+    {
+        if (!(quotient_ahead_on() && evaluate && next && next->evaluate &&
+              next->witness_id != 0 && next->witness_id != p->witness_id &&
+              next->set_slot == p->set_slot && next->abc_len == set.matrix_rows &&
+              next->aux_len == p->aux_len && z != y))
+            return upload_next_witness(next);
+        int other = 1 - slot;
+        size_t bytes = next->aux_len * sizeof(fr_t);
+        bool has_room = g->slot_aux[other].len >= next->aux_len ||
+                        g->has_room_for(bytes, (size_t)2 << 30);
+        if (!has_room)
+            return std::thread();
+        step = "starting the next partition's quotient";
+        g->slot_id[other] = 0;
+        if (!g->ahead_stream)
+            g->ahead_stream.reset(new stream_t(gpu.cid()));
+        cuzk_gpu* handle = g;
+        const set_slot_t* next_set = &set;
+        size_t set_slot = p->set_slot;
+        fr_t *ya = y, *za = z;
+        uint32_t lg = (uint32_t)p->lg_domain;
+        bool coset = h_on_coset();
+        int device = gpu.cid();
+        return std::thread([=] {
+            (void)cudaSetDevice(device);
+            quotient_ahead(handle, next, *next_set, set_slot, other, ya, za, lg, coset);
+        });
     }
 
     // The next partition's witness goes up into the other slot while the multiexps run,
