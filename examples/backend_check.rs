@@ -354,11 +354,11 @@ fn main() -> Result<()> {
                 (k == 0) == (timings.upload_ms > 0.0),
                 "partition {k}: only the first witness goes up in its own call ({timings})"
             );
-            // And the second and later find their quotient done, beside the multiexps of
-            // the call before (unless CUZK_QUOTIENT_AHEAD turns that off).
-            let ahead_on = !matches!(
+            // And, with CUZK_QUOTIENT_AHEAD=1, the second and later find their quotient
+            // done, beside the multiexps of the call before.
+            let ahead_on = matches!(
                 std::env::var("CUZK_QUOTIENT_AHEAD").as_deref(),
-                Ok("0" | "off")
+                Ok("1" | "on")
             );
             ensure!(
                 (k > 0 && ahead_on) == (timings.ahead_ms > 0.0),
