@@ -109,18 +109,21 @@ fn ec_gpu_kernels() {
 fn sppark_prover() {
     const SOURCE: &str = "src/backend/cuda/groth16.cu";
     println!("cargo::rerun-if-changed={SOURCE}");
-    // The headers groth16.cu includes from its own directory.
-    for header in [
-        "kernels.cuh",
-        "split_msm.cuh",
-        "beside_h.cuh",
-        "partition_proof.cuh",
-        "coset_h.cuh",
-        "wide_msm.cuh",
-        "xyzz_add.cuh",
-        "batch_ones.cuh",
-    ] {
-        println!("cargo::rerun-if-changed=src/backend/cuda/{header}");
+    // The headers groth16.cu includes from its own directory: every one there, so that a new
+    // header is never missed (one is added with an #include, which reruns this).
+    const HEADERS: &str = "src/backend/cuda";
+    let mut headers: Vec<_> = std::fs::read_dir(HEADERS)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|ext| ext == "cuh"))
+                .collect()
+        })
+        .unwrap_or_default();
+    headers.sort();
+    for header in headers {
+        println!("cargo::rerun-if-changed={}", header.display());
     }
     println!("cargo::rerun-if-env-changed=CUZK_CUDA_ARCHS");
     let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80 86 89 90 120".into());

@@ -650,6 +650,23 @@ void upload_witness(cuzk_gpu* g, fr_t* dst, const cuzk_partition* p)
     CUDA_OK(cudaStreamSynchronize(stage.stream));
 }
 
+// q's witness into the handle's slot `slot`, for a call after this one; false, the slot
+// emptied and the error cleared, where that fails: its own call uploads it then.
+bool upload_into_slot(cuzk_gpu* g, const cuzk_partition* q, int slot)
+{
+    try {
+        g->slot_aux[slot].reserve(q->aux_len ? q->aux_len : 1);
+        upload_witness(g, g->slot_aux[slot].ptr, q);
+        g->slot_id[slot] = q->witness_id;
+        return true;
+    } catch (...) {
+        g->slot_id[slot] = 0;
+        (void)cudaGetLastError();   // not sticky
+        (void)cudaStreamSynchronize(g->stage.stream);
+        return false;
+    }
+}
+
 // After a failure, is the context still usable? Sticky errors (illegal address, launch
 // failure) are not; out of memory and bad arguments are. A sticky one poisons the handle
 // and marks `st` as the device lost.
@@ -1154,7 +1171,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         proof.upload_aux();
         beside_h side{g, g->beside_stream(0), g->beside_stream(1)};
         proof.prepare_beside(side, next);
-        std::thread prefetch = proof.start_quotient_ahead(next);
+        std::thread prefetch = proof.start_next(next);
         joiner join_prefetch{prefetch};
         std::thread beside = side.start();
         joiner join_beside{beside};

@@ -342,68 +342,51 @@ struct partition_proof {
         steps.finish(x, z);
     }
 
-    // The next partition's quotient beside this call's multiexps, into y and z, which
-    // this call no longer reads once its own quotient is done (quotient.cuh): where the
-    // device evaluates both partitions over the same constraints and the next one's
-    // witness can go up into the other slot. Otherwise only that witness goes up, as
-    // upload_next_witness does. The caller joins the thread.
-    std::thread start_quotient_ahead(const cuzk_partition* next)
+    // The other witness slot, emptied for `next`'s witness, where the device evaluates
+    // both partitions and has room for it beside this call's work; -1 where not.
+    int slot_for_next(const cuzk_partition* next)
     {
-        if (!(quotient_ahead_on() && evaluate && next && next->evaluate &&
-              next->witness_id != 0 && next->witness_id != p->witness_id &&
-              next->set_slot == p->set_slot && next->abc_len == set.matrix_rows &&
-              next->aux_len == p->aux_len && z != y))
-            return upload_next_witness(next);
+        if (!(evaluate && next && next->evaluate && next->witness_id != 0 &&
+              next->witness_id != p->witness_id && next->aux_len == p->aux_len))
+            return -1;
         int other = 1 - slot;
         size_t bytes = next->aux_len * sizeof(fr_t);
         bool has_room = g->slot_aux[other].len >= next->aux_len ||
                         g->has_room_for(bytes, (size_t)2 << 30);
         if (!has_room)
-            return std::thread();
-        step = "starting the next partition's quotient";
+            return -1;
         g->slot_id[other] = 0;
-        if (!g->ahead_stream)
-            g->ahead_stream.reset(new stream_t(gpu.cid()));
+        return other;
+    }
+
+    // The next partition's witness goes up into the other slot while the multiexps run;
+    // and, over the same constraints, its quotient follows beside them, into y and z,
+    // which this call no longer reads once its own quotient is done (quotient.cuh). A
+    // failure only leaves either to its own call. The caller joins the thread.
+    std::thread start_next(const cuzk_partition* next)
+    {
+        int other = slot_for_next(next);
+        if (other < 0)
+            return std::thread();
         cuzk_gpu* handle = g;
+        int device = gpu.cid();
+        if (!(quotient_ahead_on() && next->set_slot == p->set_slot &&
+              next->abc_len == set.matrix_rows && z != y))
+            return std::thread([handle, next, other, device] {
+                (void)cudaSetDevice(device);
+                (void)upload_into_slot(handle, next, other);
+            });
+        step = "starting the next partition's quotient";
+        if (!g->ahead_stream)
+            g->ahead_stream.reset(new stream_t(device));
         const set_slot_t* next_set = &set;
         size_t set_slot = p->set_slot;
         fr_t *ya = y, *za = z;
         uint32_t lg = (uint32_t)p->lg_domain;
         bool coset = h_on_coset();
-        int device = gpu.cid();
         return std::thread([=] {
             (void)cudaSetDevice(device);
             quotient_ahead(handle, next, *next_set, set_slot, other, ya, za, lg, coset);
-        });
-    }
-
-    // The next partition's witness goes up into the other slot while the multiexps run,
-    // where the device has room for a second slot; a failure only means it goes up at its
-    // own call. The caller joins the thread.
-    std::thread upload_next_witness(const cuzk_partition* next)
-    {
-        if (!(evaluate && next && next->evaluate && next->witness_id != 0 &&
-              next->witness_id != p->witness_id && next->aux_len == p->aux_len))
-            return std::thread();
-        int other = 1 - slot;
-        size_t bytes = next->aux_len * sizeof(fr_t);
-        bool has_room = g->slot_aux[other].len >= next->aux_len ||
-                        g->has_room_for(bytes, (size_t)2 << 30);
-        if (!has_room)
-            return std::thread();
-        g->slot_id[other] = 0;
-        cuzk_gpu* handle = g;
-        int device = gpu.cid();
-        return std::thread([handle, next, other, device] {
-            (void)cudaSetDevice(device);
-            try {
-                handle->slot_aux[other].reserve(next->aux_len ? next->aux_len : 1);
-                upload_witness(handle, handle->slot_aux[other].ptr, next);
-                handle->slot_id[other] = next->witness_id;
-            } catch (...) {
-                handle->slot_id[other] = 0;
-                (void)cudaGetLastError();   // not sticky: the next call uploads
-            }
         });
     }
 

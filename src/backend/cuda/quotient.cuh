@@ -1,6 +1,6 @@
 // The quotient h = (a*b - c) / Z on one stream (quotient_steps), and the next partition's
 // quotient computed beside this partition's multiexps (quotient_ahead). Included by
-// groth16.cu inside its anonymous namespace, after cuzk_gpu, upload_witness and the
+// groth16.cu inside its anonymous namespace, after cuzk_gpu, upload_into_slot and the
 // kernels; not a standalone header.
 //
 // Why ahead: the H multiexp's digit count and placement (about 120 of its 840 ms at
@@ -102,16 +102,8 @@ void quotient_ahead(cuzk_gpu* g, const cuzk_partition* q, const set_slot_t& set,
 {
     using clock = std::chrono::steady_clock;
     stream_t& s = *g->ahead_stream;
-    try {
-        g->slot_aux[slot].reserve(q->aux_len ? q->aux_len : 1);
-        upload_witness(g, g->slot_aux[slot].ptr, q);
-        g->slot_id[slot] = q->witness_id;
-    } catch (...) {
-        g->slot_id[slot] = 0;
-        (void)cudaGetLastError();   // not sticky: the next call uploads
-        (void)cudaStreamSynchronize(g->stage.stream);
+    if (!upload_into_slot(g, q, slot))
         return;
-    }
     try {
         const fr_t* aux = g->slot_aux[slot].ptr;
         const size_t n = (size_t)1 << lg;
