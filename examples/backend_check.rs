@@ -354,17 +354,6 @@ fn main() -> Result<()> {
                 (k == 0) == (timings.upload_ms > 0.0),
                 "partition {k}: only the first witness goes up in its own call ({timings})"
             );
-            // And, with CUZK_QUOTIENT_AHEAD=1, the second and later find their quotient
-            // done, beside the multiexps of the call before.
-            let ahead_on = matches!(
-                std::env::var("CUZK_QUOTIENT_AHEAD").as_deref(),
-                Ok("1" | "on")
-            );
-            ensure!(
-                (k > 0 && ahead_on) == (timings.ahead_ms > 0.0),
-                "partition {k}: the quotient ahead {} ({timings})",
-                if ahead_on { "was expected" } else { "is off" }
-            );
             let partition = synthesize(circuits[k % circuits.len()].clone())?;
             let on_cpu = prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
             ensure!(

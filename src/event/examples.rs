@@ -140,7 +140,6 @@ pub(crate) fn one_of_each() -> Vec<EventKind> {
                     evaluate_ms: 0.5,
                     pcie_bytes: 25_312_400_000, // the timeline keeps 0.1 MB
                     beside_h_ms: 6.5,
-                    ahead_ms: 1.0,
                 }),
             },
             EventName::CpuFallback => EventKind::CpuFallback {

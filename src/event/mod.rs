@@ -144,10 +144,6 @@ pub struct ProveTimings {
     /// ones summed and their bases streamed while `H`'s kernels run), its wall time, within
     /// `msm_g1_split_ms[0]`; 0 elsewhere.
     pub beside_h_ms: f64,
-    /// Of `evaluate_ms` and `fft_ms`, the part that ran beside the previous partition's
-    /// multiexps (the cuda backend computes a partition's quotient during the call before
-    /// its own): within that partition's GPU time, not this one's; 0 elsewhere.
-    pub ahead_ms: f64,
 }
 
 impl std::fmt::Display for ProveTimings {
@@ -171,13 +167,6 @@ impl std::fmt::Display for ProveTimings {
         }
         if self.beside_h_ms > 0.0 {
             write!(f, ", the queries beside H {:.0} ms", self.beside_h_ms)?;
-        }
-        if self.ahead_ms > 0.0 {
-            write!(
-                f,
-                ", {:.0} ms of it beside the partition before",
-                self.ahead_ms
-            )?;
         }
         Ok(())
     }

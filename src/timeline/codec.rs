@@ -393,8 +393,7 @@ mod synthesis_profile {
 /// `;call_ms=..` for a backend that proves in one call, `;upload_ms=..`, `;eval_ms=..` and
 /// `;h_ms=..;l_ms=..;a_ms=..;b_g1_ms=..` for one that times those apart, `;pcie_mb=..` for
 /// one that counts the bytes it sends the GPU, `;beside_h_ms=..` for one that runs the query
-/// multiexps' work beside H, `;ahead_ms=..` for a partition whose quotient ran beside the
-/// previous one's multiexps; empty without them.
+/// multiexps' work beside H; empty without them.
 mod timings {
     use super::{value_of, ProveTimings};
 
@@ -425,9 +424,6 @@ mod timings {
         if t.beside_h_ms > 0.0 {
             detail += &format!(";beside_h_ms={:.1}", t.beside_h_ms);
         }
-        if t.ahead_ms > 0.0 {
-            detail += &format!(";ahead_ms={:.1}", t.ahead_ms);
-        }
         detail
     }
 
@@ -456,7 +452,6 @@ mod timings {
             // Megabytes with one decimal: the bytes to within 100 kB.
             pcie_bytes: ms("pcie_mb").map_or(0, |mb| (mb * 1e6).round() as u64),
             beside_h_ms: ms("beside_h_ms").unwrap_or(0.0),
-            ahead_ms: ms("ahead_ms").unwrap_or(0.0),
         })
     }
 }

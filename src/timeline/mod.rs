@@ -406,7 +406,7 @@ mod tests {
             "GPU_START|s-t01000-1|3|gpu-0|",
             "GPU_END|s-t01000-1|3|gpu-0|fft_ms=1.5;msm_g1_ms=20.0;msm_g2_ms=7.5;cpu_ms=0.5;\
              call_ms=12.5;upload_ms=3.5;eval_ms=0.5;h_ms=10.5;l_ms=4.5;a_ms=3.0;b_g1_ms=2.0;\
-             pcie_mb=25312.4;beside_h_ms=6.5;ahead_ms=1.0",
+             pcie_mb=25312.4;beside_h_ms=6.5",
             "CPU_FALLBACK|s-t01000-1|3|gpu-0|GPU quotient failed, done again on the CPU: out of memory",
             "DEVICE_FAULT|s-t01000-1|3|gpu-0|CUDA error 2: out of memory; a, b",
             "PROVER_STOPPED|||gpu-0|faults=3;last=CUDA error 999: unknown error; last=x",

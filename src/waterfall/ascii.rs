@@ -506,20 +506,9 @@ fn ascii_lanes(run: &RunMetrics, lines: &mut Vec<String>) {
                 } else {
                     String::new()
                 };
-                // The quotients computed during the partition before: counted once in the
-                // kernels' time above.
-                let ahead = if s.ahead_s > 0.0 {
-                    format!(
-                        " (of both, beside the multiexps of the partition before {:.2} s)",
-                        s.ahead_s
-                    )
-                } else {
-                    String::new()
-                };
                 lines.push(format!(
-                    "{indent}kernels by step: constraint evaluation {:.2} s, fft {:.2} s{ahead}, \
-                     msm H {h:.2} s{beside}, L {l:.2} s, A {a:.2} s, B G1 {b_g1:.2} s, B G2 {:.2} \
-                     s{pcie}",
+                    "{indent}kernels by step: constraint evaluation {:.2} s, fft {:.2} s, msm H \
+                     {h:.2} s{beside}, L {l:.2} s, A {a:.2} s, B G1 {b_g1:.2} s, B G2 {:.2} s{pcie}",
                     s.evaluate_s, s.fft_s, s.msm_g2_s
                 ));
             }

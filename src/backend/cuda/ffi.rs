@@ -150,8 +150,6 @@ pub struct StepMs {
     pub host_to_device_bytes: u64,
     /// The query multiexps' work beside H: its wall time, within `msm_h`.
     pub beside_h: f64,
-    /// Of `evaluate` and `quotient`, the part the previous call ran beside its multiexps.
-    pub ahead: f64,
 }
 
 /// A device and what cuzk keeps on it (opaque).

@@ -188,9 +188,6 @@ struct cuzk_step_ms {
     uint64_t host_to_device_bytes;
     // The query multiexps' work beside H (beside_h.cuh): its wall time, within msm_h.
     double beside_h;
-    // Of evaluate and quotient, the part the previous call ran beside its multiexps
-    // (quotient.cuh): this call's GPU time does not hold it.
-    double ahead;
 };
 
 struct cuzk_gpu;
@@ -514,19 +511,6 @@ struct ahead_t {
     }
 };
 
-// The next partition's quotient, computed by the call before its own beside that call's
-// multiexps (quotient.cuh): h in `h`, one of the handle's working vectors, until the next
-// call, which takes it if it is its partition's and drops it otherwise.
-struct quotient_ahead_t {
-    uint64_t witness_id = 0;    // whose (0: none)
-    size_t set_slot = 0;
-    uint32_t lg_domain = 0;
-    fr_t* h = nullptr;
-    double evaluate_ms = 0, quotient_ms = 0;
-
-    void clear() { *this = quotient_ahead_t{}; }
-};
-
 // The ones a batch's calls left out of their multiexps (cuzk_partition.batch_position):
 // each position's bit maps of the L, A and B queries (B's serves G1 and G2), kept on the
 // handle until the batch's pattern pass sums them (cuzk_gpu_batch_ones, batch_ones.cuh),
@@ -574,11 +558,6 @@ struct cuzk_gpu {
     std::unique_ptr<priority_stream> beside_streams[2];
     // The next partition's query multiexps, done by the last call over a shared pass.
     ahead_t ahead;
-    // The next partition's quotient, done by the last call beside its multiexps, on its
-    // own stream with its own inputs (quotient.cuh); both made at first use.
-    quotient_ahead_t quotient_ahead;
-    std::unique_ptr<stream_t> ahead_stream;
-    device_vec<fr_t> d_inputs_ahead;
     // The ones this batch's calls left to its pattern pass.
     batch_kept_t kept;
 
@@ -614,7 +593,7 @@ struct cuzk_gpu {
             set.release_bases();
             set.release_matrices();
         }
-        d_a.release(); d_b.release(); d_inputs.release(); d_inputs_ahead.release();
+        d_a.release(); d_b.release(); d_inputs.release();
         d_c.release(); slot_aux[0].release(); slot_aux[1].release();
         d_words.release(); d_prefix.release();
         stage.release();
@@ -1171,7 +1150,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
         proof.upload_aux();
         beside_h side{g, g->beside_stream(0), g->beside_stream(1)};
         proof.prepare_beside(side, next);
-        std::thread prefetch = proof.start_next(next);
+        std::thread prefetch = proof.upload_next_witness(next);
         joiner join_prefetch{prefetch};
         std::thread beside = side.start();
         joiner join_beside{beside};
@@ -1191,10 +1170,7 @@ cuzk_status cuzk_gpu_prove(cuzk_gpu* g, const cuzk_partition* p, const cuzk_part
 
         ms->upload = proof.upload_ms + proof.aux_upload_ms;
         ms->evaluate = proof.evaluate_ms;
-        // A quotient done ahead counts the previous call's time for it, and says so.
-        ms->quotient = ms_between(t0, t1) - proof.upload_ms +
-                       (proof.has_quotient ? proof.quotient_ahead_ms : -proof.evaluate_ms);
-        ms->ahead = proof.ahead_ms;
+        ms->quotient = ms_between(t0, t1) - proof.upload_ms - proof.evaluate_ms;
         ms->msm_h = ms_between(t1, t2) - proof.aux_upload_ms;
         ms->msm_l = ms_between(t2, t3);
         ms->msm_a = ms_between(t3, t4);

@@ -115,8 +115,7 @@ __device__ __forceinline__ fr_t warp_sum(fr_t v)
 // Rows longer than this are summed by the whole warp.
 #define CUZK_LONG_ROW 8
 
-// out[r] = sum of coeff * variable over row r's entries, for every r < n (0 past `rows`);
-// `times`: out[r] *= that sum instead, so that c = A·w ∘ B·w takes one vector.
+// out[r] = sum of coeff * variable over row r's entries, for every r < n (0 past `rows`).
 // A warp takes 32 rows at a time, a lane each; a row of more than CUZK_LONG_ROW entries is
 // summed by the warp together, its entries spread over the lanes. Row by lane alone, a warp
 // waits for its longest row: in PoRep's and the update's A, under 1% of the rows hold
@@ -124,7 +123,7 @@ __device__ __forceinline__ fr_t warp_sum(fr_t v)
 __launch_bounds__(256) __global__
 void evaluate_rows(fr_t* out, const uint64_t* row_ptr, const uint64_t* entries,
                    const fr_t* coeffs, const fr_t* inputs, const fr_t* aux, size_t rows,
-                   size_t n, uint32_t one_id, uint32_t minus_one_id, bool times)
+                   size_t n, uint32_t one_id, uint32_t minus_one_id)
 {
     const uint32_t lane = threadIdx.x % 32;
     const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
@@ -155,7 +154,7 @@ void evaluate_rows(fr_t* out, const uint64_t* row_ptr, const uint64_t* entries,
                 acc = part;
         }
         if (r < n)
-            out[r] = times ? out[r] * acc : acc;
+            out[r] = acc;
     }
 }
 

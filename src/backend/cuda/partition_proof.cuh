@@ -13,8 +13,7 @@
 //   L, A, B: each query's tail and sums; or, for one not done beside H,
 //   L over y; x = the A query's scalars; A;  x = the B query's scalars; B in G1 and G2.
 // With the constraints on the device, x, y = A·w, B·w from the witness's slot and z = x ∘ y,
-// which is C·w (evaluate_constraints says why); and the next partition's quotient runs
-// beside this one's multiexps, into y and z (quotient.cuh), so that its call begins at H.
+// which is C·w (evaluate_constraints says why).
 // `step` names what runs, for the error message of a failure.
 struct partition_proof {
     using clock = std::chrono::steady_clock;
@@ -39,9 +38,6 @@ struct partition_proof {
     double upload_ms = 0, evaluate_ms = 0, aux_upload_ms = 0;
     uint64_t sent_bytes = 0;    // host to device, for the timeline (see cuzk_step_ms)
     ahead_t taken;              // its query multiexps, done by the previous call
-    bool has_quotient = false;  // its quotient, in x, done by the previous call
-    double quotient_ahead_ms = 0;  // its transforms, when the previous call ran them
-    double ahead_ms = 0;        // of evaluate_ms and the quotient, the previous call's
     uint32_t left_out = 0;      // the multiexps whose ones the batch sums (CUZK_LEFT_OUT_*)
 
     partition_proof(cuzk_gpu* gpu_handle, const cuzk_partition* partition, const char*& name)
@@ -151,26 +147,6 @@ struct partition_proof {
         x = g->d_a.ptr;
         y = g->d_b.ptr;
         z = evaluate ? g->d_c.ptr : y;
-        take_quotient_ahead();
-    }
-
-    // The quotient the previous call computed for this partition beside its multiexps
-    // (quotient.cuh), with the witness it uploaded: h already in one of the working
-    // vectors, which becomes x. The handle holds it only until this call either way.
-    void take_quotient_ahead()
-    {
-        quotient_ahead_t done = g->quotient_ahead;
-        g->quotient_ahead.clear();
-        if (!evaluate || !is_staged || done.witness_id == 0 || done.witness_id != p->witness_id ||
-            done.set_slot != p->set_slot || done.lg_domain != p->lg_domain ||
-            (done.h != g->d_a.ptr && done.h != g->d_b.ptr))
-            return;
-        has_quotient = true;
-        x = done.h;
-        y = done.h == g->d_a.ptr ? g->d_b.ptr : g->d_a.ptr;
-        evaluate_ms = done.evaluate_ms;
-        quotient_ahead_ms = done.quotient_ms;
-        ahead_ms = done.evaluate_ms + done.quotient_ms;
     }
 
     // The inputs, and the A and B densities with their prefix counts, for the filters.
@@ -289,7 +265,7 @@ struct partition_proof {
             evaluate_rows<<<sms * 8, 256, 0, s0>>>(outs[k], set.row_ptr[k].ptr,
                                                    set.entries[k].ptr, set.coeffs.ptr,
                                                    g->d_inputs.ptr, aux_dev, p->abc_len, n,
-                                                   set.one_id, set.minus_one_id, false);
+                                                   set.one_id, set.minus_one_id);
             CUDA_OK(cudaGetLastError());
         }
         pointwise_product<<<sms, 1024, 0, s0>>>(z, x, y, n);
@@ -298,24 +274,12 @@ struct partition_proof {
         evaluate_ms = ms_between(e0, clock::now());
     }
 
-    quotient_steps quotient_on(stream_t& s) const
-    {
-        return quotient_steps{s, (uint32_t)p->lg_domain, h_on_coset()};
-    }
-
     // h into x (quotient.cuh): a and b to the coset and multiplied there, then combined
     // with c. Without the constraints on the device, b goes up while a's NTTs run, and c
-    // into y once the product no longer reads it. Nothing to do where the previous call
-    // computed it.
+    // into y once the product no longer reads it.
     void quotient()
     {
-        if (has_quotient) {
-            // Its witness went up ahead, in the previous call.
-            sent_bytes += witness_bytes();
-            aux_dev = g->slot_aux[slot].ptr;
-            return;
-        }
-        quotient_steps steps = quotient_on(s0);
+        quotient_steps steps{s0, (uint32_t)p->lg_domain, h_on_coset()};
         if (evaluate) {
             evaluate_constraints();
             step = "computing the quotient";
@@ -342,51 +306,26 @@ struct partition_proof {
         steps.finish(x, z);
     }
 
-    // The other witness slot, emptied for `next`'s witness, where the device evaluates
-    // both partitions and has room for it beside this call's work; -1 where not.
-    int slot_for_next(const cuzk_partition* next)
+    // The next partition's witness goes up into the other slot while the multiexps run,
+    // where the device evaluates both and has room for a second slot; a failure only means
+    // it goes up at its own call. The caller joins the thread.
+    std::thread upload_next_witness(const cuzk_partition* next)
     {
         if (!(evaluate && next && next->evaluate && next->witness_id != 0 &&
               next->witness_id != p->witness_id && next->aux_len == p->aux_len))
-            return -1;
+            return std::thread();
         int other = 1 - slot;
         size_t bytes = next->aux_len * sizeof(fr_t);
         bool has_room = g->slot_aux[other].len >= next->aux_len ||
                         g->has_room_for(bytes, (size_t)2 << 30);
         if (!has_room)
-            return -1;
-        g->slot_id[other] = 0;
-        return other;
-    }
-
-    // The next partition's witness goes up into the other slot while the multiexps run;
-    // and, over the same constraints, its quotient follows beside them, into y and z,
-    // which this call no longer reads once its own quotient is done (quotient.cuh). A
-    // failure only leaves either to its own call. The caller joins the thread.
-    std::thread start_next(const cuzk_partition* next)
-    {
-        int other = slot_for_next(next);
-        if (other < 0)
             return std::thread();
+        g->slot_id[other] = 0;
         cuzk_gpu* handle = g;
         int device = gpu.cid();
-        if (!(quotient_ahead_on() && next->set_slot == p->set_slot &&
-              next->abc_len == set.matrix_rows && z != y))
-            return std::thread([handle, next, other, device] {
-                (void)cudaSetDevice(device);
-                (void)upload_into_slot(handle, next, other);
-            });
-        step = "starting the next partition's quotient";
-        if (!g->ahead_stream)
-            g->ahead_stream.reset(new stream_t(device));
-        const set_slot_t* next_set = &set;
-        size_t set_slot = p->set_slot;
-        fr_t *ya = y, *za = z;
-        uint32_t lg = (uint32_t)p->lg_domain;
-        bool coset = h_on_coset();
-        return std::thread([=] {
+        return std::thread([handle, next, other, device] {
             (void)cudaSetDevice(device);
-            quotient_ahead(handle, next, *next_set, set_slot, other, ya, za, lg, coset);
+            (void)upload_into_slot(handle, next, other);
         });
     }
 

@@ -512,14 +512,10 @@ impl CudaProver {
     }
 
     /// `next`'s witness as the GPU reads it, when its constraints are on the GPU.
-    /// Its set's slot too: the GPU computes its quotient ahead only over the same set.
     fn witness_view(&self, next: &SynthesizedPartition) -> Option<ffi::Partition> {
         let matrices = next.deferred.as_ref()?;
-        let slot = self.slot_of_matrices(matrices)?;
-        Some(ffi::Partition {
-            set_slot: slot,
-            ..witness_only_view(next, matrices.rows())
-        })
+        self.slot_of_matrices(matrices)?;
+        Some(witness_only_view(next, matrices.rows()))
     }
 
     /// Uploads `matrices`, the constraints of `params`' circuit, beside `params`' bases
@@ -740,7 +736,6 @@ impl CudaProver {
             gpu_call_ms: 0.0,
             pcie_bytes: step.host_to_device_bytes,
             beside_h_ms: step.beside_h,
-            ahead_ms: step.ahead,
         };
         debug!(
             "{}: proved partition (bases {bases_ms:.0} ms; upload {:.0}, evaluation {:.0}, quotient {:.0}, H {:.0}, L {:.0}, A {:.0}, B_G1 {:.0}, B_G2 {:.0} ms)",

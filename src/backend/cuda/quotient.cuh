@@ -1,20 +1,6 @@
-// The quotient h = (a*b - c) / Z on one stream (quotient_steps), and the next partition's
-// quotient computed beside this partition's multiexps (quotient_ahead). Included by
-// groth16.cu inside its anonymous namespace, after cuzk_gpu, upload_into_slot and the
-// kernels; not a standalone header.
-//
-// Why ahead: the H multiexp's digit count and placement (about 120 of its 840 ms at
-// 2^27) and its reductions leave the GPU's integer units idle, and the quotient's
-// transforms (about 290 ms) need nothing but those units and the partition's witness.
-// Where the GPU evaluates the constraints, the next partition's witness already goes up
-// during this call's multiexps; its quotient then runs on its own stream into the two
-// vectors this call no longer reads (y, z), and the next call starts at its H multiexp.
-//
-// Ownership: the ahead work writes only y and z of this call, the other witness slot and
-// the handle's d_inputs_ahead, on the handle's ahead_stream; its thread syncs that stream
-// before it ends, also after a failure, and the call joins the thread before it returns.
-// A failure drops the result (the next call computes its quotient itself) and never
-// reaches this call's proof.
+// The quotient h = (a*b - c) / Z: its transforms on one stream (quotient_steps), which
+// partition_proof::quotient runs between its uploads or evaluations. Included by groth16.cu
+// inside its anonymous namespace, after the kernels; not a standalone header.
 
 // The quotient's transforms on stream `s`, over a domain of 2^lg: h is taken over the
 // coset s·H (s a primitive 2n-th root of unity, backend/quotient.rs) with the file's own
@@ -80,74 +66,3 @@ struct quotient_steps {
         s.sync();
     }
 };
-
-// Turned on by CUZK_QUOTIENT_AHEAD=1 (or on); read once. Off by default until a GPU has
-// measured it against the quotient in its own call (BENCHMARKS.md).
-bool quotient_ahead_on()
-{
-    static const bool on = [] {
-        const char* choice = std::getenv("CUZK_QUOTIENT_AHEAD");
-        return choice && (std::strcmp(choice, "1") == 0 || std::strcmp(choice, "on") == 0);
-    }();
-    return on;
-}
-
-// The next partition `q`'s quotient into `y`, with `z` for c, from its witness in slot
-// `slot` (uploaded here first) and its inputs, over the constraints of set `set`: the
-// steps of partition_proof::quotient with two vectors, c evaluated once the product is
-// made (evaluate_rows' `times`: A·w, then times B·w). Runs on its own thread; records
-// the result on the handle, or nothing after a failure.
-void quotient_ahead(cuzk_gpu* g, const cuzk_partition* q, const set_slot_t& set, size_t set_slot,
-                    int slot, fr_t* y, fr_t* z, uint32_t lg, bool h_on_coset)
-{
-    using clock = std::chrono::steady_clock;
-    stream_t& s = *g->ahead_stream;
-    if (!upload_into_slot(g, q, slot))
-        return;
-    try {
-        const fr_t* aux = g->slot_aux[slot].ptr;
-        const size_t n = (size_t)1 << lg;
-        const unsigned sms = (unsigned)s.sm_count();
-        g->d_inputs_ahead.reserve(q->input_len ? q->input_len : 1);
-        CUDA_OK(cudaMemcpyAsync(g->d_inputs_ahead.ptr, q->inputs, q->input_len * sizeof(fr_t),
-                                cudaMemcpyHostToDevice, s));
-        auto rows = [&](fr_t* out, int matrix, bool times) {
-            evaluate_rows<<<sms * 8, 256, 0, s>>>(out, set.row_ptr[matrix].ptr,
-                                                  set.entries[matrix].ptr, set.coeffs.ptr,
-                                                  g->d_inputs_ahead.ptr, aux, q->abc_len, n,
-                                                  set.one_id, set.minus_one_id, times);
-            CUDA_OK(cudaGetLastError());
-        };
-        auto t0 = clock::now();
-        rows(y, 0, false);
-        rows(z, 1, false);
-        s.sync();
-        double evaluate_ms = ms_between(t0, clock::now());
-        auto t1 = clock::now();
-        quotient_steps steps{s, lg, h_on_coset};
-        steps.to_coset(y);
-        steps.to_coset(z);
-        pointwise_product<<<sms, 1024, 0, s>>>(y, y, z, n);
-        CUDA_OK(cudaGetLastError());
-        s.sync();
-        double product_ms = ms_between(t1, clock::now());
-        auto t2 = clock::now();
-        rows(z, 0, false);
-        rows(z, 1, true);
-        s.sync();
-        evaluate_ms += ms_between(t2, clock::now());
-        auto t3 = clock::now();
-        steps.finish(y, z);
-        quotient_ahead_t& done = g->quotient_ahead;
-        done.witness_id = q->witness_id;
-        done.set_slot = set_slot;
-        done.lg_domain = lg;
-        done.h = y;
-        done.evaluate_ms = evaluate_ms;
-        done.quotient_ms = product_ms + ms_between(t3, clock::now());
-    } catch (...) {
-        g->quotient_ahead.clear();
-        (void)cudaGetLastError();
-        (void)cudaStreamSynchronize(s);
-    }
-}

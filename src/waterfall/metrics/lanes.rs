@@ -67,13 +67,9 @@ pub struct StepSplit {
     pub msm_g1_split_s: [f64; 4],
     /// The query multiexps' work that ran beside H, within its time (the cuda backend).
     pub beside_h_s: f64,
-    /// Of `evaluate_s` and `fft_s`, the part that ran beside the previous partition's
-    /// multiexps, within that partition's time (the cuda backend's quotient ahead).
-    pub ahead_s: f64,
     pub msm_g1_s: f64,
     pub msm_g2_s: f64,
-    /// Constraint evaluation, FFT and multiexps: the kernel side, the work that ran beside
-    /// other work (`ahead_s`) counted once.
+    /// Constraint evaluation, FFT and multiexps: the kernel side.
     pub kernel_s: f64,
     /// Scalar conversions and the final combination on the CPU.
     pub cpu_tail_s: f64,
@@ -143,7 +139,6 @@ pub(super) fn lane_metrics(
                 steps.upload_s += s.upload_ms / 1e3;
                 steps.pcie_gb += s.pcie_bytes as f64 / 1e9;
                 steps.beside_h_s += s.beside_h_ms / 1e3;
-                steps.ahead_s += s.ahead_ms / 1e3;
                 steps.evaluate_s += s.evaluate_ms / 1e3;
                 for (sum, ms) in steps.msm_g1_split_s.iter_mut().zip(s.msm_g1_split_ms) {
                     *sum += ms / 1e3;
@@ -155,8 +150,7 @@ pub(super) fn lane_metrics(
         }
     }
     steps.prove_s = Intervals::new(stepped).total();
-    steps.kernel_s =
-        steps.evaluate_s + steps.fft_s + steps.msm_g1_s + steps.msm_g2_s - steps.ahead_s;
+    steps.kernel_s = steps.evaluate_s + steps.fft_s + steps.msm_g1_s + steps.msm_g2_s;
     steps.other_s = (steps.prove_s - steps.kernel_s - steps.cpu_tail_s).max(0.0);
 
     let proving = Intervals::new(proving).intersect(window);
@@ -462,41 +456,6 @@ mod tests {
         let throughput = run.throughput.as_ref().expect("throughput");
         assert_eq!(throughput.seconds_per_proof, 1.0);
         assert_says(&run.verdict.text, "gpu-0, gpu-1", true);
-    }
-
-    #[test]
-    fn a_quotient_computed_ahead_counts_once_in_the_kernels_time() {
-        // gpu-0's second partition had its quotient (its 0.75 s fft) computed beside the
-        // first one's multiexps: the fft still shows, and the kernels' time holds it once.
-        let mut timeline = fixture("two_gpus.csv");
-        let row = timeline
-            .rows
-            .iter_mut()
-            .find(|row| row.event == "GPU_END" && row.job == "s-t01000-3")
-            .expect("gpu-0's second proof");
-        // Its G1 multiexps timed apart too, as the cuda backend times them, for the line
-        // of kernels by step.
-        row.detail
-            .push_str(";h_ms=1000.0;l_ms=100.0;a_ms=50.0;b_g1_ms=50.0;ahead_ms=750.0");
-        let runs =
-            crate::waterfall::analysis::analyze(&screen(&timeline), &Selection::Last, &options())
-                .expect("analysis")
-                .runs;
-        let steps = runs[0].lanes[0].steps.clone().expect("step split");
-        assert_eq!((steps.partitions, steps.prove_s), (2, 6.0));
-        assert_close(steps.fft_s, 1.5);
-        assert_close(steps.ahead_s, 0.75);
-        assert_close(steps.kernel_s, 4.05);
-        assert_close(steps.other_s, 1.35);
-        // gpu-1 computed none ahead.
-        let other = runs[0].lanes[1].steps.clone().expect("step split");
-        assert_close(other.ahead_s, 0.0);
-        let drawn = crate::waterfall::ascii::render_ascii(&runs, 100);
-        assert_says(
-            &drawn,
-            "fft 1.50 s (of both, beside the multiexps of the partition before 0.75 s)",
-            true,
-        );
     }
 
     #[test]

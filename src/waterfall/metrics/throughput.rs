@@ -36,13 +36,15 @@ pub struct Throughput {
 /// and proved) and the final drain (verifying and writing the last proofs), which a longer
 /// run would amortize; what remains is the rate the pipeline sustains. Partition proofs
 /// completed in the window are the GPU_ENDs after the first one's batch (a batch's
-/// partitions end together on one lane, all proved before the window); with
+/// partitions start together on one lane and end within a moment of each other, all
+/// proved before the window); with
 /// `k` partitions per proof on average (GPU_ENDs over the jobs that had one), seconds per
 /// proof is `window / later GPU_ENDs * k`.
 ///
 /// With fewer than two jobs reaching the prover there is no window to speak of, so the
 /// figure falls back to the whole span over the proofs written.
 pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option<Throughput> {
+    // Each proved partition's end, lane and start.
     let mut ends = Vec::new();
     let mut jobs_proved = 0;
     for job in &spans.jobs {
@@ -50,16 +52,22 @@ pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option
         ends.extend(
             job.partitions
                 .values()
-                .filter_map(|p| Some((p.gpu_end?, p.lane.as_deref()))),
+                .filter_map(|p| Some((p.gpu_end?, p.lane.as_deref(), p.gpu_start))),
         );
         jobs_proved += usize::from(ends.len() > before);
     }
     ends.sort_by(|a, b| a.0.total_cmp(&b.0));
-    if let (true, Some(&(from, lane)), Some(&(to, _))) =
+    if let (true, Some(&(from, lane, _)), Some(&(to, _, _))) =
         (jobs_proved >= 2, ends.first(), ends.last())
     {
-        // The first end's batch: its lane's partitions that ended with it.
-        let first_batch = ends.iter().filter(|&&end| end == (from, lane)).count();
+        // The first end's batch: its lane's partitions that were proving when it ended
+        // (a batch's proofs are written one after another, their ends a moment apart).
+        let first_batch = ends
+            .iter()
+            .filter(|&&(end, on, start)| {
+                on == lane && (end == from || start.is_some_and(|start| start < from))
+            })
+            .count();
         let later = ends.len() - first_batch;
         // A later end is outside the first batch, so `later` is at least one.
         if to > from {
@@ -91,7 +99,10 @@ pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::waterfall::test_support::{assert_close, metrics};
+    use crate::waterfall::analysis::analyze;
+    use crate::waterfall::screen::screen;
+    use crate::waterfall::shared::Selection;
+    use crate::waterfall::test_support::{assert_close, fixture, metrics, options};
 
     #[test]
     fn a_batch_ending_together_counts_once_in_the_steady_state() {
@@ -117,5 +128,32 @@ mod tests {
         assert_close(steps.prove_s, 8.0);
         assert_close(steps.kernel_s, 7.2);
         assert_close(steps.other_s, 0.0);
+    }
+
+    #[test]
+    fn a_batch_whose_proofs_end_a_moment_apart_still_counts_once() {
+        // As a real batch's GPU_ENDs come: one after another as each proof is put together,
+        // a tenth of a millisecond apart. The first batch's second end is still its own.
+        let mut timeline = fixture("batched.csv");
+        let row = timeline
+            .rows
+            .iter_mut()
+            .find(|row| row.event == "GPU_END" && row.job == "s-t01000-2" && row.t_ms == 5000.0)
+            .expect("the first batch's second end");
+        row.t_ms = 5000.1;
+        let runs = analyze(&screen(&timeline), &Selection::Last, &options())
+            .expect("analysis")
+            .runs;
+        let throughput = runs[0].throughput.as_ref().expect("throughput");
+        assert_eq!(
+            throughput.basis,
+            Basis::SteadyState {
+                from_s: 5.0,
+                to_s: 9.0,
+                partitions: 2,
+                partitions_per_proof: 2.0,
+            }
+        );
+        assert_close(throughput.seconds_per_proof, 4.0);
     }
 }
