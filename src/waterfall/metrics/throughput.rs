@@ -69,8 +69,8 @@ pub(super) fn throughput(spans: &RunSpans, span_s: f64, proved: usize) -> Option
             })
             .count();
         let later = ends.len() - first_batch;
-        // A later end is outside the first batch, so `later` is at least one.
-        if to > from {
+        // A run that is one batch has no later end: no window, the whole span instead.
+        if to > from && later > 0 {
             let partitions_per_proof = ends.len() as f64 / jobs_proved as f64;
             let seconds_per_proof = (to - from) / later as f64 * partitions_per_proof;
             return Some(Throughput {
@@ -155,5 +155,20 @@ mod tests {
             }
         );
         assert_close(throughput.seconds_per_proof, 4.0);
+
+        // A run cut after that one batch has no steady state (no end after the batch's):
+        // the whole span, over the proofs written (none yet here), not a division by none.
+        timeline.rows.retain(|row| row.t_ms <= 5000.1);
+        let runs = analyze(&screen(&timeline), &Selection::Last, &options())
+            .expect("analysis")
+            .runs;
+        assert!(
+            runs[0]
+                .throughput
+                .as_ref()
+                .is_none_or(|t| matches!(t.basis, Basis::WholeRun { .. })),
+            "{:?}",
+            runs[0].throughput
+        );
     }
 }
