@@ -58,6 +58,11 @@ struct Args {
     /// partition's witness: 0.474).
     #[arg(long, default_value_t = 0.474)]
     ones_share: f64,
+    /// With --gpu: first the arithmetic's ceiling (Fr and Fp multiplications and G1 bucket
+    /// additions with every operand in registers) and sppark's transforms of 2^--to
+    /// elements, then H's table.
+    #[arg(long)]
+    ceiling: bool,
 }
 
 /// Distinct points `g, 2g, 3g, ...` (cheap to make in bulk: one addition each).
@@ -302,6 +307,41 @@ fn gpu_table(args: &Args) -> Result<()> {
     checked
 }
 
+/// The arithmetic's ceiling: the rates the transforms' multiplications and the H multiexp's
+/// bucket additions would reach with nothing but registers (`ceiling.cuh`). Set
+/// CUZK_WIDE_PHASES=1 for H's table to give the accumulation's own time to set beside it.
+#[cfg(feature = "cuda")]
+fn ceiling_table(args: &Args) -> Result<()> {
+    use cuzk::backend::cuda::CudaGpu;
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let bases = points::<G1Projective>(1 << 10, &mut rng);
+    let mut gpu = CudaGpu::open(0)?;
+    println!("{}\n", gpu.name());
+    let rates = gpu.ceiling_bench(&bases, args.rounds, args.to)?;
+    println!("| operation (the first three: every operand in registers) | operations | ms | G/s |");
+    println!("|---|---|---|---|");
+    let to = args.to;
+    let names = [
+        "Fr multiplication (the transforms)".to_string(),
+        "Fp multiplication".to_string(),
+        "G1 bucket addition, mixed XYZZ (H's accumulation)".to_string(),
+        format!("sppark inverse NTT 2^{to}, NR (elements)"),
+        format!("sppark NTT 2^{to}, RN (elements)"),
+        format!("sppark coset NTT 2^{to}, RN, shift a pass (elements)"),
+    ];
+    for (name, rate) in names.iter().zip(rates) {
+        println!(
+            "| {name} | {:.3e} | {:.1} | {:.2} |",
+            rate.operations,
+            rate.seconds * 1e3,
+            rate.operations / rate.seconds / 1e9
+        );
+    }
+    println!();
+    Ok(())
+}
+
 /// `partitions` bit maps over `terms` terms, each bit one with probability `share`, made in
 /// parallel (each run of 2^16 words from its own seed).
 #[cfg(feature = "cuda")]
@@ -476,6 +516,8 @@ fn main() -> Result<()> {
         #[cfg(feature = "cuda")]
         return if args.ones {
             ones_table(&args)
+        } else if args.ceiling {
+            ceiling_table(&args).and_then(|()| gpu_table(&args))
         } else {
             gpu_table(&args)
         };

@@ -195,16 +195,12 @@ struct pattern_sort {
             return;
         const uint32_t patterns = 1u << k;
         // The buckets, pattern 0's empty: accumulate_buckets skips a bucket without entries.
-        int resident_blocks = 0;
-        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &resident_blocks, wide_msm::accumulate_buckets<bucket>, wide_msm::ACCUMULATE_THREADS,
-            0));
-        const uint32_t blocks = gpu.sm_count() * std::max(resident_blocks, 1);
-        const uint32_t threads = blocks * wide_msm::ACCUMULATE_THREADS / bucket::degree;
+        const wide_msm::accumulation_t<bucket> accumulation{gpu};
+        const uint32_t threads = accumulation.threads;
         pool_buffer<bucket_h> bucket_sums{patterns, s}, head_sum{threads, s};
         pool_buffer<uint32_t> head_bucket{threads, s};
         CUDA_OK(cudaMemsetAsync(bucket_sums.ptr, 0, patterns * sizeof(bucket_h), s));
-        wide_msm::accumulate_buckets<bucket><<<blocks, wide_msm::ACCUMULATE_THREADS, 0, s>>>(
+        accumulation.kernel<<<accumulation.blocks, accumulation.block, 0, s>>>(
             bucket_sums.ptr, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases,
             patterns);
         CUDA_OK(cudaGetLastError());

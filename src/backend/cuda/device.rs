@@ -437,6 +437,41 @@ impl CudaGpu {
 }
 
 impl CudaGpu {
+    /// The arithmetic's ceiling (`ceiling.cuh`): the rates of Fr multiplications, Fp
+    /// multiplications and G1 bucket additions with every operand in registers, then, for
+    /// `lg_ntt` above 0, sppark's transforms of 2^lg_ntt elements as the quotient runs them:
+    /// the inverse (natural order in, bit-reversed out), the forward back, and the forward
+    /// on the coset (its shift a pass of its own). The best of `rounds` each. `bases` (at
+    /// least 32) are the additions' operands.
+    pub fn ceiling_bench(
+        &mut self,
+        bases: &[G1Affine],
+        rounds: u32,
+        lg_ntt: u32,
+    ) -> Result<[ArithmeticRate; 6], CudaError> {
+        let mut ops = [0f64; 6];
+        let mut ms = [0f64; 6];
+        // SAFETY: a live handle; `bases` holds the count passed in blst's layout, and `ops`
+        // and `ms` six each (CEILING_RATES); all used during the call only.
+        self.check(unsafe {
+            ffi::cuzk_gpu_ceiling_bench(
+                self.raw.as_ptr(),
+                bases.as_ptr(),
+                bases.len(),
+                rounds,
+                lg_ntt,
+                ops.as_mut_ptr(),
+                ms.as_mut_ptr(),
+            )
+        })?;
+        Ok(std::array::from_fn(|i| ArithmeticRate {
+            operations: ops[i],
+            seconds: ms[i] / 1e3,
+        }))
+    }
+}
+
+impl CudaGpu {
     /// A batch of partitions' sums of the bases where their bit is set, two ways on the same
     /// inputs: each partition by batch addition (as a query's ones are summed today), and
     /// the whole batch by pattern (`batch_ones.cuh`). `bases` repeated up to `ones.terms()`
@@ -605,6 +640,16 @@ pub struct MultiexpTiming<P> {
     /// The multiexp's value.
     pub result: P,
     /// Its best wall time, the device synchronized.
+    pub seconds: f64,
+}
+
+/// How many operations took how long ([`CudaGpu::ceiling_bench`]): Fr multiplications,
+/// Fp multiplications, G1 bucket additions, then the three transforms' elements.
+#[derive(Clone, Copy, Debug)]
+pub struct ArithmeticRate {
+    /// Operations done.
+    pub operations: f64,
+    /// Their best wall time, the device synchronized.
     pub seconds: f64,
 }
 

@@ -222,6 +222,15 @@ extern "C" {
         out: *mut G2Projective,
         ms: *mut f64,
     ) -> Status;
+    pub fn cuzk_gpu_ceiling_bench(
+        gpu: *mut Gpu,
+        bases: *const G1Affine,
+        nbases: usize,
+        rounds: u32,
+        lg_ntt: u32,
+        ops: *mut f64,
+        ms: *mut f64,
+    ) -> Status;
     pub fn cuzk_gpu_batch_ones(
         gpu: *mut Gpu,
         set_slot: usize,

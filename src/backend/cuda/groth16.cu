@@ -734,6 +734,7 @@ bool injects(const char* fault, int device = -1)
 #include "beside_h.cuh"
 #include "coset_h.cuh"
 #include "batch_ones.cuh"
+#include "ceiling.cuh"
 
 // Runs `body` (which allocates from `gpu`'s stream-ordered pool), then gives what the pool
 // keeps back to the driver, whether `body` ends or throws (after its work is done).
@@ -1083,6 +1084,21 @@ cuzk_status cuzk_gpu_msm_bench_g2(cuzk_gpu* g, const affine_fp2_t* bases, size_t
 {
     return msm_bench_on<bucket_fp2_t>(g, bases, nbases, scalars, n, rounds, streamed_chunk,
                                       static_cast<point_fp2_t*>(out), ms);
+}
+
+// The arithmetic's ceiling (ceiling.cuh): ops[i] operations in ms[i] milliseconds, i <
+// CEILING_RATES (6): Fr multiplications, Fp multiplications and G1 bucket additions over
+// `bases` (at least 32), then where lg_ntt is set sppark's three transforms of that size.
+cuzk_status cuzk_gpu_ceiling_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases,
+                                   uint32_t rounds, uint32_t lg_ntt, double* ops, double* ms)
+{
+    return on_device(g, "timing the arithmetic's ceiling", [&] {
+        g->gpu.select();
+        trimming_pool(g->gpu, [&] {
+            ceiling_rates<bucket_t>(g->gpu, reinterpret_cast<const affine_t::mem_t*>(bases),
+                                    nbases, rounds, lg_ntt, ops, ms);
+        });
+    });
 }
 
 // The ones' sums of k partitions, each and by pattern (ones_bench_on), in G1.

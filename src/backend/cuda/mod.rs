@@ -41,7 +41,8 @@ mod prover;
 
 #[cfg(feature = "cuda")]
 pub use device::{
-    gpu_count, BatchOnes, BenchBases, CudaError, CudaGpu, MultiexpTiming, OnesTiming, PinnedBuffer,
+    gpu_count, ArithmeticRate, BatchOnes, BenchBases, CudaError, CudaGpu, MultiexpTiming,
+    OnesTiming, PinnedBuffer,
 };
 #[cfg(feature = "cuda")]
 pub use params::{ResidentParams, ResidentParamsError};

@@ -249,8 +249,8 @@ constexpr uint32_t NO_BUCKET = 0xffffffffu;
 // bucket that starts in its range goes to sums[k] (its first piece, where it runs on); the
 // piece of a bucket that started before its range goes to head_sum[t], its bucket to
 // head_bucket[t] (join_pieces adds those). sums is zero (every XYZZ point the identity).
-template<class bucket>
-__launch_bounds__(ACCUMULATE_THREADS) __global__
+template<class bucket, int BLOCK = ACCUMULATE_THREADS>
+__launch_bounds__(BLOCK) __global__
 void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                         typename bucket::mem_t* head_sum, const uint32_t* starts,
                         const uint32_t* entries, const typename bucket::affine_t::mem_t* bases,
@@ -311,6 +311,43 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
         }
     }
 }
+
+// The accumulation's launch: blocks of ACCUMULATE_THREADS, as many an SM as its registers
+// allow (one at the kernel's count in G1, 8 warps), each thread a point's share of the
+// entries. CUZK_ACCUMULATE_THREADS (288, 320 or 352) takes G1's blocks that large instead,
+// the warps an SM the registers would also hold, to measure whether more warps hide more of
+// the bases' loads; read once.
+template<class bucket>
+struct accumulation_t {
+    using kernel_t = decltype(&accumulate_buckets<bucket>);
+
+    int block = ACCUMULATE_THREADS;
+    kernel_t kernel = &accumulate_buckets<bucket>;
+    uint32_t blocks = 0;
+    uint32_t threads = 0;       // a point's worth of threads each (bucket::degree)
+
+    explicit accumulation_t(const gpu_t& gpu)
+    {
+        if constexpr (bucket::degree == 1) {
+            static const char* given = std::getenv("CUZK_ACCUMULATE_THREADS");
+            const int wanted = given ? std::atoi(given) : 0;
+            if (wanted == 288) {
+                block = 288;
+                kernel = &accumulate_buckets<bucket, 288>;
+            } else if (wanted == 320) {
+                block = 320;
+                kernel = &accumulate_buckets<bucket, 320>;
+            } else if (wanted == 352) {
+                block = 352;
+                kernel = &accumulate_buckets<bucket, 352>;
+            }
+        }
+        int resident = 0;
+        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, block, 0));
+        blocks = gpu.sm_count() * std::max(resident, 1);
+        threads = blocks * block / bucket::degree;
+    }
+};
 
 // The pieces of a bucket cut between threads (head_sum[t], head_bucket[t]: a run of
 // consecutive t with the same bucket) folded into the run's first piece, FOLD at a time, a
@@ -635,7 +672,8 @@ struct windows_t {
     const int group;
     const int grid;
     const bool keep_digits;     // the count keeps the digits for the place (keeps_digits)
-    uint32_t accumulate_blocks = 0, threads = 0;
+    const accumulation_t<bucket> accumulation;
+    const uint32_t threads;     // the accumulation's, a point's worth each
     size_t scan_bytes = 0;
     pool_buffer<uint32_t> counts, starts, digits, entries, head_bucket;
     pool_buffer<bucket_h> head_sum, partial, partial_2, window_sums;
@@ -646,7 +684,8 @@ struct windows_t {
     windows_t(const gpu_t& g, const plan_t& p, int group_windows, size_t most,
               const char* what, size_t n, bool kept)
         : gpu(g), s(g[0]), plan(p), group(group_windows), grid((int)g.sm_count() * 8),
-          keep_digits(kept), phases(g[0], what, n)
+          keep_digits(kept), accumulation(g), threads(accumulation.threads),
+          phases(g[0], what, n)
     {
         // The first windows are the widest: the first group's buffers serve every group.
         const size_t slots = plan.slots(0, group);
@@ -662,12 +701,6 @@ struct windows_t {
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.ptr, starts.ptr,
                                               (int)(slots + 1), s));
         scan_space = pool_buffer<uint8_t>{std::max<size_t>(scan_bytes, 1), s};
-        int resident_blocks = 0;
-        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &resident_blocks, accumulate_buckets<bucket>, ACCUMULATE_THREADS, 0));
-        accumulate_blocks = gpu.sm_count() * std::max(resident_blocks, 1);
-        // Each a point's worth of threads: `degree` of them (accumulate_buckets).
-        threads = accumulate_blocks * ACCUMULATE_THREADS / bucket::degree;
         head_bucket = pool_buffer<uint32_t>{threads, s};
         head_sum = pool_buffer<bucket_h>{threads, s};
     }
@@ -712,7 +745,7 @@ struct windows_t {
         }
         phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
-        accumulate_buckets<bucket><<<accumulate_blocks, ACCUMULATE_THREADS, 0, s>>>(
+        accumulation.kernel<<<accumulation.blocks, accumulation.block, 0, s>>>(
             sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::ACCUMULATE);
