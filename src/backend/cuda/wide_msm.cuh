@@ -249,7 +249,10 @@ constexpr uint32_t NO_BUCKET = 0xffffffffu;
 // bucket that starts in its range goes to sums[k] (its first piece, where it runs on); the
 // piece of a bucket that started before its range goes to head_sum[t], its bucket to
 // head_bucket[t] (join_pieces adds those). sums is zero (every XYZZ point the identity).
-template<class bucket, int BLOCK = ACCUMULATE_THREADS>
+//
+// AHEAD entries are in flight: each step loads the base AHEAD entries on while it adds this
+// one (1: the next one).
+template<class bucket, int BLOCK = ACCUMULATE_THREADS, int AHEAD = 1>
 __launch_bounds__(BLOCK) __global__
 void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                         typename bucket::mem_t* head_sum, const uint32_t* starts,
@@ -281,19 +284,34 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
     uint32_t run_end = starts[k + 1];
     accumulator<bucket> acc;
     acc.inf();
-    uint32_t at = lo, e = entries[at];
-    affine p = acc.load(bases[e & ~SIGN]);
+    static_assert(AHEAD >= 1, "the next base at least");
+    uint32_t e[AHEAD];
+    affine p[AHEAD];
+    #pragma unroll
+    for (int i = 0; i < AHEAD; i++) {
+        e[i] = 0;
+        if (lo + i < hi) {
+            e[i] = entries[lo + i];
+            p[i] = acc.load(bases[e[i] & ~SIGN]);
+        }
+    }
+    uint32_t at = lo;
     while (at < hi) {
-        uint32_t next = at + 1, e_next = 0;
+        uint32_t e_next = 0;
         affine p_next;
-        if (next < hi) {
-            e_next = entries[next];
+        if (at + AHEAD < hi) {
+            e_next = entries[at + AHEAD];
             p_next = acc.load(bases[e_next & ~SIGN]);
         }
-        acc.add(p, (e & SIGN) != 0);
-        at = next;
-        e = e_next;
-        p = p_next;
+        acc.add(p[0], (e[0] & SIGN) != 0);
+        #pragma unroll
+        for (int i = 0; i + 1 < AHEAD; i++) {
+            e[i] = e[i + 1];
+            p[i] = p[i + 1];
+        }
+        e[AHEAD - 1] = e_next;
+        p[AHEAD - 1] = p_next;
+        at++;
         if (at == run_end || at == hi) {    // this piece of bucket k ends
             if (is_head) {
                 head_bucket[t] = k;
@@ -314,9 +332,10 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
 
 // The accumulation's launch: blocks of ACCUMULATE_THREADS, as many an SM as its registers
 // allow (one at the kernel's count in G1, 8 warps), each thread a point's share of the
-// entries. CUZK_ACCUMULATE_THREADS (288, 320 or 352) takes G1's blocks that large instead,
-// the warps an SM the registers would also hold, to measure whether more warps hide more of
-// the bases' loads; read once.
+// entries, the next base in flight. For measurements in G1: CUZK_ACCUMULATE_THREADS (288,
+// 320 or 352) takes blocks that large instead, the warps an SM the registers would also
+// hold, and CUZK_ACCUMULATE_AHEAD=2 keeps two bases in flight (blocks of 256): whether
+// more warps or more loads in flight hide more of the bases' latency. Read once.
 template<class bucket>
 struct accumulation_t {
     using kernel_t = decltype(&accumulate_buckets<bucket>);
@@ -330,8 +349,11 @@ struct accumulation_t {
     {
         if constexpr (bucket::degree == 1) {
             static const char* given = std::getenv("CUZK_ACCUMULATE_THREADS");
+            static const char* ahead = std::getenv("CUZK_ACCUMULATE_AHEAD");
             const int wanted = given ? std::atoi(given) : 0;
-            if (wanted == 288) {
+            if (ahead && std::atoi(ahead) == 2) {
+                kernel = &accumulate_buckets<bucket, ACCUMULATE_THREADS, 2>;
+            } else if (wanted == 288) {
                 block = 288;
                 kernel = &accumulate_buckets<bucket, 288>;
             } else if (wanted == 320) {
