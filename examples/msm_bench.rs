@@ -6,7 +6,10 @@
 //! Pippenger against cuzk's wide multiexp (`backend/cuda/wide_msm.cuh`) on the same random
 //! full-width scalars and resident bases (with `--streamed`, also bases streamed from
 //! pinned host memory), from 2^`--from` to 2^`--to` points, with points per second; the
-//! results must agree, and at the smallest size equal the CPU's.
+//! results must agree, and at the smallest size equal the CPU's. With `--ceiling` too, first
+//! the rates the device reaches with every operand in registers (Fr and Fp multiplications,
+//! the accumulation's bucket addition) and sppark's transforms at 2^`--to`: how far H and
+//! the quotient are from the arithmetic that bounds them.
 //!
 //! ```text
 //! cargo run --release --example msm_bench -- --log-size 20

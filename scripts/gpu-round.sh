@@ -18,10 +18,9 @@
 #   TABLE=0    msm_bench --gpu --streamed from 2^FROM to 2^TO (16, 27), ROUNDS (2), with
 #              CUZK_WIDE_PHASES=1 (each wide multiexp's steps in the log); BEFORE_DIR, a
 #              directory with another build's msm_bench, runs that one too, after
-#   CEILING=0  msm_bench --gpu --ceiling --from TO --to TO (27) once for each accumulation in
-#              ACCUMULATIONS (default "256 ahead2 320 352": blocks of 256 threads, the same
-#              with two bases in flight, blocks of 320 and 352), with CUZK_WIDE_PHASES=1: the
-#              rates with every operand in registers beside H's steps at that size
+#   CEILING=0  msm_bench --gpu --ceiling --from TO --to TO (27) with CUZK_WIDE_PHASES=1: the
+#              rates with every operand in registers and sppark's transforms at that size,
+#              beside H's steps
 #   SMALL=0    the real 2KiB sectors in C1_DIR (scripts/gpu-bench.sh, the cuda run), once
 #              for each CUZK_MULTIEXP in ENGINES (default "default wide:from=20 sppark
 #              default"; "default" leaves it unset), each a fresh process
@@ -71,20 +70,12 @@ if [ "${TABLE:-0}" = 1 ]; then
 fi
 if [ "${CEILING:-0}" = 1 ]; then
   mkdir -p "$out/results/ceiling"
-  for way in ${ACCUMULATIONS:-256 ahead2 320 352}; do
-    unset CUZK_ACCUMULATE_THREADS CUZK_ACCUMULATE_AHEAD
-    case "$way" in
-      256) ;;
-      ahead2) export CUZK_ACCUMULATE_AHEAD=2 ;;
-      *) export CUZK_ACCUMULATE_THREADS="$way" ;;
-    esac
-    echo "== msm_bench --ceiling, accumulation $way"
-    CUZK_WIDE_PHASES=1 timeout 170 "$run/msm_bench" --gpu --ceiling --from "${TO:-27}" \
-      --to "${TO:-27}" --rounds "${ROUNDS:-2}" > "$out/results/ceiling/$way.txt" 2>&1
-    grep -E "^\| (Fr|Fp|G1 bucket|sppark|2\^)|false|resident|rror" "$out/results/ceiling/$way.txt" | cut -c1-200
-    pack
-  done
-  unset CUZK_ACCUMULATE_THREADS CUZK_ACCUMULATE_AHEAD
+  echo "== msm_bench --ceiling at 2^${TO:-27}"
+  CUZK_WIDE_PHASES=1 timeout 170 "$run/msm_bench" --gpu --ceiling --from "${TO:-27}" \
+    --to "${TO:-27}" --rounds "${ROUNDS:-2}" > "$out/results/ceiling/ceiling.txt" 2>&1
+  grep -E "^\| (Fr|Fp|G1 bucket|sppark|2\^)|false|resident n=[0-9]{6}|rror" \
+    "$out/results/ceiling/ceiling.txt" | cut -c1-200
+  pack
 fi
 if [ "${SMALL:-0}" = 1 ]; then
   k=0

@@ -200,7 +200,8 @@ struct pattern_sort {
         pool_buffer<bucket_h> bucket_sums{patterns, s}, head_sum{threads, s};
         pool_buffer<uint32_t> head_bucket{threads, s};
         CUDA_OK(cudaMemsetAsync(bucket_sums.ptr, 0, patterns * sizeof(bucket_h), s));
-        accumulation.kernel<<<accumulation.blocks, accumulation.block, 0, s>>>(
+        wide_msm::accumulate_buckets<bucket><<<accumulation.blocks, wide_msm::ACCUMULATE_THREADS,
+                                               0, s>>>(
             bucket_sums.ptr, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases,
             patterns);
         CUDA_OK(cudaGetLastError());

@@ -45,8 +45,8 @@ __global__ void multiply_chains(field* out, const field* operands, uint32_t step
 // out[t] = Q + P - P + P ...: `steps` additions of ±P into a bucket holding Q, P and Q two
 // bases of `bases` (so the sum never equals ±P: every step takes the general addition, as
 // nearly every step of the accumulation does).
-template<class bucket, int BLOCK>
-__launch_bounds__(BLOCK) __global__
+template<class bucket>
+__launch_bounds__(wide_msm::ACCUMULATE_THREADS) __global__
 void add_chains(typename bucket::mem_t* out, const typename bucket::affine_t::mem_t* bases,
                 uint32_t nbases, uint32_t steps)
 {
@@ -86,16 +86,12 @@ void ceiling_rates(const gpu_t& gpu, const typename bucket::affine_t::mem_t* bas
     // Enough threads to fill every SM several times over for the multiplications, 256 a
     // block.
     const uint32_t mul_blocks = (uint32_t)sms * 16, mul_threads = 256;
-    // The additions in blocks as large as the accumulation's (CUZK_ACCUMULATE_THREADS),
-    // as many an SM as fit.
-    const wide_msm::accumulation_t<bucket> accumulation{gpu};
-    const int block = accumulation.block;
-    auto add_kernel = block == 288   ? &ceiling::add_chains<bucket, 288>
-                      : block == 320 ? &ceiling::add_chains<bucket, 320>
-                      : block == 352 ? &ceiling::add_chains<bucket, 352>
-                                     : &ceiling::add_chains<bucket, wide_msm::ACCUMULATE_THREADS>;
+    // The additions launched as the accumulation is (accumulation_t): its block, as many
+    // blocks an SM as fit.
+    const int block = wide_msm::ACCUMULATE_THREADS;
     int resident = 0;
-    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, add_kernel, block, 0));
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, ceiling::add_chains<bucket>,
+                                                          block, 0));
     const uint32_t add_blocks = (uint32_t)sms * (uint32_t)std::max(resident, 1);
     const uint32_t mul_steps = 2048, add_steps = 8192;
     const size_t mul_n = (size_t)mul_blocks * mul_threads;
@@ -156,8 +152,8 @@ void ceiling_rates(const gpu_t& gpu, const typename bucket::affine_t::mem_t* bas
     });
     ops[1] = (double)mul_n * mul_steps * ceiling::CHAINS;
     ms[2] = best_of([&] {
-        add_kernel<<<add_blocks, block, 0, s>>>(sums.ptr, d_bases.ptr, (uint32_t)given,
-                                                add_steps);
+        ceiling::add_chains<bucket><<<add_blocks, block, 0, s>>>(sums.ptr, d_bases.ptr,
+                                                                 (uint32_t)given, add_steps);
     });
     ops[2] = (double)add_n * add_steps;
 

@@ -249,11 +249,8 @@ constexpr uint32_t NO_BUCKET = 0xffffffffu;
 // bucket that starts in its range goes to sums[k] (its first piece, where it runs on); the
 // piece of a bucket that started before its range goes to head_sum[t], its bucket to
 // head_bucket[t] (join_pieces adds those). sums is zero (every XYZZ point the identity).
-//
-// AHEAD entries are in flight: each step loads the base AHEAD entries on while it adds this
-// one (1: the next one).
-template<class bucket, int BLOCK = ACCUMULATE_THREADS, int AHEAD = 1>
-__launch_bounds__(BLOCK) __global__
+template<class bucket>
+__launch_bounds__(ACCUMULATE_THREADS) __global__
 void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
                         typename bucket::mem_t* head_sum, const uint32_t* starts,
                         const uint32_t* entries, const typename bucket::affine_t::mem_t* bases,
@@ -284,34 +281,19 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
     uint32_t run_end = starts[k + 1];
     accumulator<bucket> acc;
     acc.inf();
-    static_assert(AHEAD >= 1, "the next base at least");
-    uint32_t e[AHEAD];
-    affine p[AHEAD];
-    #pragma unroll
-    for (int i = 0; i < AHEAD; i++) {
-        e[i] = 0;
-        if (lo + i < hi) {
-            e[i] = entries[lo + i];
-            p[i] = acc.load(bases[e[i] & ~SIGN]);
-        }
-    }
-    uint32_t at = lo;
+    uint32_t at = lo, e = entries[at];
+    affine p = acc.load(bases[e & ~SIGN]);
     while (at < hi) {
-        uint32_t e_next = 0;
+        uint32_t next = at + 1, e_next = 0;
         affine p_next;
-        if (at + AHEAD < hi) {
-            e_next = entries[at + AHEAD];
+        if (next < hi) {
+            e_next = entries[next];
             p_next = acc.load(bases[e_next & ~SIGN]);
         }
-        acc.add(p[0], (e[0] & SIGN) != 0);
-        #pragma unroll
-        for (int i = 0; i + 1 < AHEAD; i++) {
-            e[i] = e[i + 1];
-            p[i] = p[i + 1];
-        }
-        e[AHEAD - 1] = e_next;
-        p[AHEAD - 1] = p_next;
-        at++;
+        acc.add(p, (e & SIGN) != 0);
+        at = next;
+        e = e_next;
+        p = p_next;
         if (at == run_end || at == hi) {    // this piece of bucket k ends
             if (is_head) {
                 head_bucket[t] = k;
@@ -330,44 +312,29 @@ void accumulate_buckets(typename bucket::mem_t* sums, uint32_t* head_bucket,
     }
 }
 
-// The accumulation's launch: blocks of ACCUMULATE_THREADS, as many an SM as its registers
-// allow (one at the kernel's count in G1, 8 warps), each thread a point's share of the
-// entries, the next base in flight. For measurements in G1: CUZK_ACCUMULATE_THREADS (288,
-// 320 or 352) takes blocks that large instead, the warps an SM the registers would also
-// hold, and CUZK_ACCUMULATE_AHEAD=2 keeps two bases in flight (blocks of 256): whether
-// more warps or more loads in flight hide more of the bases' latency. Read once.
+// The accumulation's launch, for every caller (windows_t, batch_ones): blocks of
+// ACCUMULATE_THREADS, as many an SM as its registers allow (in G1 one, 8 warps at the
+// kernel's 186 registers a thread), each thread a point's share of the entries.
+//
+// Measured on an H100 at 2^27 (msm_bench --ceiling, BENCHMARKS.md): the accumulation adds
+// 2.46 G bases a second, 89% of the 2.76 G the same addition reaches with every operand
+// in registers at this launch, itself set by the Fp multiplication (27.5 G a second,
+// about ten an addition). Neither more warps nor more loads in flight closed the rest:
+// blocks of 320 and 352 threads (their registers capped to fit, about 200 and 184 a
+// thread) took 762 and 697 ms
+// against 647, and two bases in flight 646 (a37da32..aa72056).
 template<class bucket>
 struct accumulation_t {
-    using kernel_t = decltype(&accumulate_buckets<bucket>);
-
-    int block = ACCUMULATE_THREADS;
-    kernel_t kernel = &accumulate_buckets<bucket>;
     uint32_t blocks = 0;
     uint32_t threads = 0;       // a point's worth of threads each (bucket::degree)
 
     explicit accumulation_t(const gpu_t& gpu)
     {
-        if constexpr (bucket::degree == 1) {
-            static const char* given = std::getenv("CUZK_ACCUMULATE_THREADS");
-            static const char* ahead = std::getenv("CUZK_ACCUMULATE_AHEAD");
-            const int wanted = given ? std::atoi(given) : 0;
-            if (ahead && std::atoi(ahead) == 2) {
-                kernel = &accumulate_buckets<bucket, ACCUMULATE_THREADS, 2>;
-            } else if (wanted == 288) {
-                block = 288;
-                kernel = &accumulate_buckets<bucket, 288>;
-            } else if (wanted == 320) {
-                block = 320;
-                kernel = &accumulate_buckets<bucket, 320>;
-            } else if (wanted == 352) {
-                block = 352;
-                kernel = &accumulate_buckets<bucket, 352>;
-            }
-        }
         int resident = 0;
-        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, block, 0));
+        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &resident, accumulate_buckets<bucket>, ACCUMULATE_THREADS, 0));
         blocks = gpu.sm_count() * std::max(resident, 1);
-        threads = blocks * block / bucket::degree;
+        threads = blocks * ACCUMULATE_THREADS / bucket::degree;
     }
 };
 
@@ -767,7 +734,7 @@ struct windows_t {
         }
         phases.mark(phases_t::SORT);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
-        accumulation.kernel<<<accumulation.blocks, accumulation.block, 0, s>>>(
+        accumulate_buckets<bucket><<<accumulation.blocks, ACCUMULATE_THREADS, 0, s>>>(
             sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::ACCUMULATE);
