@@ -86,8 +86,8 @@ void ceiling_rates(const gpu_t& gpu, const typename bucket::affine_t::mem_t* bas
     // Enough threads to fill every SM several times over for the multiplications, 256 a
     // block.
     const uint32_t mul_blocks = (uint32_t)sms * 16, mul_threads = 256;
-    // The additions launched as the accumulation is (accumulation_t): its block, as many
-    // blocks an SM as fit.
+    // The additions in blocks of the accumulation's size, as many an SM as fit (one, as for
+    // the accumulation: the same addition sets the registers).
     const int block = wide_msm::ACCUMULATE_THREADS;
     int resident = 0;
     CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, ceiling::add_chains<bucket>,
