@@ -8,8 +8,9 @@
 //! pinned host memory), from 2^`--from` to 2^`--to` points, with points per second; the
 //! results must agree, and at the smallest size equal the CPU's. With `--ceiling` too, first
 //! the rates the device reaches with every operand in registers (Fr and Fp multiplications,
-//! the accumulation's bucket addition) and sppark's transforms at 2^`--to`: how far H and
-//! the quotient are from the arithmetic that bounds them.
+//! the accumulation's bucket addition), sppark's transforms at 2^`--to` and the quotient's
+//! way to the coset beside sppark's (their results compared): how far H and the quotient
+//! are from the arithmetic that bounds them.
 //!
 //! ```text
 //! cargo run --release --example msm_bench -- --log-size 20
@@ -62,8 +63,8 @@ struct Args {
     #[arg(long, default_value_t = 0.474)]
     ones_share: f64,
     /// With --gpu: first the arithmetic's ceiling (Fr and Fp multiplications and G1 bucket
-    /// additions with every operand in registers) and sppark's transforms of 2^--to
-    /// elements, then H's table.
+    /// additions with every operand in registers), sppark's transforms of 2^--to
+    /// elements and the quotient's way to the coset beside sppark's, then H's table.
     #[arg(long)]
     ceiling: bool,
 }
@@ -332,6 +333,8 @@ fn ceiling_table(args: &Args) -> Result<()> {
         format!("sppark inverse NTT 2^{to}, NR (elements)"),
         format!("sppark NTT 2^{to}, RN (elements)"),
         format!("sppark coset NTT 2^{to}, RN, shift a pass (elements)"),
+        format!("to the coset 2^{to}, sppark's inverse and coset NTTs (elements)"),
+        format!("to the coset 2^{to}, the quotient's: 1/n in the shift (elements)"),
     ];
     for (name, rate) in names.iter().zip(rates) {
         println!(

@@ -1,7 +1,8 @@
 // The arithmetic's ceiling (cuzk_gpu_ceiling_bench): how fast this device multiplies in Fr
 // and in Fp, and adds an affine base into a G1 XYZZ bucket with the accumulator the H
-// multiexp uses (xyzz_add.cuh), with every operand in registers. Included by groth16.cu
-// inside its anonymous namespace, after wide_msm.cuh; not a standalone header.
+// multiexp uses (xyzz_add.cuh), with every operand in registers; and the quotient's way to
+// the coset beside sppark's. Included by groth16.cu inside its anonymous namespace, after
+// wide_msm.cuh and quotient.cuh; not a standalone header.
 //
 // Why: the transforms are Fr multiplications and the H multiexp is mostly additions into
 // buckets; the rates here are what those steps would reach if their loads, stores, shuffles
@@ -11,8 +12,9 @@
 //
 // Each thread runs independent chains (CHAINS of multiplications; one sum for the
 // additions, as in the accumulation), from operands read once, and writes its result, so
-// nothing can be left out by the compiler. No results are checked: the rates are the point,
-// and the same arithmetic is checked against the CPU by every multiexp and proof check.
+// nothing can be left out by the compiler. Their results are not checked: the rates are the
+// point, and the same arithmetic is checked against the CPU by every multiexp and proof
+// check. The two ways to the coset are compared, element for element.
 
 namespace ceiling {
 
@@ -62,15 +64,36 @@ void add_chains(typename bucket::mem_t* out, const typename bucket::affine_t::me
     acc.store(out[t]);
 }
 
+// v[i] = distinct values below Fr's modulus (as Montgomery words), for comparing two
+// transforms: a constant vector's inverse NTT is a single coefficient, and would leave
+// most of a coset shift untested.
+__global__ void fill_distinct(fr_t* v, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x) {
+        uint32_t* words = reinterpret_cast<uint32_t*>(&v[i]);
+        uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull;
+        for (int k = 0; k < 8; k++) {
+            x ^= x >> 29;
+            x *= 0xbf58476d1ce4e5b9ull;
+            // The top word below the modulus's, 0x73eda753.
+            words[k] = (uint32_t)(x >> 32) & (k == 7 ? 0x0fffffffu : 0xffffffffu);
+        }
+    }
+}
+
 }  // namespace ceiling
 
 // The rates (cuzk_gpu_ceiling_bench): ops[i] operations in ms[i] milliseconds, the best of
 // `rounds`, for Fr multiplications, Fp multiplications and G1 bucket additions; then, where
 // lg_ntt is set, sppark's transforms of 2^lg_ntt elements as the quotient runs them (ops:
 // the elements): [3] the inverse (NR), [4] the forward from bit-reversed order (RN), [5]
-// the same on the coset (RN, the shift a pass of its own before it). `bases` (nbases >=
-// 32, affine, Montgomery, host memory) are the additions' operands.
-constexpr int CEILING_RATES = 6;
+// the same on the coset (RN, the shift a pass of its own before it); then a vector to the
+// coset g·H as the quotient took it before (sppark's inverse and coset NTTs) [6] and as
+// it does now (quotient_steps::to_coset: the inverse without its 1/n, the shift with it,
+// the NTT) [7], whose results must be equal (else it throws). `bases` (nbases >= 32,
+// affine, Montgomery, host memory) are the additions' operands.
+constexpr int CEILING_RATES = 8;
 
 template<class bucket>
 void ceiling_rates(const gpu_t& gpu, const typename bucket::affine_t::mem_t* bases,
@@ -179,6 +202,34 @@ void ceiling_rates(const gpu_t& gpu, const typename bucket::affine_t::mem_t* bas
         NTT::Base_dev_ptr(s, v.ptr, lg_ntt, NTT::InputOutputOrder::RN, NTT::Direction::forward,
                           NTT::Type::coset);
     });
+    // The two ways to the coset, timed in place, then compared from the same distinct values.
+    pool_buffer<fr_t> w{n, s};
+    CUDA_OK(cudaMemsetAsync(w.ptr, 0x11, n * sizeof(fr_t), s));
+    auto sppark_steps = [&](fr_t* x) {
+        NTT::Base_dev_ptr(s, x, lg_ntt, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+                          NTT::Type::standard);
+        NTT::Base_dev_ptr(s, x, lg_ntt, NTT::InputOutputOrder::RN, NTT::Direction::forward,
+                          NTT::Type::coset);
+    };
+    quotient_steps steps{s, lg_ntt, true};
+    ms[6] = best_of([&] { sppark_steps(v.ptr); });
+    ms[7] = best_of([&] { steps.to_coset(w.ptr); });
+    ceiling::fill_distinct<<<sms, 1024, 0, s>>>(v.ptr, n);
+    ceiling::fill_distinct<<<sms, 1024, 0, s>>>(w.ptr, n);
+    CUDA_OK(cudaGetLastError());
+    sppark_steps(v.ptr);
+    steps.to_coset(w.ptr);
+    std::vector<fr_t> a(std::min<size_t>(n, 1 << 20)), b(a.size());
+    for (size_t at : {(size_t)0, n - a.size()}) {
+        CUDA_OK(cudaMemcpyAsync(a.data(), v.ptr + at, a.size() * sizeof(fr_t),
+                                cudaMemcpyDeviceToHost, s));
+        CUDA_OK(cudaMemcpyAsync(b.data(), w.ptr + at, b.size() * sizeof(fr_t),
+                                cudaMemcpyDeviceToHost, s));
+        s.sync();
+        if (std::memcmp(a.data(), b.data(), a.size() * sizeof(fr_t)) != 0)
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("the quotient's coset transform differs from sppark's")};
+    }
     for (int i = 3; i < CEILING_RATES; i++)
         ops[i] = (double)n;
 }

@@ -441,18 +441,19 @@ impl CudaGpu {
     /// multiplications and G1 bucket additions with every operand in registers, then, for
     /// `lg_ntt` above 0, sppark's transforms of 2^lg_ntt elements as the quotient runs them:
     /// the inverse (natural order in, bit-reversed out), the forward back, and the forward
-    /// on the coset (its shift a pass of its own). The best of `rounds` each. `bases` (at
-    /// least 32) are the additions' operands.
+    /// on the coset (its shift a pass of its own); then a vector to the coset with sppark's
+    /// steps and with the quotient's (whose results must be equal, else an error). The best
+    /// of `rounds` each. `bases` (at least 32) are the additions' operands.
     pub fn ceiling_bench(
         &mut self,
         bases: &[G1Affine],
         rounds: u32,
         lg_ntt: u32,
-    ) -> Result<[ArithmeticRate; 6], CudaError> {
-        let mut ops = [0f64; 6];
-        let mut ms = [0f64; 6];
+    ) -> Result<[ArithmeticRate; 8], CudaError> {
+        let mut ops = [0f64; 8];
+        let mut ms = [0f64; 8];
         // SAFETY: a live handle; `bases` holds the count passed in blst's layout, and `ops`
-        // and `ms` six each (CEILING_RATES); all used during the call only.
+        // and `ms` eight each (CEILING_RATES); all used during the call only.
         self.check(unsafe {
             ffi::cuzk_gpu_ceiling_bench(
                 self.raw.as_ptr(),
@@ -644,7 +645,7 @@ pub struct MultiexpTiming<P> {
 }
 
 /// How many operations took how long ([`CudaGpu::ceiling_bench`]): Fr multiplications,
-/// Fp multiplications, G1 bucket additions, then the three transforms' elements.
+/// Fp multiplications, G1 bucket additions, then the transforms' elements.
 #[derive(Clone, Copy, Debug)]
 pub struct ArithmeticRate {
     /// Operations done.

@@ -734,6 +734,7 @@ bool injects(const char* fault, int device = -1)
 #include "beside_h.cuh"
 #include "coset_h.cuh"
 #include "batch_ones.cuh"
+#include "quotient.cuh"
 #include "ceiling.cuh"
 
 // Runs `body` (which allocates from `gpu`'s stream-ordered pool), then gives what the pool
@@ -1087,8 +1088,9 @@ cuzk_status cuzk_gpu_msm_bench_g2(cuzk_gpu* g, const affine_fp2_t* bases, size_t
 }
 
 // The arithmetic's ceiling (ceiling.cuh): ops[i] operations in ms[i] milliseconds, i <
-// CEILING_RATES (6): Fr multiplications, Fp multiplications and G1 bucket additions over
-// `bases` (at least 32), then where lg_ntt is set sppark's three transforms of that size.
+// CEILING_RATES (8): Fr multiplications, Fp multiplications and G1 bucket additions over
+// `bases` (at least 32), then where lg_ntt is set sppark's three transforms of that size
+// and the two ways to the coset, sppark's and the quotient's (compared).
 cuzk_status cuzk_gpu_ceiling_bench(cuzk_gpu* g, const affine_t* bases, size_t nbases,
                                    uint32_t rounds, uint32_t lg_ntt, double* ops, double* ms)
 {
@@ -1137,7 +1139,6 @@ void cuzk_host_free(void* ptr)
 
 namespace {
 
-#include "quotient.cuh"
 #include "partition_proof.cuh"
 
 }  // namespace

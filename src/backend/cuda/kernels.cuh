@@ -12,14 +12,49 @@ void pointwise_product(fr_t* c, const fr_t* a, const fr_t* b, size_t n)
         c[i] = a[i] * b[i];
 }
 
-// a = (a - c) / Z, where Z is the vanishing polynomial's constant value on the coset.
+// a = ((b ? a b : a) - c) k, i < n: the quotient's last step on the coset, k = 1/Z (Z, the
+// vanishing polynomial, is constant there), the product of a and b taken here where b is
+// given. With k's canonical words as its operand (a Montgomery "element" k/R), a
+// Montgomery multiplication leaves h canonical: (x R) k / R = x k, which the H multiexp
+// reads as its scalars without converting each one in each of its passes.
 __launch_bounds__(1024) __global__
-void sub_scale(fr_t* a, const fr_t* c, fr_t z_inv, size_t n)
+void quotient_on_coset(fr_t* a, const fr_t* b, const fr_t* c, fr_t k, size_t n)
 {
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)blockDim.x * gridDim.x) {
-        fr_t t = a[i] - c[i];
-        a[i] = t * z_inv;
+        fr_t t = a[i];
+        if (b)
+            t *= b[i];
+        t -= c[i];
+        a[i] = t * k;
+    }
+}
+
+// low[j] = g^j / n, j < WINDOW_SIZE, from sppark's table of g's powers (powers[0][j] = g^j):
+// the low window of the coset shift's multipliers, with the inverse NTT's 1/n in it.
+__launch_bounds__(256) __global__
+void scale_low_powers(fr_t* low, const fr_t (*powers)[WINDOW_SIZE], fr_t one_over_n)
+{
+    for (uint32_t j = threadIdx.x + blockIdx.x * blockDim.x; j < WINDOW_SIZE;
+         j += blockDim.x * gridDim.x)
+        low[j] = powers[0][j] * one_over_n;
+}
+
+// v[i] *= g^k / n, k = rev(i) (lg bits): coefficients in bit-reversed order, n times too
+// large from an inverse NTT that left out its 1/n (quotient.cuh), shifted to the coset g·H
+// and scaled in one multiplication. The multiplier is low[k's low window] times sppark's
+// powers[1][k's high window] = g^(high 2^LG_WINDOW_SIZE): as many multiplications as
+// sppark's coset shift, whose 1/n the inverse NTT would otherwise take in one more.
+__launch_bounds__(1024) __global__
+void shift_to_coset(fr_t* v, uint32_t lg, const fr_t* low, const fr_t (*powers)[WINDOW_SIZE])
+{
+    static_assert(WINDOW_NUM == 2, "two windows of g's powers cover a domain's exponents");
+    size_t n = (size_t)1 << lg;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x) {
+        index_t k = lg ? (index_t)(__brev((uint32_t)i) >> (32 - lg)) : 0;
+        fr_t m = low[k % WINDOW_SIZE] * powers[1][k / WINDOW_SIZE];
+        v[i] *= m;
     }
 }
 

@@ -5,7 +5,8 @@
 
 // One partition's proof on a cuzk_gpu, in the order of the paper (cuzk_gpu_prove calls the
 // steps top to bottom). Two domain-sized device vectors, x and y, do the work:
-//   x = a, y = b; both to the coset; x *= y          (quotient, first half)
+//   x = a, y = b; both to the coset; x *= y          (quotient, first half; evaluating,
+//                                                     the product waits for the last step)
 //   y = c; x, y interpolated; x = h = (y - x) / 2    (second half, over s·H; over g·H, with
 //                                                     H's bases there: y to the coset,
 //                                                     x = (x - y) / Z, the evaluations)
@@ -295,15 +296,18 @@ struct partition_proof {
         }
         step = "computing the quotient";
         steps.to_coset(y);
-        pointwise_product<<<sms, 1024, 0, s0>>>(x, x, y, n);
-        CUDA_OK(cudaGetLastError());
         if (!evaluate) {
+            // c goes into y: the product first.
+            pointwise_product<<<sms, 1024, 0, s0>>>(x, x, y, n);
+            CUDA_OK(cudaGetLastError());
             step = "uploading c";
             s0.sync();      // the product above still reads y; the stager has its own stream
             upload_padded(z, 2);
         }
         step = "computing the quotient";
-        steps.finish(x, z);
+        // Evaluating, c has its own vector: the product is taken in the quotient's last
+        // step, a pass over the domain fewer.
+        steps.finish(x, evaluate ? y : nullptr, z);
     }
 
     // The next partition's witness goes up into the other slot while the multiexps run,
@@ -567,13 +571,14 @@ struct partition_proof {
         g->ahead = kept;
     }
 
-    // sum_j h_j H_j over x: the coefficients, or on the coset the evaluations.
+    // sum_j h_j H_j over x: the coefficients, or on the coset the evaluations; canonical,
+    // as the quotient leaves them.
     void multiexp_h(point_t& out)
     {
         step = "the H multiexp";
         count_streamed(set.resident[CUZK_H], h_len(), sizeof(affine_t));
         run_msm<bucket_t>(gpu, out, set.resident[CUZK_H] ? set.h.ptr : nullptr, p->host_h, x,
-                          h_len());
+                          h_len(), true, scalar_form::canonical);
     }
 
     // sum_i w_i L_i over the aux witness: split, its scalars are mostly bits; from its work

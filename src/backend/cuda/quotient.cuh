@@ -6,62 +6,110 @@
 // coset s·H (s a primitive 2n-th root of unity, backend/quotient.rs) with the file's own
 // H query, over g·H with H's bases there (params/coset_h.rs). A domain of sppark's largest
 // size has no s in its tables: the textbook's steps there.
+//
+// h comes out canonical, not in Montgomery form: its last multiplication takes a constant's
+// canonical words (quotient_on_coset says why), and every step after it is linear with
+// Montgomery constants, which keeps it so. The H multiexp then takes its digits directly.
 struct quotient_steps {
     stream_t& s;
     uint32_t lg;
     size_t n, sms;
     bool h_on_coset;
+    pool_buffer<fr_t> low;      // g^j / n, j < WINDOW_SIZE (scale_low_powers), on g·H
 
     quotient_steps(stream_t& stream, uint32_t lg_domain, bool coset_h)
         : s(stream), lg(lg_domain), n((size_t)1 << lg_domain), sms(stream.sm_count()),
           h_on_coset(coset_h)
-    {}
+    {
+        if (over_half_root())
+            return;
+        low = pool_buffer<fr_t>{WINDOW_SIZE, s};
+        scale_low_powers<<<WINDOW_SIZE / 256, 256, 0, s>>>(
+            low.ptr, NTTParameters::all(false)[s].partial_group_gen_powers,
+            domain_size_inverse[lg]);
+        CUDA_OK(cudaGetLastError());
+    }
 
     bool over_half_root() const { return !h_on_coset && lg < MAX_LG_DOMAIN_SIZE; }
 
-    // v = its evaluations on the quotient's coset: iNTT, the shift, the NTT.
-    void to_coset(fr_t* v)
+    // The inverse NTT (natural order in, bit-reversed out) without its 1/n, which the shift
+    // after it takes: sppark's passes, split as its NTT splits them.
+    void inverse_unscaled(fr_t* v)
     {
-        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                          NTT::Type::standard);
-        bool half_root = over_half_root();
-        if (half_root) {
-            shift_to_half_root<<<sms, 1024, 0, s>>>(v, lg,
-                                                     NTTParameters::all(false)[s].partial_twiddles);
-            CUDA_OK(cudaGetLastError());
+        if (lg == 0)
+            return;
+        GS_launcher passes{v, (int)lg, false, NTTParameters::all(true)[s], s};
+        if (lg <= 10) {
+            passes.step((int)lg);
+        } else if (lg <= 18) {
+            passes.step((int)lg / 2);
+            passes.step((int)lg / 2 + (int)lg % 2);
+        } else {
+            passes.step((int)lg / 3 + (int)lg % 3);
+            passes.step((int)lg / 3);
+            passes.step((int)lg / 3);
         }
-        // sppark's coset NTT shifts by g itself.
-        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward,
-                          half_root ? NTT::Type::standard : NTT::Type::coset);
     }
 
-    // prod = â·b̂ on the coset, c = C·w on the domain (overwritten): h into prod, as the
-    // H query reads it. Over s·H the product and c are interpolated and combined,
-    // h = (C - S) / 2; over g·H, c goes to the coset and prod = (prod - c) / Z, the
-    // evaluations, interpolated back unless H's bases are on the coset. Returns once done.
-    void finish(fr_t* prod, fr_t* c)
+    // v = its evaluations on the quotient's coset: the inverse NTT, the shift, the NTT.
+    void to_coset(fr_t* v)
     {
         if (over_half_root()) {
+            NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+                              NTT::Type::standard);
+            shift_to_half_root<<<sms, 1024, 0, s>>>(v, lg,
+                                                     NTTParameters::all(false)[s].partial_twiddles);
+        } else {
+            // sppark's coset NTT would shift by g itself, in a pass with as many
+            // multiplications as this one, and its inverse would multiply by 1/n.
+            inverse_unscaled(v);
+            shift_to_coset<<<sms, 1024, 0, s>>>(
+                v, lg, low.ptr, NTTParameters::all(false)[s].partial_group_gen_powers);
+        }
+        CUDA_OK(cudaGetLastError());
+        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward,
+                          NTT::Type::standard);
+    }
+
+    // A constant's canonical words as an element (quotient_on_coset says why).
+    static fr_t canonical(fr_t k)
+    {
+        k.from();
+        return k;
+    }
+
+    // x = â on the coset, b̂ there too or null (x the product already), c = C·w on the
+    // domain (overwritten): h into x, canonical, as the H query reads it. Over s·H the
+    // product and c are interpolated and combined, h = (C - S) / 2; over g·H, c goes to the
+    // coset and x = (x b̂ - c) / Z, the evaluations, interpolated back unless H's bases are
+    // on the coset. Returns once done.
+    void finish(fr_t* x, const fr_t* b, fr_t* c)
+    {
+        if (over_half_root()) {
+            if (b) {
+                pointwise_product<<<sms, 1024, 0, s>>>(x, x, b, n);
+                CUDA_OK(cudaGetLastError());
+            }
             // Both inverse NTTs leave bit-reversed order, which the combination keeps;
             // one permutation puts h in natural order for H's bases.
-            NTT::Base_dev_ptr(s, prod, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+            NTT::Base_dev_ptr(s, x, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
                               NTT::Type::standard);
             NTT::Base_dev_ptr(s, c, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
                               NTT::Type::standard);
             half_root_quotient<<<sms, 1024, 0, s>>>(
-                prod, c, half(), lg, NTTParameters::all(true)[s].partial_twiddles);
+                x, c, canonical(half()), lg, NTTParameters::all(true)[s].partial_twiddles);
             CUDA_OK(cudaGetLastError());
-            ntt_steps::bit_rev(prod, prod, lg, s);
+            ntt_steps::bit_rev(x, x, lg, s);
             s.sync();
             return;
         }
         to_coset(c);
-        sub_scale<<<sms, 1024, 0, s>>>(prod, c, z_inverse_on_coset(lg), n);
+        quotient_on_coset<<<sms, 1024, 0, s>>>(x, b, c, canonical(z_inverse_on_coset(lg)), n);
         CUDA_OK(cudaGetLastError());
-        // The coset NTTs above (RN) leave natural order: prod[j] is the evaluation at
-        // g·ω^j, the order of H's bases on the coset, and sppark's coset shift is cuzk's g.
+        // The NTTs above (RN) leave natural order: x[j] is the evaluation at g·ω^j, the
+        // order of H's bases on the coset, and sppark's coset shift is cuzk's g.
         if (!h_on_coset)
-            NTT::Base_dev_ptr(s, prod, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse,
+            NTT::Base_dev_ptr(s, x, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse,
                               NTT::Type::coset);
         s.sync();
     }

@@ -61,10 +61,11 @@ struct msm_owner {
 // out = sum_i scalars[i] bases[i]: by the wide multiexp where it takes their number
 // (wide_msm::wanted), over the bases on the device or streamed from pinned host memory,
 // within the device memory sppark's would take (where that is too little for it, sppark's
-// after all), else by sppark's Pippenger.
+// after all), else by sppark's Pippenger. The scalars are held as `form` says.
 template<class bucket, class point, class affine>
 void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const affine* host_bases,
-             const fr_t* device_scalars, size_t n, bool may_widen = true)
+             const fr_t* device_scalars, size_t n, bool may_widen = true,
+             scalar_form form = scalar_form::montgomery)
 {
     if (n == 0) {
         out.inf();
@@ -76,10 +77,11 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
             if (device_bases)
                 wide_msm::multiexp<bucket>(gpu, out,
                                            reinterpret_cast<const typename affine::mem_t*>(device_bases),
-                                           device_scalars, n, held);
+                                           device_scalars, n, held, form);
             else
                 wide_msm::multiexp_streamed<bucket>(gpu, out, host_bases, device_scalars, n, held,
-                                                    wide_msm::test_chunk_points(sizeof(affine)));
+                                                    wide_msm::test_chunk_points(sizeof(affine)),
+                                                    form);
             return;
         } catch (const cuda_error& e) {
             if (error_of(e) != cudaErrorMemoryAllocation)
@@ -91,12 +93,13 @@ void run_msm(const gpu_t& gpu, point& out, const affine* device_bases, const aff
     msm_owner<msm_type> owner{gpu, new msm_type{nullptr, n, sizeof(affine), gpu.id()}};
     msm_type& msm = *owner.msm;
     RustError err;
+    const bool montgomery = form == scalar_form::montgomery;
     if (device_bases)
         err = msm.invoke(out, device_span<affine>{const_cast<affine*>(device_bases)}, n,
-                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, montgomery);
     else
         err = msm.invoke(out, host_bases, n,
-                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, true);
+                         device_span<fr_t>{const_cast<fr_t*>(device_scalars)}, montgomery);
     std::string message = err.message ? err.message : "multiexp failed";
     std::free(err.message);     // sppark strdup()s it for Rust; we own it here
     if (err.code != cudaSuccess)

@@ -18,8 +18,9 @@
 //   bucket of each window in the group (atomics: the buckets are many, the digits random;
 //   a group's counters fit the L2 cache where every window's would not: counting all of them
 //   in one pass ahead of the groups took 66 ms against 38 at 2^27, c58ca99). Each pass
-//   takes the scalars out of Montgomery form itself: converting them once ahead saved 7.5
-//   ms of 887 at 2^27, about what a pass over them costs a proof (704041a);
+//   takes Montgomery scalars out of that form itself (converting them once ahead saved 7.5
+//   ms of 887 at 2^27, about what a pass over them costs a proof, 704041a); H's come
+//   canonical from the quotient's last multiplication, at no cost (quotient.cuh);
 // - place: an exclusive sum turns the counts into where each bucket's run starts, and each
 //   scalar's index (its digit's sign in the top bit) goes to its bucket's next place: a
 //   counting sort. From 2^25 bases the count keeps each digit and the place goes over them
@@ -54,6 +55,11 @@
 // at 2^27. The prover gives it what its plan holds for sppark's Pippenger (1.72 GB at 2^27:
 // one window a group), and the digits are left out where a window does not fit with them.
 // Bases and scalars are the caller's.
+
+// How a multiexp's scalars are held: in Montgomery form (the witness, as the host sends
+// it), or canonical (h, as the quotient leaves it). Each pass over Montgomery scalars
+// converts them as it reads them.
+enum class scalar_form { montgomery, canonical };
 
 namespace wide_msm {
 
@@ -159,12 +165,13 @@ constexpr uint32_t NO_DIGIT = 0xffffffffu;
 // each digit kept: digits[(w - first) n + i] is scalar i's in window w, its slot with the
 // sign in the top bit, or NO_DIGIT.
 __global__ void count_digits(uint32_t* counts, uint32_t* digits, const fr_t* scalars,
-                             size_t n, plan_t plan, int first, int end)
+                             scalar_form form, size_t n, plan_t plan, int first, int end)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
-        s.from();
+        if (form == scalar_form::montgomery)
+            s.from();
         // Each window's digit written once: NO_DIGIT for the windows the digits skip.
         int unwritten = first;
         auto no_digit_until = [&](int w) {
@@ -186,12 +193,13 @@ __global__ void count_digits(uint32_t* counts, uint32_t* digits, const fr_t* sca
 // Each digit's entry (the base's index, the sign in the top bit) at its bucket's next place,
 // the digits taken from the scalars again.
 __global__ void place_scalars(uint32_t* cursors, uint32_t* entries, const fr_t* scalars,
-                              size_t n, plan_t plan, int first, int end)
+                              scalar_form form, size_t n, plan_t plan, int first, int end)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         fr_t s = scalars[i];
-        s.from();
+        if (form == scalar_form::montgomery)
+            s.from();
         for_each_digit(s, plan, first, end, [&](int, uint32_t slot, bool negative) {
             uint32_t at = atomicAdd(&cursors[slot], 1u);
             entries[at] = (uint32_t)i | (negative ? SIGN : 0u);
@@ -705,13 +713,13 @@ struct windows_t {
 
     // Windows first .. end of the n scalars over their n bases: each digit's entry sorted to
     // its bucket, the buckets summed into `sums` (the group's, first window first).
-    void sum_buckets(bucket_h* sums, const fr_t* scalars, const affine_h* bases, size_t n,
-                     int first, int end)
+    void sum_buckets(bucket_h* sums, const fr_t* scalars, scalar_form form,
+                     const affine_h* bases, size_t n, int first, int end)
     {
         uint32_t nbuckets = (uint32_t)plan.slots(first, end);
         CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
         count_digits<<<grid, 256, 0, s>>>(counts.ptr, keep_digits ? digits.ptr : nullptr,
-                                          scalars, n, plan, first, end);
+                                          scalars, form, n, plan, first, end);
         CUDA_OK(cudaGetLastError());
         phases.mark(phases_t::COUNT);
         CUDA_OK(cub::DeviceScan::ExclusiveSum(scan_space.ptr, scan_bytes, counts.ptr,
@@ -728,8 +736,8 @@ struct windows_t {
                 CUDA_OK(cudaGetLastError());
             }
         } else {
-            place_scalars<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, n, plan, first,
-                                               end);
+            place_scalars<<<grid, 256, 0, s>>>(counts.ptr, entries.ptr, scalars, form, n, plan,
+                                               first, end);
             CUDA_OK(cudaGetLastError());
         }
         phases.mark(phases_t::SORT);
@@ -813,14 +821,15 @@ bool has_work(point& out, size_t n)
     return n > 0;
 }
 
-// out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars
-// (Montgomery) on the device, taking at most `max_bytes` of device memory (the prover
+// out = sum_i scalars[i] * bases[i], i < n: bases (affine, Montgomery) and scalars (held as
+// `form` says) on the device, taking at most `max_bytes` of device memory (the prover
 // passes what its plan holds for sppark's Pippenger, so that --gpu-memory still holds).
 // Throws cuda_error; cudaErrorMemoryAllocation where not even one window fits, before any
 // work.
 template<class bucket, class point>
 void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem_t* bases,
-              const fr_t* scalars, size_t n, size_t max_bytes)
+              const fr_t* scalars, size_t n, size_t max_bytes,
+              scalar_form form = scalar_form::montgomery)
 {
     using bucket_h = typename bucket::mem_t;
     if (!has_work(out, n))
@@ -839,7 +848,7 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
-        win.sum_buckets(sums.ptr, scalars, bases, n, first, end);
+        win.sum_buckets(sums.ptr, scalars, form, bases, n, first, end);
         win.reduce(first, end, sums.ptr);
     }
     win.join(out);
@@ -872,7 +881,8 @@ inline size_t test_chunk_points(size_t point_bytes)
 // cudaErrorMemoryAllocation where that does not fit, before any work.
 template<class bucket, class point>
 void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
-                       const fr_t* scalars, size_t n, size_t max_bytes, size_t max_chunk)
+                       const fr_t* scalars, size_t n, size_t max_bytes, size_t max_chunk,
+                       scalar_form form = scalar_form::montgomery)
 {
     using bucket_h = typename bucket::mem_t;
     using affine_h = typename bucket::affine_t::mem_t;
@@ -941,7 +951,7 @@ void multiexp_streamed(const gpu_t& gpu, point& out, const void* host_bases,
         win.phases.mark(phases_t::WAIT);
         for (int first = 0; first < plan.windows; first += group) {
             int end = std::min(first + group, plan.windows);
-            win.sum_buckets(chunk_sums.ptr, scalars + from, bases, len, first, end);
+            win.sum_buckets(chunk_sums.ptr, scalars + from, form, bases, len, first, end);
             size_t nbuckets = plan.slots(first, end);
             add_sums<bucket><<<win.grid, 256, 0, s>>>(sums.ptr + plan.slots(0, first),
                                                       chunk_sums.ptr, nbuckets);
