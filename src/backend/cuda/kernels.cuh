@@ -30,8 +30,9 @@ void quotient_on_coset(fr_t* a, const fr_t* b, const fr_t* c, fr_t k, size_t n)
     }
 }
 
-// low[j] = g^j / n, j < WINDOW_SIZE, from sppark's table of g's powers (powers[0][j] = g^j):
-// the low window of the coset shift's multipliers, with the inverse NTT's 1/n in it.
+// low[j] = r^j / n, j < WINDOW_SIZE, from one of sppark's tables of a root's powers
+// (powers[0][j] = r^j, powers[1][j] = r^(j 2^LG_WINDOW_SIZE)): the low window of a coset
+// shift's multipliers, with the inverse NTT's 1/n in it.
 __launch_bounds__(256) __global__
 void scale_low_powers(fr_t* low, const fr_t (*powers)[WINDOW_SIZE], fr_t one_over_n)
 {
@@ -40,20 +41,23 @@ void scale_low_powers(fr_t* low, const fr_t (*powers)[WINDOW_SIZE], fr_t one_ove
         low[j] = powers[0][j] * one_over_n;
 }
 
-// v[i] *= g^k / n, k = rev(i) (lg bits): coefficients in bit-reversed order, n times too
-// large from an inverse NTT that left out its 1/n (quotient.cuh), shifted to the coset g·H
-// and scaled in one multiplication. The multiplier is low[k's low window] times sppark's
-// powers[1][k's high window] = g^(high 2^LG_WINDOW_SIZE): as many multiplications as
-// sppark's coset shift, whose 1/n the inverse NTT would otherwise take in one more.
+// v[i] *= r^e / n, e = rev(i) 2^step (rev over lg bits): coefficients in bit-reversed order,
+// n times too large from an inverse NTT that left out its 1/n (quotient.cuh), shifted to a
+// coset and scaled in one multiplication. The coset g·H takes g's powers and step 0; s·H
+// (s a primitive 2n-th root of unity) the NTT's root of order 2^MAX_LG_DOMAIN_SIZE and step
+// MAX_LG_DOMAIN_SIZE - 1 - lg, s being that root to the 2^step. The multiplier is
+// low[e's low window] powers[1][e's high window]: as many multiplications as a shift alone
+// (sppark's, or get_intermediate_root's), where the inverse NTT's 1/n would take one more.
 __launch_bounds__(1024) __global__
-void shift_to_coset(fr_t* v, uint32_t lg, const fr_t* low, const fr_t (*powers)[WINDOW_SIZE])
+void shift_and_scale(fr_t* v, uint32_t lg, uint32_t step, const fr_t* low,
+                     const fr_t (*powers)[WINDOW_SIZE])
 {
-    static_assert(WINDOW_NUM == 2, "two windows of g's powers cover a domain's exponents");
+    static_assert(WINDOW_NUM == 2, "two windows of powers cover a domain's exponents");
     size_t n = (size_t)1 << lg;
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)blockDim.x * gridDim.x) {
-        index_t k = lg ? (index_t)(__brev((uint32_t)i) >> (32 - lg)) : 0;
-        fr_t m = low[k % WINDOW_SIZE] * powers[1][k / WINDOW_SIZE];
+        index_t e = lg ? (index_t)(__brev((uint32_t)i) >> (32 - lg)) << step : 0;
+        fr_t m = low[e % WINDOW_SIZE] * powers[1][e / WINDOW_SIZE];
         v[i] *= m;
     }
 }
@@ -68,28 +72,19 @@ __device__ __forceinline__ fr_t half_root_power(size_t i, uint32_t lg,
     return get_intermediate_root(rev << (MAX_LG_DOMAIN_SIZE - 1 - lg), powers);
 }
 
-// v[i] *= s^rev(i): coefficients in bit-reversed order shifted to the coset s·H, so the
-// forward NTT after it evaluates there (quotient.rs says why that coset).
+// h = (C - S) k, in bit-reversed order, into x: c holds C's coefficients, x those of
+// s^k S_k (the product's inverse NTT on s·H, before the shift back by s^-k), both n times
+// too large where their inverse NTTs left out the 1/n, which k then takes (k = 1/2n, not
+// 1/2). With k's canonical words, h comes out canonical (quotient_on_coset says why).
 __launch_bounds__(1024) __global__
-void shift_to_half_root(fr_t* v, uint32_t lg, const fr_t (*powers)[WINDOW_SIZE])
-{
-    size_t n = (size_t)1 << lg;
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
-         i += (size_t)blockDim.x * gridDim.x)
-        v[i] *= half_root_power(i, lg, powers);
-}
-
-// h = (C - S) / 2, in bit-reversed order, into x: c holds C's coefficients, x those of
-// s^k S_k (the product's inverse NTT on s·H, before the shift back by s^-k).
-__launch_bounds__(1024) __global__
-void half_root_quotient(fr_t* x, const fr_t* c, fr_t half, uint32_t lg,
+void half_root_quotient(fr_t* x, const fr_t* c, fr_t k, uint32_t lg,
                         const fr_t (*inverse_powers)[WINDOW_SIZE])
 {
     size_t n = (size_t)1 << lg;
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)blockDim.x * gridDim.x) {
         fr_t s = x[i] * half_root_power(i, lg, inverse_powers);
-        x[i] = (c[i] - s) * half;
+        x[i] = (c[i] - s) * k;
     }
 }
 

@@ -15,24 +15,28 @@ struct quotient_steps {
     uint32_t lg;
     size_t n, sms;
     bool h_on_coset;
-    pool_buffer<fr_t> low;      // g^j / n, j < WINDOW_SIZE (scale_low_powers), on g·H
+    // The coset shift's root, its low window scaled by 1/n (scale_low_powers), and the
+    // exponent's step (shift_and_scale): s's or g's.
+    const fr_t (*powers)[WINDOW_SIZE];
+    uint32_t step;
+    pool_buffer<fr_t> low;
 
     quotient_steps(stream_t& stream, uint32_t lg_domain, bool coset_h)
         : s(stream), lg(lg_domain), n((size_t)1 << lg_domain), sms(stream.sm_count()),
           h_on_coset(coset_h)
     {
-        if (over_half_root())
-            return;
+        const NTTParameters& forward = NTTParameters::all(false)[s];
+        powers = over_half_root() ? forward.partial_twiddles : forward.partial_group_gen_powers;
+        step = over_half_root() ? MAX_LG_DOMAIN_SIZE - 1 - lg : 0;
         low = pool_buffer<fr_t>{WINDOW_SIZE, s};
-        scale_low_powers<<<WINDOW_SIZE / 256, 256, 0, s>>>(
-            low.ptr, NTTParameters::all(false)[s].partial_group_gen_powers,
-            domain_size_inverse[lg]);
+        scale_low_powers<<<WINDOW_SIZE / 256, 256, 0, s>>>(low.ptr, powers,
+                                                           domain_size_inverse[lg]);
         CUDA_OK(cudaGetLastError());
     }
 
     bool over_half_root() const { return !h_on_coset && lg < MAX_LG_DOMAIN_SIZE; }
 
-    // The inverse NTT (natural order in, bit-reversed out) without its 1/n, which the shift
+    // The inverse NTT (natural order in, bit-reversed out) without its 1/n, which the step
     // after it takes: sppark's passes, split as its NTT splits them.
     void inverse_unscaled(fr_t* v)
     {
@@ -51,21 +55,13 @@ struct quotient_steps {
         }
     }
 
-    // v = its evaluations on the quotient's coset: the inverse NTT, the shift, the NTT.
+    // v = its evaluations on the quotient's coset: the inverse NTT, the shift with the
+    // inverse's 1/n in it (sppark's coset NTT would shift in a pass with as many
+    // multiplications, and its inverse multiply by 1/n in one more), the NTT.
     void to_coset(fr_t* v)
     {
-        if (over_half_root()) {
-            NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                              NTT::Type::standard);
-            shift_to_half_root<<<sms, 1024, 0, s>>>(v, lg,
-                                                     NTTParameters::all(false)[s].partial_twiddles);
-        } else {
-            // sppark's coset NTT would shift by g itself, in a pass with as many
-            // multiplications as this one, and its inverse would multiply by 1/n.
-            inverse_unscaled(v);
-            shift_to_coset<<<sms, 1024, 0, s>>>(
-                v, lg, low.ptr, NTTParameters::all(false)[s].partial_group_gen_powers);
-        }
+        inverse_unscaled(v);
+        shift_and_scale<<<sms, 1024, 0, s>>>(v, lg, step, low.ptr, powers);
         CUDA_OK(cudaGetLastError());
         NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward,
                           NTT::Type::standard);
@@ -90,14 +86,13 @@ struct quotient_steps {
                 pointwise_product<<<sms, 1024, 0, s>>>(x, x, b, n);
                 CUDA_OK(cudaGetLastError());
             }
-            // Both inverse NTTs leave bit-reversed order, which the combination keeps;
-            // one permutation puts h in natural order for H's bases.
-            NTT::Base_dev_ptr(s, x, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                              NTT::Type::standard);
-            NTT::Base_dev_ptr(s, c, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                              NTT::Type::standard);
+            // Both inverse NTTs leave bit-reversed order, which the combination keeps, and
+            // their 1/n to it; one permutation puts h in natural order for H's bases.
+            inverse_unscaled(x);
+            inverse_unscaled(c);
             half_root_quotient<<<sms, 1024, 0, s>>>(
-                x, c, canonical(half()), lg, NTTParameters::all(true)[s].partial_twiddles);
+                x, c, canonical(half() * domain_size_inverse[lg]), lg,
+                NTTParameters::all(true)[s].partial_twiddles);
             CUDA_OK(cudaGetLastError());
             ntt_steps::bit_rev(x, x, lg, s);
             s.sync();
