@@ -14,7 +14,8 @@
 #              (CUZK_MULTIEXP=wide:from=12 CUZK_TEST_GPU_FAULT=small-chunks) and a batch's
 #              ones summed by pattern however small its queries (small-batches): every cuda
 #              proof, resident, streamed, in the shared pass and in batches, equals the
-#              CPU's at r = s = 0
+#              CPU's at r = s = 0. FAULTS adds faults (e.g. one-window-groups: every wide
+#              multiexp on the device takes its windows one group at a time, as at 2^27)
 #   TABLE=0    msm_bench --gpu --streamed from 2^FROM to 2^TO (16, 27), ROUNDS (2), with
 #              CUZK_WIDE_PHASES=1 (each wide multiexp's steps in the log); BEFORE_DIR, a
 #              directory with another build's msm_bench, runs that one too, after
@@ -49,7 +50,7 @@ pack() { tar czf "$out/results.tgz" -C "$out" results 2>/dev/null; }
 left() { echo $(( ${LIMIT:-590} - (SECONDS - started) )); }
 
 if [ "${CHECKS:-1}" = 1 ]; then
-  CUZK_TEST_GPU_FAULT=small-chunks,small-batches MULTIEXP=wide:from=12 LOG="${LOG:-16}" \
+  CUZK_TEST_GPU_FAULT="small-chunks,small-batches${FAULTS:+,$FAULTS}" MULTIEXP=wide:from=12 LOG="${LOG:-16}" \
     "$here/gpu-msm.sh" "$run/cuzk" "$out/results/check" check
   pack
 fi

@@ -5,8 +5,8 @@
 
 // One partition's proof on a cuzk_gpu, in the order of the paper (cuzk_gpu_prove calls the
 // steps top to bottom). Two domain-sized device vectors, x and y, do the work:
-//   x = a, y = b; both to the coset; x *= y          (quotient, first half; evaluating,
-//                                                     the product waits for the last step)
+//   x = a, y = b; both to the coset; x *= y          (quotient, first half; evaluating
+//                                                     over g·H, in the last step instead)
 //   y = c; x, y interpolated; x = h = (y - x) / 2    (second half, over s·H; over g·H, with
 //                                                     H's bases there: y to the coset,
 //                                                     x = (x - y) / Z, the evaluations)
@@ -296,18 +296,20 @@ struct partition_proof {
         }
         step = "computing the quotient";
         steps.to_coset(y);
-        if (!evaluate) {
-            // c goes into y: the product first.
+        // Where c has its own vector (evaluating) and h is taken over g·H, the product is
+        // the last step's, a pass over the domain fewer; else it is taken here.
+        const bool product_last = evaluate && steps.takes_product();
+        if (!product_last) {
             pointwise_product<<<sms, 1024, 0, s0>>>(x, x, y, n);
             CUDA_OK(cudaGetLastError());
+        }
+        if (!evaluate) {
             step = "uploading c";
             s0.sync();      // the product above still reads y; the stager has its own stream
             upload_padded(z, 2);
         }
         step = "computing the quotient";
-        // Evaluating, c has its own vector: the product is taken in the quotient's last
-        // step, a pass over the domain fewer.
-        steps.finish(x, evaluate ? y : nullptr, z);
+        steps.finish(x, product_last ? y : nullptr, z);
     }
 
     // The next partition's witness goes up into the other slot while the multiexps run,

@@ -74,18 +74,20 @@ struct quotient_steps {
         return k;
     }
 
-    // x = â on the coset, b̂ there too or null (x the product already), c = C·w on the
-    // domain (overwritten): h into x, canonical, as the H query reads it. Over s·H the
-    // product and c are interpolated and combined, h = (C - S) / 2; over g·H, c goes to the
-    // coset and x = (x b̂ - c) / Z, the evaluations, interpolated back unless H's bases are
-    // on the coset. Returns once done.
+    // Whether finish takes b̂ and the product with it (over g·H), or only the product.
+    bool takes_product() const { return !over_half_root(); }
+
+    // x = â b̂ on the coset, or â with b̂ there where finish takes the product (b, else
+    // null), c = C·w on the domain (overwritten): h into x, canonical, as the H query reads
+    // it. Over s·H the product and c are interpolated and combined, h = (C - S) / 2; over
+    // g·H, c goes to the coset and x = (x b̂ - c) / Z, the evaluations, interpolated back
+    // unless H's bases are on the coset. Returns once done.
     void finish(fr_t* x, const fr_t* b, fr_t* c)
     {
+        if (b && !takes_product())
+            throw sppark_error{cudaErrorInvalidValue,
+                               std::string("the quotient over s·H takes the product made")};
         if (over_half_root()) {
-            if (b) {
-                pointwise_product<<<sms, 1024, 0, s>>>(x, x, b, n);
-                CUDA_OK(cudaGetLastError());
-            }
             // Both inverse NTTs leave bit-reversed order, which the combination keeps, and
             // their 1/n to it; one permutation puts h in natural order for H's bases.
             inverse_unscaled(x);

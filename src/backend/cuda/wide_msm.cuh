@@ -41,7 +41,9 @@
 //   state left room for fewer windows a group (BENCHMARKS.md);
 // - reduce, the whole group at once: sum_b b S_b by running sums over segments of 32
 //   buckets (a segment's offset times its plain sum added by double-and-add), then the
-//   segments summed by block trees, a launch a step for all the group's windows.
+//   segments summed by block trees, a launch a step for all the group's windows; in turn
+//   with the next group's steps, or with CUZK_WIDE_REDUCE=beside beside its count and sort
+//   (reduction_beside_t, not measured yet).
 // The windows' sums come back to the host, which joins them by doublings.
 //
 // A point takes bucket::degree threads side by side (sppark's G2 field holds an element's
@@ -716,6 +718,13 @@ struct windows_t {
     void sum_buckets(bucket_h* sums, const fr_t* scalars, scalar_form form,
                      const affine_h* bases, size_t n, int first, int end)
     {
+        sort(scalars, form, n, first, end);
+        accumulate(sums, bases, first, end);
+    }
+
+    // Each digit of windows first .. end to its bucket's run of entries.
+    void sort(const fr_t* scalars, scalar_form form, size_t n, int first, int end)
+    {
         uint32_t nbuckets = (uint32_t)plan.slots(first, end);
         CUDA_OK(cudaMemsetAsync(counts.ptr, 0, (nbuckets + 1) * sizeof(uint32_t), s));
         count_digits<<<grid, 256, 0, s>>>(counts.ptr, keep_digits ? digits.ptr : nullptr,
@@ -741,6 +750,12 @@ struct windows_t {
             CUDA_OK(cudaGetLastError());
         }
         phases.mark(phases_t::SORT);
+    }
+
+    // The buckets of windows first .. end summed into `sums` from the sorted entries.
+    void accumulate(bucket_h* sums, const affine_h* bases, int first, int end)
+    {
+        uint32_t nbuckets = (uint32_t)plan.slots(first, end);
         CUDA_OK(cudaMemsetAsync(sums, 0, nbuckets * sizeof(bucket_h), s));
         accumulate_buckets<bucket><<<accumulation.blocks, ACCUMULATE_THREADS, 0, s>>>(
             sums, head_bucket.ptr, head_sum.ptr, starts.ptr, entries.ptr, bases, nbuckets);
@@ -761,23 +776,29 @@ struct windows_t {
     // first bucket first), all of them at once: each window's segments, then block trees
     // over runs of segments, then a block tree a window. One launch a step for the group,
     // not a window: at small sizes a window's reduction is a few chains of additions, each
-    // one after the other, which the windows would otherwise wait on in turn.
+    // one after the other, which the windows would otherwise wait on in turn. On the stream
+    // `on` (`s` unless reduction_beside_t runs it beside), marked as a step where on `s`.
     void reduce(int first, int end, const bucket_h* sums)
+    {
+        reduce(first, end, sums, s);
+    }
+    void reduce(int first, int end, const bucket_h* sums, cudaStream_t on)
     {
         const size_t tree_shared = TREE_THREADS / bucket::degree * sizeof(bucket_h);
         static_assert(TREE_THREADS / bucket::degree * sizeof(bucket_h) <= 48 * 1024,
                       "sum_runs' shared memory within the default limit");
         const size_t segments = plan.slots(first, end) / SEGMENT;
         const uint32_t run = plan.run();
-        reduce_segments<bucket><<<grid, 128, 0, s>>>(partial.ptr, sums, plan, first, segments);
+        reduce_segments<bucket><<<grid, 128, 0, on>>>(partial.ptr, sums, plan, first, segments);
         CUDA_OK(cudaGetLastError());
-        sum_runs<bucket><<<(unsigned)(segments / run), TREE_THREADS, tree_shared, s>>>(
+        sum_runs<bucket><<<(unsigned)(segments / run), TREE_THREADS, tree_shared, on>>>(
             partial_2.ptr, partial.ptr, run);
         CUDA_OK(cudaGetLastError());
-        sum_windows<bucket><<<end - first, TREE_THREADS, tree_shared, s>>>(
+        sum_windows<bucket><<<end - first, TREE_THREADS, tree_shared, on>>>(
             window_sums.ptr + first, partial_2.ptr, plan, first, SEGMENT * run);
         CUDA_OK(cudaGetLastError());
-        phases.mark(phases_t::REDUCE);
+        if (on == (cudaStream_t)s)
+            phases.mark(phases_t::REDUCE);
     }
 
     // The windows' sums joined on the host, by doublings from the top: window w starts
@@ -800,6 +821,77 @@ struct windows_t {
             out.add(sum);
         }
     }
+};
+
+// A group's reduction beside the next group's count and sort, on a stream of its own
+// (gpu[1], which nothing else uses during a multiexp), where CUZK_WIDE_REDUCE=beside; else
+// each reduction in turn on `s`. The reduction reads the group's bucket sums, which the next
+// group's accumulation clears and rewrites, so that accumulation waits for it; the count and
+// the sort (digits, counters, entries) touch nothing it reads. What it may win: the 2^27 H
+// multiexp's twelve reductions take 42 ms of its 824, running below the device's width
+// (65 K segments of 32 buckets a window), beside the sort's scattered stores.
+//
+// Not measured yet, so off by default. Its destructor waits for the stream (never throws):
+// the buffers the reductions read go back to the pool only after, should a step throw.
+class reduction_beside_t {
+public:
+    explicit reduction_beside_t(const gpu_t& gpu)
+    {
+        static const char* given = std::getenv("CUZK_WIDE_REDUCE");
+        if (!(given && std::strcmp(given, "beside") == 0))
+            return;
+        on_ = gpu[1];
+        for (auto& e : events_)
+            CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    reduction_beside_t(const reduction_beside_t&) = delete;
+    reduction_beside_t& operator=(const reduction_beside_t&) = delete;
+    ~reduction_beside_t()
+    {
+        if (on_)
+            (void)cudaStreamSynchronize(on_);
+        for (auto e : events_)
+            if (e)
+                (void)cudaEventDestroy(e);
+    }
+
+    // The stream the next reduction runs on: beside, once it has waited for the work queued
+    // on `s` so far (the group's accumulation); else `s` itself.
+    cudaStream_t start(cudaStream_t s)
+    {
+        if (!on_)
+            return s;
+        CUDA_OK(cudaEventRecord(events_[ACCUMULATED], s));
+        CUDA_OK(cudaStreamWaitEvent(on_, events_[ACCUMULATED], 0));
+        return on_;
+    }
+
+    // After a reduction queued on the stream start gave.
+    void started()
+    {
+        if (!on_)
+            return;
+        CUDA_OK(cudaEventRecord(events_[REDUCED], on_));
+        in_flight_ = true;
+    }
+
+    // `s` waits for the reduction in flight, if any: before the next accumulation, and
+    // before the windows' sums are read back.
+    void wait(cudaStream_t s)
+    {
+        if (!in_flight_)
+            return;
+        CUDA_OK(cudaStreamWaitEvent(s, events_[REDUCED], 0));
+        in_flight_ = false;
+    }
+
+    bool beside() const { return on_ != nullptr; }
+
+private:
+    enum { ACCUMULATED, REDUCED, EVENTS };
+    cudaStream_t on_ = nullptr;
+    cudaEvent_t events_[EVENTS] = {nullptr, nullptr};
+    bool in_flight_ = false;
 };
 
 // The most of a group's windows (or of a pass's bases) whose entries, `per` each, a pass may
@@ -841,15 +933,30 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
         keeps_digits(plan) && room >= plan.window_bytes(n, sizeof(bucket_h), true);
     size_t fit = room / plan.window_bytes(n, sizeof(bucket_h), digits);
     int group = (int)std::min<size_t>({(size_t)plan.windows, fit, most_entries(n)});
+    // A test's one window a group (CUZK_TEST_GPU_FAULT=one-window-groups): a small multiexp
+    // then takes 2^27's way, a group after another, each reduction after its accumulation.
+    if (group > 1 && injects("one-window-groups"))
+        group = 1;
     if (group < 1)
         throw cuda_error{-cudaErrorMemoryAllocation,
                          std::string("no room for one window of the wide multiexp")};
     windows_t<bucket> win{gpu, plan, group, n, "resident", n, digits};
     pool_buffer<bucket_h> sums{plan.slots(0, group), win.s};
+    reduction_beside_t reduction{gpu};      // after the buffers: waited for before they go
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
-        win.sum_buckets(sums.ptr, scalars, form, bases, n, first, end);
-        win.reduce(first, end, sums.ptr);
+        win.sort(scalars, form, n, first, end);
+        if (reduction.beside()) {
+            reduction.wait(win.s);
+            win.phases.mark(phases_t::REDUCE);  // what of the last reduction was not hidden
+        }
+        win.accumulate(sums.ptr, bases, first, end);
+        win.reduce(first, end, sums.ptr, reduction.start(win.s));
+        reduction.started();
+    }
+    if (reduction.beside()) {
+        reduction.wait(win.s);
+        win.phases.mark(phases_t::REDUCE);
     }
     win.join(out);
 }
