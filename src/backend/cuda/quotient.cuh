@@ -86,7 +86,7 @@ struct quotient_steps {
     {
         if (b && !takes_product())
             throw sppark_error{cudaErrorInvalidValue,
-                               std::string("the quotient over s·H takes the product made")};
+                               std::string("over s·H the quotient is given the product, not b")};
         if (over_half_root()) {
             // Both inverse NTTs leave bit-reversed order, which the combination keeps, and
             // their 1/n to it; one permutation puts h in natural order for H's bases.
