@@ -317,13 +317,24 @@ fn main() -> Result<()> {
         }
     }
 
-    // The constraints on the GPU: partitions that are their witness alone, evaluated there.
+    // The constraints on the GPU: partitions that are their witness alone, evaluated there,
+    // with H's bases on the coset (the quotient over g·H takes the product in its last
+    // step) and with the file's own (over s·H, before it).
     #[cfg(feature = "cuda")]
-    {
+    for (form, coset_h) in [(", H on the coset", true), ("", false)] {
         let r1cs = Arc::new(cuzk::r1cs::R1cs::record(Chain { x: None, steps })?);
         let pool = rayon::ThreadPoolBuilder::new().build()?;
         let mut cuda = CudaProver::open(0, "cuda-0".into())?;
-        let resident = Arc::new(ResidentParams::load(&path_of(&dir), u64::MAX)?);
+        let resident = Arc::new(ResidentParams::load_with(
+            &path_of(&dir),
+            u64::MAX,
+            coset_h,
+        )?);
+        ensure!(
+            resident.h_on_coset() == coset_h,
+            "cuda evaluating{form}: the coset H query was {}taken",
+            if coset_h { "not " } else { "" }
+        );
         // Each partition's witness goes up during the previous one's proof (the second and
         // later find theirs on the GPU), so every proof checks the upload ahead too. The
         // first and third are held compact (bits and wide values, expanded on the GPU),
@@ -358,12 +369,21 @@ fn main() -> Result<()> {
             let on_cpu = prove_partition(partition, &params, None, Fr::ZERO, Fr::ZERO, &mut cpu)?.0;
             ensure!(
                 on_gpu == on_cpu,
-                "cuda evaluating: partition {k}'s proof differs from the CPU's"
+                "cuda evaluating{form}: partition {k}'s proof differs from the CPU's"
             );
-            eprintln!("cuda evaluating: {timings}");
+            eprintln!("cuda evaluating{form}: {timings}");
             k += 1;
         }
-        println!("cuda with the constraints on the GPU: proofs equal the CPU's");
+        println!("cuda with the constraints on the GPU{form}: proofs equal the CPU's");
+    }
+
+    // Batches and two sets over the constraints on the GPU, with H's bases as a load picks
+    // them (on the coset, where the file is there).
+    #[cfg(feature = "cuda")]
+    {
+        let r1cs = Arc::new(cuzk::r1cs::R1cs::record(Chain { x: None, steps })?);
+        let pool = rayon::ThreadPoolBuilder::new().build()?;
+        let mut cuda = CudaProver::open(0, "cuda-0".into())?;
 
         // Batches: three partitions proved in one call, the ones of their resident queries
         // summed together by pattern after the last, their witnesses on the GPU or a, b and
