@@ -233,16 +233,7 @@ fn main() -> Result<()> {
         ("streamed, H on the coset", 0, true),
     ] {
         let mut cuda = CudaProver::open(0, "cuda-0".into())?;
-        let resident = Arc::new(ResidentParams::load_with(
-            &path_of(&dir),
-            device_bytes,
-            coset_h,
-        )?);
-        ensure!(
-            resident.h_on_coset() == coset_h,
-            "cuda {path}: the coset H query was {}taken",
-            if coset_h { "not " } else { "" }
-        );
+        let resident = load_h_as(&dir, device_bytes, coset_h, &format!("cuda {path}"))?;
         for circuit in circuits.iter().take(2) {
             let partition = synthesize(circuit.clone())?;
             let (on_gpu, timings) = cuda.prove(partition, &resident, Fr::ZERO, Fr::ZERO, None)?;
@@ -325,16 +316,7 @@ fn main() -> Result<()> {
         let r1cs = Arc::new(cuzk::r1cs::R1cs::record(Chain { x: None, steps })?);
         let pool = rayon::ThreadPoolBuilder::new().build()?;
         let mut cuda = CudaProver::open(0, "cuda-0".into())?;
-        let resident = Arc::new(ResidentParams::load_with(
-            &path_of(&dir),
-            u64::MAX,
-            coset_h,
-        )?);
-        ensure!(
-            resident.h_on_coset() == coset_h,
-            "cuda evaluating{form}: the coset H query was {}taken",
-            if coset_h { "not " } else { "" }
-        );
+        let resident = load_h_as(&dir, u64::MAX, coset_h, &format!("cuda evaluating{form}"))?;
         // Each partition's witness goes up during the previous one's proof (the second and
         // later find theirs on the GPU), so every proof checks the upload ahead too. The
         // first and third are held compact (bits and wide values, expanded on the GPU),
@@ -534,6 +516,28 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The test set with H's bases on the coset or the file's own (`coset_h`), `device_bytes` of
+/// them on the GPU; an error naming `what` where the load took the other form.
+#[cfg(feature = "cuda")]
+fn load_h_as(
+    dir: &tempfile::TempDir,
+    device_bytes: u64,
+    coset_h: bool,
+    what: &str,
+) -> Result<Arc<ResidentParams>> {
+    let set = Arc::new(ResidentParams::load_with(
+        &path_of(dir),
+        device_bytes,
+        coset_h,
+    )?);
+    ensure!(
+        set.h_on_coset() == coset_h,
+        "{what}: the coset H query was {}taken",
+        if coset_h { "not " } else { "" }
+    );
+    Ok(set)
 }
 
 fn path_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
