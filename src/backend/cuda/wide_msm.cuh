@@ -855,37 +855,35 @@ public:
                 (void)cudaEventDestroy(e);
     }
 
-    // The stream the next reduction runs on: beside, once it has waited for the work queued
-    // on `s` so far (the group's accumulation); else `s` itself.
-    cudaStream_t start(cudaStream_t s)
+    // Windows first .. end of `win` reduced from `sums`: beside, once the group's
+    // accumulation queued on win.s is done; else on win.s, in turn.
+    template<class windows>
+    void reduce(windows& win, int first, int end, const typename windows::bucket_h* sums)
     {
-        if (!on_)
-            return s;
-        CUDA_OK(cudaEventRecord(events_[ACCUMULATED], s));
-        CUDA_OK(cudaStreamWaitEvent(on_, events_[ACCUMULATED], 0));
-        return on_;
-    }
-
-    // After a reduction queued on the stream start gave.
-    void started()
-    {
-        if (!on_)
+        if (!on_) {
+            win.reduce(first, end, sums);
             return;
+        }
+        CUDA_OK(cudaEventRecord(events_[ACCUMULATED], win.s));
+        CUDA_OK(cudaStreamWaitEvent(on_, events_[ACCUMULATED], 0));
+        win.reduce(first, end, sums, on_);
         CUDA_OK(cudaEventRecord(events_[REDUCED], on_));
         in_flight_ = true;
     }
 
-    // `s` waits for the reduction in flight, if any: before the next accumulation, and
-    // before the windows' sums are read back.
-    void wait(cudaStream_t s)
+    // win.s waits for the reduction in flight, if any (before the next accumulation, and
+    // before the windows' sums are read back), marked as the reduction's step: what of it
+    // the count and the sort did not hide.
+    template<class windows>
+    void wait(windows& win)
     {
         if (!in_flight_)
             return;
-        CUDA_OK(cudaStreamWaitEvent(s, events_[REDUCED], 0));
+        CUDA_OK(cudaStreamWaitEvent(win.s, events_[REDUCED], 0));
+        win.phases.mark(phases_t::REDUCE);
         in_flight_ = false;
     }
 
-    bool beside() const { return on_ != nullptr; }
 
 private:
     enum { ACCUMULATED, REDUCED, EVENTS };
@@ -946,18 +944,11 @@ void multiexp(const gpu_t& gpu, point& out, const typename bucket::affine_t::mem
     for (int first = 0; first < plan.windows; first += group) {
         int end = std::min(first + group, plan.windows);
         win.sort(scalars, form, n, first, end);
-        if (reduction.beside()) {
-            reduction.wait(win.s);
-            win.phases.mark(phases_t::REDUCE);  // what of the last reduction was not hidden
-        }
+        reduction.wait(win);
         win.accumulate(sums.ptr, bases, first, end);
-        win.reduce(first, end, sums.ptr, reduction.start(win.s));
-        reduction.started();
+        reduction.reduce(win, first, end, sums.ptr);
     }
-    if (reduction.beside()) {
-        reduction.wait(win.s);
-        win.phases.mark(phases_t::REDUCE);
-    }
+    reduction.wait(win);
     win.join(out);
 }
 
