@@ -56,10 +56,16 @@ started=$SECONDS
 pack() { tar czf "$out/results.tgz" -C "$out" results 2>/dev/null; }
 left() { echo $(( ${LIMIT:-590} - (SECONDS - started) )); }
 
-if [ "${CHECKS:-1}" = 1 ]; then
-  CUZK_TEST_GPU_FAULT="small-chunks,small-batches${FAULTS:+,$FAULTS}" MULTIEXP=wide:from=12 LOG="${LOG:-16}" \
-    "$here/gpu-msm.sh" "$run/cuzk" "$out/results/check" check
+# backend_check at 2^LOG, every multiexp of 2^12 bases or more at wide windows, small chunks
+# and batches, plus the faults in $1; its logs under $2.
+check() {
+  CUZK_TEST_GPU_FAULT="small-chunks,small-batches${1:+,$1}" MULTIEXP=wide:from=12 LOG="${LOG:-16}" \
+    "$here/gpu-msm.sh" "$run/cuzk" "$2" check
   pack
+}
+
+if [ "${CHECKS:-1}" = 1 ]; then
+  check "${FAULTS:-}" "$out/results/check"
 fi
 if [ "${TABLE:-0}" = 1 ]; then
   tables=(after)
@@ -104,9 +110,7 @@ fi
 if [ "${REDUCE:-0}" = 1 ]; then
   dir="$out/results/reduce"; mkdir -p "$dir"
   # Beside, checked first where sizes are small: every group one window, as at 2^27.
-  CUZK_WIDE_REDUCE=beside CUZK_TEST_GPU_FAULT=small-chunks,small-batches,one-window-groups \
-    MULTIEXP=wide:from=12 LOG="${LOG:-16}" "$here/gpu-msm.sh" "$run/cuzk" "$dir/check-beside" check
-  pack
+  CUZK_WIDE_REDUCE=beside check one-window-groups "$dir/check-beside"
   for round in $(seq "${REDUCE_ROUNDS:-2}"); do
     for way in turn beside; do
       if [ "$way" = beside ]; then export CUZK_WIDE_REDUCE=beside; else unset CUZK_WIDE_REDUCE; fi
