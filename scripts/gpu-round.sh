@@ -30,9 +30,8 @@
 #              (CUZK_WIDE_REDUCE=beside): msm_bench --gpu at 2^TO (27) with CUZK_WIDE_PHASES=1,
 #              the two ways alternated REDUCE_ROUNDS times (2), each way's best wide time and
 #              its median reduce phase, after backend_check with them beside and every group
-#              one window (one-window-groups); with REDUCE_BENCH=1 also `cuzk bench` for the 32GiB
-#              PoRep shape (SECTORS, 2) each way in one bench directory, the waterfall's
-#              steady state and kernels by step
+#              one window (one-window-groups); with REDUCE_BENCH=1 also the 32GiB shape at
+#              no cap each way (scripts/gpu-cards.sh all, SECTORS 2), one bench directory
 #   PROVE=     directories of real C1 files (e.g. a 512MiB sector's), each proved by
 #              `cuzk prove-dir --once` for each --gpu-memory in PROVE_CARDS (default "2GiB
 #              all"; "all" sets none), after `cuzk params gen` for SIZE (default 512MiB):
@@ -129,24 +128,13 @@ if [ "${REDUCE:-0}" = 1 ]; then
     grep -hE "disagree|rror" "$dir"/msm-$way-*.txt | head -n 3
   done
   if [ "${REDUCE_BENCH:-0}" = 1 ]; then
-    bench=/tmp/cuzk-bench-reduce
-    # The shape's parameters and its recorded constraints ahead, so both ways run warm.
-    timeout 150 "$run/cuzk" bench --sector-size 32GiB --dir "$bench" --sectors 1 --prepare-only \
-      > "$dir/prepare.txt" 2>&1
-    FIL_PROOFS_PARAMETER_CACHE="$bench/params" timeout 120 "$run/cuzk" params constraints \
-      --sector-size 32GiB > "$dir/constraints.txt" 2>&1
+    # gpu-cards.sh at no cap, each way: one bench directory, its constraints recorded ahead.
     for way in turn beside; do
       if [ "$(left)" -lt "${NEED:-120}" ]; then echo "== bench $way skipped: $(left) s left"; continue; fi
+      echo "== the reductions $way"
       if [ "$way" = beside ]; then export CUZK_WIDE_REDUCE=beside; else unset CUZK_WIDE_REDUCE; fi
-      echo "== cuzk bench 32GiB, reductions $way"
-      timeout $(( $(left) - 10 )) "$run/cuzk" bench --sector-size 32GiB --dir "$bench" \
-        --sectors "${SECTORS:-2}" > "$dir/bench-$way.txt" 2>&1
-      timeline=$(ls -t "$bench"/runs/*/timeline.csv 2>/dev/null | head -n 1)
-      if [ -n "$timeline" ]; then
-        cp "$timeline" "$dir/timeline-$way.csv"
-        "$run/cuzk" waterfall "$timeline" > "$dir/waterfall-$way.txt" 2>&1
-        grep -E "steady|^verdict|kernels by step" -A1 "$dir/waterfall-$way.txt" | cut -c1-200
-      fi
+      BENCH_TIMEOUT=$(( $(left) - 20 )) SECTORS="${SECTORS:-2}" \
+        "$here/gpu-cards.sh" "$run/cuzk" "$dir/bench-$way" all
       pack
     done
     unset CUZK_WIDE_REDUCE
