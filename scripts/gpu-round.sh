@@ -26,12 +26,6 @@
 #              for each CUZK_MULTIEXP in ENGINES (default "default wide:from=20 sppark
 #              default"; "default" leaves it unset), each a fresh process
 #   REAL=0     a real 2KiB sector through backend_check (scripts/gpu-msm.sh real)
-#   REDUCE=0   the H multiexp's reductions in turn against beside the next group's sort
-#              (CUZK_WIDE_REDUCE=beside): msm_bench --gpu at 2^TO (27) with CUZK_WIDE_PHASES=1,
-#              the two ways alternated REDUCE_ROUNDS times (2), each way's best wide time and
-#              its median reduce phase, after backend_check with them beside and every group
-#              one window (one-window-groups); with REDUCE_BENCH=1 also the 32GiB shape at
-#              no cap each way (scripts/gpu-cards.sh all, SECTORS 2), one bench directory
 #   PROVE=     directories of real C1 files (e.g. a 512MiB sector's), each proved by
 #              `cuzk prove-dir --once` for each --gpu-memory in PROVE_CARDS (default "2GiB
 #              all"; "all" sets none), after `cuzk params gen` for SIZE (default 512MiB):
@@ -105,40 +99,6 @@ fi
 if [ "${REAL:-0}" = 1 ]; then
   "$here/gpu-msm.sh" "$run/cuzk" "$out/results/real" real
   pack
-fi
-if [ "${REDUCE:-0}" = 1 ]; then
-  dir="$out/results/reduce"; mkdir -p "$dir"
-  # Beside, checked first where sizes are small: every group one window, as at 2^27.
-  CUZK_WIDE_REDUCE=beside check one-window-groups "$dir/check-beside"
-  for round in $(seq "${REDUCE_ROUNDS:-2}"); do
-    for way in turn beside; do
-      if [ "$way" = beside ]; then export CUZK_WIDE_REDUCE=beside; else unset CUZK_WIDE_REDUCE; fi
-      CUZK_WIDE_PHASES=1 timeout 90 "$run/msm_bench" --gpu --from "${TO:-27}" --to "${TO:-27}" \
-        --rounds 3 > "$dir/msm-$way-$round.txt" 2>&1
-      pack
-    done
-  done
-  unset CUZK_WIDE_REDUCE
-  echo "== the reductions at 2^${TO:-27}: best wide ms of each way's runs, median reduce phase"
-  for way in turn beside; do
-    best=$(cat "$dir"/msm-$way-*.txt | awk -F'|' '/^\| 2\^/ {print $6+0}' | sort -n | head -n 1)
-    reduce=$(cat "$dir"/msm-$way-*.txt | grep -E "^wide_msm .* n=$((1 << ${TO:-27})) " |
-      sed -nE 's/.*, reduce ([0-9.]+) ms.*/\1/p' | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-    echo "$way: wide ${best:-?} ms, reduce ${reduce:-?} ms"
-    grep -hE "disagree|rror" "$dir"/msm-$way-*.txt | head -n 3
-  done
-  if [ "${REDUCE_BENCH:-0}" = 1 ]; then
-    # gpu-cards.sh at no cap, each way: one bench directory, its constraints recorded ahead.
-    for way in turn beside; do
-      if [ "$(left)" -lt "${NEED:-120}" ]; then echo "== bench $way skipped: $(left) s left"; continue; fi
-      echo "== the reductions $way"
-      if [ "$way" = beside ]; then export CUZK_WIDE_REDUCE=beside; else unset CUZK_WIDE_REDUCE; fi
-      BENCH_TIMEOUT=$(( $(left) - 20 )) SECTORS="${SECTORS:-2}" \
-        "$here/gpu-cards.sh" "$run/cuzk" "$dir/bench-$way" all
-      pack
-    done
-    unset CUZK_WIDE_REDUCE
-  fi
 fi
 if [ -n "${PROVE:-}" ]; then
   export FIL_PROOFS_PARAMETER_CACHE="${FIL_PROOFS_PARAMETER_CACHE:-/tmp/cuzk-params}"

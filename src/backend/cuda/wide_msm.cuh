@@ -41,9 +41,9 @@
 //   state left room for fewer windows a group (BENCHMARKS.md);
 // - reduce, the whole group at once: sum_b b S_b by running sums over segments of 32
 //   buckets (a segment's offset times its plain sum added by double-and-add), then the
-//   segments summed by block trees, a launch a step for all the group's windows; in turn
-//   with the next group's steps, or with CUZK_WIDE_REDUCE=beside beside its count and sort
-//   (reduction_beside_t, not measured yet).
+//   segments summed by block trees, a launch a step for all the group's windows, on a
+//   stream of its own beside the next group's count and sort (reduction_beside_t: the whole
+//   multiexp 807 ms against 815 in turn at 2^27 on an H100, 6e97d7c).
 // The windows' sums come back to the host, which joins them by doublings.
 //
 // A point takes bucket::degree threads side by side (sppark's G2 field holds an element's
@@ -824,23 +824,19 @@ struct windows_t {
 };
 
 // A group's reduction beside the next group's count and sort, on a stream of its own
-// (gpu[1], which nothing else uses during a multiexp), where CUZK_WIDE_REDUCE=beside; else
-// each reduction in turn on `s`. The reduction reads the group's bucket sums, which the next
-// group's accumulation clears and rewrites, so that accumulation waits for it; the count and
-// the sort (digits, counters, entries) touch nothing it reads. What it may win: the 2^27 H
-// multiexp's twelve reductions take 42 ms of its 824, running below the device's width
-// (65 K segments of 32 buckets a window), beside the sort's scattered stores.
+// (gpu[1], which nothing else uses during a multiexp). The reduction reads the group's
+// bucket sums, which the next group's accumulation clears and rewrites, so that accumulation
+// waits for it; the count and the sort (digits, counters, entries) touch nothing it reads.
+// At 2^27 the twelve reductions, 42 ms of the multiexp in turn, run below the device's width
+// (65 K segments of 32 buckets a window); beside the sort's scattered stores all but 3 ms of
+// them hide, though the count they share the device with slows by 32 ms: 8 ms won in all.
 //
-// Not measured yet, so off by default. Its destructor waits for the stream (never throws):
-// the buffers the reductions read go back to the pool only after, should a step throw.
+// Its destructor waits for the stream (never throws): the buffers the reductions read go
+// back to the pool only after, should a step throw.
 class reduction_beside_t {
 public:
-    explicit reduction_beside_t(const gpu_t& gpu)
+    explicit reduction_beside_t(const gpu_t& gpu) : on_(gpu[1])
     {
-        static const char* given = std::getenv("CUZK_WIDE_REDUCE");
-        if (!(given && std::strcmp(given, "beside") == 0))
-            return;
-        on_ = gpu[1];
         for (auto& e : events_)
             CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     }
@@ -848,22 +844,17 @@ public:
     reduction_beside_t& operator=(const reduction_beside_t&) = delete;
     ~reduction_beside_t()
     {
-        if (on_)
-            (void)cudaStreamSynchronize(on_);
+        (void)cudaStreamSynchronize(on_);
         for (auto e : events_)
             if (e)
                 (void)cudaEventDestroy(e);
     }
 
-    // Windows first .. end of `win` reduced from `sums`: beside, once the group's
-    // accumulation queued on win.s is done; else on win.s, in turn.
+    // Windows first .. end of `win` reduced from `sums`, beside, once the group's
+    // accumulation queued on win.s is done.
     template<class windows>
     void reduce(windows& win, int first, int end, const typename windows::bucket_h* sums)
     {
-        if (!on_) {
-            win.reduce(first, end, sums);
-            return;
-        }
         CUDA_OK(cudaEventRecord(events_[ACCUMULATED], win.s));
         CUDA_OK(cudaStreamWaitEvent(on_, events_[ACCUMULATED], 0));
         win.reduce(first, end, sums, on_);
