@@ -43,7 +43,7 @@
 //   buckets (a segment's offset times its plain sum added by double-and-add), then the
 //   segments summed by block trees, a launch a step for all the group's windows, on a
 //   stream of its own beside the next group's count and sort (reduction_beside_t: the whole
-//   multiexp 807 ms against 815 in turn at 2^27 on an H100, 6e97d7c).
+//   multiexp 807 ms against 815 in turn at 2^27 on an H100, cd417ac).
 // The windows' sums come back to the host, which joins them by doublings.
 //
 // A point takes bucket::degree threads side by side (sppark's G2 field holds an element's
