@@ -49,16 +49,10 @@ started=$SECONDS
 pack() { tar czf "$out/results.tgz" -C "$out" results 2>/dev/null; }
 left() { echo $(( ${LIMIT:-590} - (SECONDS - started) )); }
 
-# backend_check at 2^LOG, every multiexp of 2^12 bases or more at wide windows, small chunks
-# and batches, plus the faults in $1; its logs under $2.
-check() {
-  CUZK_TEST_GPU_FAULT="small-chunks,small-batches${1:+,$1}" MULTIEXP=wide:from=12 LOG="${LOG:-16}" \
-    "$here/gpu-msm.sh" "$run/cuzk" "$2" check
-  pack
-}
-
 if [ "${CHECKS:-1}" = 1 ]; then
-  check "${FAULTS:-}" "$out/results/check"
+  CUZK_TEST_GPU_FAULT="small-chunks,small-batches${FAULTS:+,$FAULTS}" MULTIEXP=wide:from=12 LOG="${LOG:-16}" \
+    "$here/gpu-msm.sh" "$run/cuzk" "$out/results/check" check
+  pack
 fi
 if [ "${TABLE:-0}" = 1 ]; then
   tables=(after)
